@@ -1,0 +1,3 @@
+module github.com/streamlearner/streamlearner
+
+go 1.26

@@ -1,0 +1,46 @@
+// Package learners implements budget kernel perceptrons: online binary
+// classifiers whose model is f(x) = Σ_j α_j k(x_j, x) over an active set of
+// support vectors that, for the budget learners, never exceeds its budget.
+//
+// Rules, stated once:
+//
+//   - One round is Round(x, y): the margin f(x) is computed with the current
+//     model, then, if y is +1 or −1, the learner learns from (x, y). y = 0
+//     predicts without learning. A round counts as a mistake when
+//     y·f(x) ≤ 0, the update rule of every Perceptron-type paper (a zero
+//     margin is never right).
+//   - Learners are pure and deterministic: no I/O, no clock, no global
+//     random state. A randomized learner (rbp) draws from its own seeded
+//     generator, whose state travels with the learner's encoded state.
+//   - MarshalBinary / Unmarshal carry the complete state. A restored learner
+//     gives bit-identical margins to one that never stopped; the tests check
+//     this for every learner at random cut points.
+//   - Inputs are sparse.Vectors that satisfy the sparse package's rules
+//     (sorted, unique, finite); the codec checks them, learners do not.
+//   - A Learner owns copies of the vectors it keeps: callers may reuse the
+//     slices they pass in as soon as Round returns.
+//   - A Learner is not safe for concurrent use.
+//   - Round panics on a label other than −1, 0, +1 (a programming error);
+//     corrupt encoded state is an error wrapping ErrCorrupt, never a panic.
+//
+// Cost: one round is one kernel row, O(nnz(x) + Σ_j nnz(x_j)) with a dense
+// scatter of x, plus the update: O(1) amortized for perceptron, stoptron,
+// rbp, lbp, O(B) for forgetron, spa and pa1 (a weight rescale or a second
+// kernel row), O(B²) per removal for cks (exact margins from a cached
+// kernel matrix). Squared norms and k(x_j, x_j) are cached per support
+// vector, so every kernel costs one sparse dot product.
+//
+// Removal searches that tie (a9a has many duplicate rows) choose the oldest
+// candidate.
+//
+// Learners and their papers (see Available for parameters):
+//
+//	perceptron  kernel Perceptron, no budget            Rosenblatt; Dekel et al. 2005 §2
+//	stoptron    stops learning when full                Orabona et al. 2008 §5
+//	cks         remove the largest self-excluded margin Crammer, Kandola, Singer 2003
+//	forgetron   self-tuned shrink-and-forget            Dekel, Shalev-Shwartz, Singer 2005, Fig. 1
+//	rbp         remove a random support vector          Cavallanti, Cesa-Bianchi, Gentile 2007, Fig. 2
+//	lbp         remove the oldest support vector        same, §4
+//	spa         Shifting Perceptron, λ decay            same, Fig. 1
+//	pa1         kernel PA-I, C; no budget               Crammer et al. 2006
+package learners

@@ -1,0 +1,146 @@
+package learners
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// The encoded state of a learner:
+//
+//	magic "SLRN" | format version (uvarint) | learner spec (string) | kernel spec (string)
+//	| round counter (uvarint) | support set | learner-specific section (bytes)
+//
+// The support set is: count (uvarint), then per vector its birth round
+// (uvarint), weight (float64 bits), entry count (uvarint), index deltas
+// (uvarint) and values (float64 bits). Cached norms and kernel values are
+// not stored: they are recomputed on decode by the same code that computed
+// them, so they come back bit-identical. Strings and byte sections are a
+// uvarint length followed by the bytes. Integrity (checksums) is the
+// checkpoint store's job; decoding only guarantees that corrupt input gives
+// an error, never a panic or an allocation larger than the input implies.
+const (
+	stateMagic   = "SLRN"
+	stateVersion = 1
+)
+
+// ErrCorrupt is wrapped by every decoding error caused by malformed bytes.
+var ErrCorrupt = errors.New("corrupt learner state")
+
+type encoder struct{ b []byte }
+
+func (e *encoder) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
+func (e *encoder) float(v float64) {
+	e.b = binary.LittleEndian.AppendUint64(e.b, math.Float64bits(v))
+}
+func (e *encoder) bytes(p []byte)  { e.uvarint(uint64(len(p))); e.b = append(e.b, p...) }
+func (e *encoder) string(s string) { e.uvarint(uint64(len(s))); e.b = append(e.b, s...) }
+
+func (e *encoder) vector(v sparse.Vector) {
+	e.uvarint(uint64(len(v.Idx)))
+	prev := uint32(0)
+	for _, i := range v.Idx {
+		e.uvarint(uint64(i - prev))
+		prev = i
+	}
+	for _, x := range v.Val {
+		e.float(x)
+	}
+}
+
+// decoder reads what encoder wrote. After the first failure every read
+// returns a zero value and err keeps the first failure.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrCorrupt, what)
+	}
+}
+
+func (d *decoder) uvarint(what string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail(what)
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) float(what string) float64 {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) < 8 {
+		d.fail(what)
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	return v
+}
+
+// count reads a length and checks that at least min bytes per item remain,
+// so a corrupt length cannot make the caller allocate more than the input.
+func (d *decoder) count(what string, min int) int {
+	n := d.uvarint(what)
+	if d.err != nil {
+		return 0
+	}
+	if n > uint64(len(d.b)/min) {
+		d.fail(what + " count exceeds remaining data")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) bytes(what string) []byte {
+	n := d.count(what, 1)
+	if d.err != nil {
+		return nil
+	}
+	p := d.b[:n:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *decoder) string(what string) string { return string(d.bytes(what)) }
+
+func (d *decoder) vector() sparse.Vector {
+	n := d.count("vector length", 9)
+	if d.err != nil {
+		return sparse.Vector{}
+	}
+	v := sparse.Vector{Idx: make([]uint32, n), Val: make([]float64, n)}
+	prev := uint64(0)
+	for i := range n {
+		delta := d.uvarint("vector index")
+		if i > 0 && delta == 0 {
+			d.fail("vector indices not increasing")
+		}
+		prev += delta
+		if prev > math.MaxUint32 {
+			d.fail("vector index out of range")
+		}
+		v.Idx[i] = uint32(prev)
+	}
+	for i := range n {
+		v.Val[i] = d.float("vector value")
+	}
+	if d.err == nil {
+		if err := v.Validate(); err != nil {
+			d.fail(err.Error())
+		}
+	}
+	return v
+}

@@ -1,0 +1,274 @@
+package learners
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// Learner is an online binary classifier whose model is a kernel expansion
+// f(x) = Σ_j α_j k(x_j, x) over a bounded active set.
+//
+// A Learner is not safe for concurrent use: it keeps scratch buffers between
+// calls. Give each goroutine (each partition) its own.
+type Learner interface {
+	// Round plays one round: it computes the margin f(x) with the current
+	// model and then, when y is +1 or −1, learns from (x, y). y = 0 means
+	// the label is unknown: the round predicts and does not learn. The
+	// returned margin is always the one computed before learning. Round
+	// panics if y is not −1, 0 or +1.
+	Round(x sparse.Vector, y int) Outcome
+	// Predict returns f(x) and leaves the model unchanged.
+	Predict(x sparse.Vector) float64
+	// Size is the number of support vectors in the active set.
+	Size() int
+	// Budget is the most support vectors the learner will ever hold, or 0
+	// when it has no bound.
+	Budget() int
+	// Spec is the learner's canonical spec, every parameter included
+	// (defaults too), e.g. "rbp:budget=100,seed=1".
+	Spec() string
+	// Kernel is the kernel the learner was built with.
+	Kernel() Kernel
+	// MarshalBinary encodes the complete state (spec, kernel, active set,
+	// weights, counters, random generator); Unmarshal restores it, and the
+	// restored learner continues with bit-identical margins.
+	MarshalBinary() ([]byte, error)
+}
+
+// Outcome is what one round did.
+type Outcome struct {
+	Margin  float64 // f(x) before learning
+	Mistake bool    // the round was labeled and y·f(x) ≤ 0 (a zero margin is never right)
+	Updated bool    // the model changed
+}
+
+// Info describes a learner for help texts and documentation.
+type Info struct {
+	Name    string
+	Summary string
+	Source  string // the paper that states the algorithm
+	Params  []ParamInfo
+}
+
+// ParamInfo describes one parameter of a learner spec.
+type ParamInfo struct{ Name, Default, Doc string }
+
+// algorithm is the part that differs between learners: what to do with a
+// labeled round, and any state beyond the active set.
+type algorithm interface {
+	// learn updates the model after the margin f of q was computed, with
+	// m.row holding k(q, x_j) for the current active set. It reports whether
+	// the model changed.
+	learn(m *model, q query, f float64, y int) bool
+	encode(e *encoder)
+	// decode restores what encode wrote; the active set is already restored.
+	decode(d *decoder, m *model)
+}
+
+type registration struct {
+	info  Info
+	build func(p *params, m *model, seed uint64) algorithm
+}
+
+var registry = map[string]registration{}
+
+func register(r registration) { registry[r.info.Name] = r }
+
+// Available lists the learners, sorted by name.
+func Available() []Info {
+	out := make([]Info, 0, len(registry))
+	for _, r := range registry {
+		out = append(out, r.info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// New builds a learner from a spec such as "forgetron:budget=100". seed
+// seeds a randomized learner unless the spec sets seed= itself; the seed in
+// use is part of the canonical spec.
+func New(spec string, k Kernel, seed uint64) (Learner, error) {
+	sp, err := ParseSpec(spec)
+	if err != nil {
+		return nil, fmt.Errorf("learner: %w", err)
+	}
+	return newFromSpec(sp, k, seed)
+}
+
+func newFromSpec(sp Spec, k Kernel, seed uint64) (*model, error) {
+	if k.Kind < Linear || k.Kind > RBF {
+		return nil, fmt.Errorf("learner %s: invalid kernel", sp.Name)
+	}
+	r, ok := registry[sp.Name]
+	if !ok {
+		names := make([]string, 0, len(registry))
+		for n := range registry {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("learner %q: unknown (available: %s)", sp.Name, strings.Join(names, ", "))
+	}
+	m := &model{sv: supportSet{kern: k}}
+	p := newParams(sp)
+	m.alg = r.build(p, m, seed)
+	if err := p.done(); err != nil {
+		return nil, fmt.Errorf("learner: %w", err)
+	}
+	m.spec = p.canonical().String()
+	return m, nil
+}
+
+// model is the one Learner implementation: the shared round logic around an
+// algorithm.
+type model struct {
+	spec   string
+	sv     supportSet
+	budget int
+	rounds uint64 // rounds played, labeled or not; a support vector's birth date
+	row    []float64
+	alg    algorithm
+}
+
+func (m *model) Round(x sparse.Vector, y int) Outcome {
+	if y < -1 || y > 1 {
+		panic(fmt.Sprintf("learners: label %d is not −1, 0 or +1", y))
+	}
+	q := m.sv.newQuery(x)
+	m.row = m.sv.row(q, m.row)
+	f := m.sv.margin(m.row)
+	m.rounds++
+	out := Outcome{Margin: f}
+	if y == 0 {
+		return out
+	}
+	out.Mistake = float64(y)*f <= 0
+	out.Updated = m.alg.learn(m, q, f, y)
+	return out
+}
+
+func (m *model) Predict(x sparse.Vector) float64 {
+	m.row = m.sv.row(m.sv.newQuery(x), m.row)
+	return m.sv.margin(m.row)
+}
+
+func (m *model) Size() int      { return m.sv.len() }
+func (m *model) Budget() int    { return m.budget }
+func (m *model) Spec() string   { return m.spec }
+func (m *model) Kernel() Kernel { return m.sv.kern }
+
+func (m *model) MarshalBinary() ([]byte, error) {
+	e := &encoder{b: make([]byte, 0, 64+m.sv.len()*32)}
+	e.b = append(e.b, stateMagic...)
+	e.uvarint(stateVersion)
+	e.string(m.spec)
+	e.string(m.sv.kern.String())
+	e.uvarint(m.rounds)
+	e.uvarint(uint64(m.sv.len()))
+	for j := range m.sv.x {
+		e.uvarint(m.sv.born[j])
+		e.float(m.sv.alpha[j])
+		e.uvarint(uint64(m.sv.label[j] + 1)) // 0 or 2
+		e.vector(m.sv.x[j])
+	}
+	extra := &encoder{}
+	m.alg.encode(extra)
+	e.bytes(extra.b)
+	return e.b, nil
+}
+
+// Unmarshal rebuilds a learner from MarshalBinary's output. Malformed input
+// gives an error wrapping ErrCorrupt; a state from a newer format version
+// gives an error naming the version.
+func Unmarshal(data []byte) (Learner, error) {
+	m, err := unmarshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode learner state: %w", err)
+	}
+	return m, nil
+}
+
+func unmarshal(data []byte) (*model, error) {
+	if len(data) < len(stateMagic) || string(data[:len(stateMagic)]) != stateMagic {
+		return nil, fmt.Errorf("%w: not a learner state (bad magic)", ErrCorrupt)
+	}
+	d := &decoder{b: data[len(stateMagic):]}
+	if v := d.uvarint("version"); d.err == nil && v != stateVersion {
+		return nil, fmt.Errorf("learner state format version %d not supported (this build reads %d)", v, stateVersion)
+	}
+	specStr, kernStr := d.string("spec"), d.string("kernel")
+	if d.err != nil {
+		return nil, d.err
+	}
+	sp, err := ParseSpec(specStr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	k, err := ParseKernel(kernStr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	m, err := newFromSpec(sp, k, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	m.rounds = d.uvarint("rounds")
+	n := d.count("support set size", 11)
+	if m.budget > 0 && n > m.budget {
+		return nil, fmt.Errorf("%w: %d support vectors exceed the budget %d", ErrCorrupt, n, m.budget)
+	}
+	for range n {
+		born := d.uvarint("birth round")
+		alpha := d.float("weight")
+		label := int(d.uvarint("label")) - 1
+		x := d.vector()
+		if d.err != nil {
+			return nil, d.err
+		}
+		if label != 1 && label != -1 {
+			return nil, fmt.Errorf("%w: label %d", ErrCorrupt, label)
+		}
+		if math.IsNaN(alpha) || math.IsInf(alpha, 0) {
+			return nil, fmt.Errorf("%w: weight %v", ErrCorrupt, alpha)
+		}
+		m.sv.add(m.sv.newQuery(x), label, alpha, born)
+	}
+	extra := &decoder{b: d.bytes("learner section")}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(d.b))
+	}
+	m.alg.decode(extra, m)
+	if extra.err != nil {
+		return nil, extra.err
+	}
+	if len(extra.b) != 0 {
+		return nil, fmt.Errorf("%w: %d trailing bytes in learner section", ErrCorrupt, len(extra.b))
+	}
+	return m, nil
+}
+
+// budgetParam reads the budget of a learner that needs one.
+func budgetParam(p *params, m *model) {
+	m.budget = p.int("budget", 100, 1, 1<<24)
+}
+
+// capParam reads max=, the optional hard cap of a learner that has no
+// budget in its paper: 0 keeps it unbounded, N > 0 removes the oldest
+// support vector when an update would exceed N.
+func capParam(p *params, m *model) {
+	m.budget = p.int("max", 0, 0, 1<<24)
+}
+
+// makeRoom removes the oldest support vector when the active set is at the
+// cap, before an insertion.
+func (m *model) makeRoom() {
+	if m.budget > 0 && m.sv.len() >= m.budget {
+		m.sv.remove(0)
+	}
+}

@@ -1,0 +1,71 @@
+package learners
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// stream is a reproducible noisy non-linear problem: sparse points in 12
+// dimensions, label = sign of a quadratic form, 10 % of labels flipped, and a
+// few exact duplicates so that ties in removal searches occur.
+func stream(seed uint64, n int) ([]sparse.Vector, []int) {
+	r := rand.New(rand.NewPCG(seed, 7))
+	xs := make([]sparse.Vector, n)
+	ys := make([]int, n)
+	for t := range n {
+		if t > 10 && r.IntN(10) == 0 {
+			j := r.IntN(t)
+			xs[t], ys[t] = xs[j].Clone(), ys[j]
+			continue
+		}
+		dense := make([]float64, 12)
+		for i := range dense {
+			if r.IntN(2) == 0 {
+				dense[i] = r.NormFloat64()
+			}
+		}
+		xs[t] = sparse.FromDense(dense)
+		s := dense[0]*dense[1] + dense[2] - 0.5*dense[3]*dense[3] + 0.3
+		ys[t] = 1
+		if s < 0 {
+			ys[t] = -1
+		}
+		if r.IntN(10) == 0 {
+			ys[t] = -ys[t]
+		}
+	}
+	return xs, ys
+}
+
+func mustKernel(t testing.TB, s string) Kernel {
+	t.Helper()
+	k, err := ParseKernel(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func mustNew(t testing.TB, spec string, k Kernel, seed uint64) Learner {
+	t.Helper()
+	l, err := New(spec, k, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// allSpecs names one configuration of every registered learner, with a
+// small budget so that removals happen often in short streams.
+var allSpecs = []string{
+	"perceptron", "perceptron:max=15", "stoptron:budget=15", "rbp:budget=15", "lbp:budget=15",
+	"forgetron:budget=15", "cks:budget=15", "cks:budget=15,beta=0.5", "spa:lambda=0.7",
+	"spa:lambda=2,max=15", "pa1:c=0.5", "pa1:c=1,max=15",
+}
+
+var allKernels = []string{"rbf:gamma=0.3", "poly:degree=3,coef0=1,scale=0.5", "linear", "poly:degree=2,normalize=true"}
+
+func sameBits(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
