@@ -153,24 +153,6 @@ func TestRBPIsReproducibleFromItsSeed(t *testing.T) {
 	}
 }
 
-func TestRNGIntnIsUniform(t *testing.T) {
-	r := newRNG(42)
-	const n, draws = 7, 70000
-	var counts [n]int
-	for range draws {
-		counts[r.intn(n)]++
-	}
-	chi2 := 0.0
-	for _, c := range counts {
-		d := float64(c) - draws/n
-		chi2 += d * d / (draws / n)
-	}
-	// 6 degrees of freedom: P(χ² > 22.5) ≈ 0.001.
-	if chi2 > 22.5 {
-		t.Fatalf("χ² = %.1f over counts %v", chi2, counts)
-	}
-}
-
 func TestForgetronPhiIsTheLargestFeasible(t *testing.T) {
 	r := rand.New(rand.NewPCG(8, 9))
 	sawNegA, sawRoot := false, false

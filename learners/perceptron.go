@@ -1,5 +1,7 @@
 package learners
 
+import "github.com/streamlearner/streamlearner/rng"
+
 // The kernel Perceptron and the budget variants that differ from it only in
 // what happens when the active set is full: Stoptron stops learning, RBP
 // removes a uniformly random support vector, LBP removes the oldest.
@@ -15,7 +17,7 @@ const (
 
 type perceptron struct {
 	policy evictPolicy
-	rng    rng // only for evictRandom
+	rng    *rng.Source // only for evictRandom
 }
 
 func init() {
@@ -81,7 +83,7 @@ func (a *perceptron) learn(m *model, q query, f float64, y int) bool {
 		case evictStop:
 			return false
 		case evictRandom:
-			m.sv.remove(a.rng.intn(n))
+			m.sv.remove(a.rng.Intn(n))
 		default:
 			m.sv.remove(0)
 		}
@@ -92,7 +94,8 @@ func (a *perceptron) learn(m *model, q query, f float64, y int) bool {
 
 func (a *perceptron) encode(e *encoder) {
 	if a.policy == evictRandom {
-		e.bytes(a.rng.marshal())
+		b, _ := a.rng.MarshalBinary() // PCG's cannot fail
+		e.bytes(b)
 	}
 }
 
@@ -100,7 +103,7 @@ func (a *perceptron) decode(d *decoder, _ *model) {
 	if a.policy == evictRandom {
 		b := d.bytes("random generator")
 		if d.err == nil {
-			if err := a.rng.unmarshal(b); err != nil {
+			if err := a.rng.UnmarshalBinary(b); err != nil {
 				d.fail(err.Error())
 			}
 		}

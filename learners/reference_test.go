@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/streamlearner/streamlearner/rng"
+
 	"github.com/streamlearner/streamlearner/sparse"
 )
 
@@ -15,10 +17,10 @@ type ref struct {
 	name   string
 	k      Kernel
 	budget int
-	beta   float64 // cks
-	lambda float64 // spa
-	c      float64 // pa1
-	rng    rng     // rbp
+	beta   float64     // cks
+	lambda float64     // spa
+	c      float64     // pa1
+	rng    *rng.Source // rbp
 	x      []sparse.Vector
 	y      []int
 	alpha  []float64 // perceptron-family weights
@@ -70,7 +72,7 @@ func (r *ref) round(x sparse.Vector, y int) float64 {
 			case "stoptron":
 				return f
 			case "rbp":
-				r.drop(r.rng.intn(len(r.x)))
+				r.drop(r.rng.Intn(len(r.x)))
 			default:
 				r.drop(0)
 			}

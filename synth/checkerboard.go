@@ -91,8 +91,8 @@ func Checkerboard(cfg CheckerboardConfig) ([]Point, error) {
 	for i := range pts {
 		// u < 1 - 2^-53 and rounding is monotone, so u*side < side.
 		x := xs[2*i : 2*i+2 : 2*i+2]
-		x[0] = uniform(points) * side
-		x[1] = uniform(points) * side
+		x[0] = points.Float64() * side
+		x[1] = points.Float64() * side
 		pts[i] = Point{X: x, Y: boardLabel(x[0], x[1], cfg.CellSize, cfg.Cells)}
 	}
 
@@ -103,7 +103,7 @@ func Checkerboard(cfg CheckerboardConfig) ([]Point, error) {
 	flips := newSource(cfg.Seed, streamCheckFlips)
 	chosen := make([]bool, cfg.N)
 	for j := cfg.N - k; j < cfg.N; j++ {
-		t := int(uintN(flips, uint64(j)+1))
+		t := int(flips.Uint64n(uint64(j) + 1))
 		if chosen[t] {
 			t = j
 		}

@@ -73,7 +73,7 @@ func Gauss(cfg GaussConfig) ([]Point, error) {
 		x[1] = mean + float64(sdY*z2)
 		// A flip draw is made for every point, whatever Noise is, so that
 		// which points flip depends on Noise only through the threshold.
-		if uniform(flips) < cfg.Noise {
+		if flips.Float64() < cfg.Noise {
 			y = -y
 		}
 		pts[i] = Point{X: x, Y: y}

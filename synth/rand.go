@@ -2,8 +2,8 @@ package synth
 
 import (
 	"math"
-	"math/bits"
-	"math/rand/v2"
+
+	"github.com/streamlearner/streamlearner/rng"
 )
 
 // Stream selectors passed as the second PCG seed word. Each data set and
@@ -17,33 +17,10 @@ const (
 	streamCheckFlips  = 0x636865636b666c70 // "checkflp"
 )
 
-// source is the only generator interface the package relies on: PCG's
-// Uint64 output is specified and does not change across Go releases.
-type source = *rand.PCG
+// source is the generator every draw comes from.
+type source = *rng.Source
 
-func newSource(seed, stream uint64) source {
-	return rand.NewPCG(seed, stream)
-}
-
-// uniform returns a float64 uniform on [0, 1), a multiple of 2^-53 built
-// from the top 53 bits of one draw, so it is exact on every platform.
-func uniform(src source) float64 {
-	return float64(src.Uint64()>>11) * 0x1p-53
-}
-
-// uintN returns an integer uniform on [0, n), n > 0, by Lemire's
-// multiply-and-reject method ("Fast Random Integer Generation in an
-// Interval", 2019), which is unbiased and usually costs a single draw.
-func uintN(src source, n uint64) uint64 {
-	hi, lo := bits.Mul64(src.Uint64(), n)
-	if lo < n {
-		threshold := -n % n // 2^64 mod n
-		for lo < threshold {
-			hi, lo = bits.Mul64(src.Uint64(), n)
-		}
-	}
-	return hi
-}
+func newSource(seed, stream uint64) source { return rng.New(seed, stream) }
 
 // normalPair returns two independent standard normal deviates by
 // Marsaglia's polar method, chosen over Box–Muller because it needs no sine
@@ -51,8 +28,8 @@ func uintN(src source, n uint64) uint64 {
 func normalPair(src source) (float64, float64) {
 	for {
 		// 2*uniform is exact, so the subtraction is the only rounding.
-		u := float64(2*uniform(src)) - 1
-		v := float64(2*uniform(src)) - 1
+		u := float64(2*src.Float64()) - 1
+		v := float64(2*src.Float64()) - 1
 		s := float64(u*u) + float64(v*v)
 		if s > 0 && s < 1 {
 			f := math.Sqrt(float64(-2*logPos(s)) / s)

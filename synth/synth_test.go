@@ -486,7 +486,7 @@ func TestLogPos(t *testing.T) {
 		}
 	}
 	for range 100000 {
-		u := uniform(src)
+		u := src.Float64()
 		if u > 0 {
 			check(u)
 			check(u * u * u)
@@ -497,35 +497,5 @@ func TestLogPos(t *testing.T) {
 	}
 	if logPos(1) != 0 {
 		t.Errorf("logPos(1) = %v, want 0", logPos(1))
-	}
-}
-
-func TestUintN(t *testing.T) {
-	src := newSource(4, 5)
-	for _, n := range []uint64{1, 2, 3, 7, 1 << 40, math.MaxUint64} {
-		for range 1000 {
-			if v := uintN(src, n); v >= n {
-				t.Fatalf("uintN(%d) = %d", n, v)
-			}
-		}
-	}
-	// Uniformity over a small range.
-	const n, draws = 6, 600000
-	var counts [n]int
-	for range draws {
-		counts[uintN(src, n)]++
-	}
-	p := 1.0 / n
-	for i, c := range counts {
-		within(t, fmt.Sprintf("frequency of %d", i), float64(c)/draws, p, math.Sqrt(p*(1-p)/draws))
-	}
-}
-
-func TestUniformRange(t *testing.T) {
-	src := newSource(8, 9)
-	for range 100000 {
-		if u := uniform(src); !(u >= 0 && u < 1) {
-			t.Fatalf("uniform() = %v", u)
-		}
 	}
 }
