@@ -12,7 +12,8 @@ package learners
 // so the choice equals a brute-force search; ties go to the oldest.
 type cks struct {
 	beta   float64
-	stride int       // budget + 1: the active set briefly holds one extra vector
+	limit  int       // budget + 1: the active set briefly holds one extra vector
+	stride int       // row length of gram; grows up to limit with the active set
 	gram   []float64 // gram[i*stride+j] = k(x_i, x_j)
 }
 
@@ -29,7 +30,7 @@ func init() {
 		},
 		build: func(p *params, m *model, _ uint64) algorithm {
 			budgetParam(p, m)
-			return &cks{beta: p.float("beta", 0, 0, 1e300), stride: m.budget + 1}
+			return &cks{beta: p.float("beta", 0, 0, 1e300), limit: m.budget + 1}
 		},
 	})
 }
@@ -39,8 +40,15 @@ func (a *cks) at(i, j int) float64 { return a.gram[i*a.stride+j] }
 // appendGram adds the kernel row and diagonal of the vector about to become
 // support vector n.
 func (a *cks) appendGram(n int, row []float64, diag float64) {
-	if a.gram == nil {
-		a.gram = make([]float64, a.stride*a.stride)
+	if n >= a.stride {
+		// Grow with the active set rather than allocating (B+1)² up front:
+		// a large budget that is never reached costs nothing.
+		s := min(max(2*a.stride, 16), a.limit)
+		g := make([]float64, s*s)
+		for i := range n {
+			copy(g[i*s:i*s+n], a.gram[i*a.stride:i*a.stride+n])
+		}
+		a.gram, a.stride = g, s
 	}
 	for j := range n {
 		a.gram[n*a.stride+j] = row[j]

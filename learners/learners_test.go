@@ -464,3 +464,18 @@ func FuzzUnmarshal(f *testing.F) {
 		l.Round(sparse.Vector{Idx: []uint32{1}, Val: []float64{1}}, 1)
 	})
 }
+
+func TestHugeBudgetCostsOnlyWhatIsUsed(t *testing.T) {
+	// A budget far beyond what the stream fills must not allocate for it
+	// (a (B+1)² kernel matrix here would be petabytes).
+	xs, ys := stream(17, 300)
+	for _, spec := range []string{"cks:budget=16000000", "forgetron:budget=16000000", "rbp:budget=16000000"} {
+		l := mustNew(t, spec, mustKernel(t, "rbf:gamma=0.5"), 1)
+		for i := range xs {
+			l.Round(xs[i], ys[i])
+		}
+		if l.Size() == 0 {
+			t.Fatalf("%s learned nothing", spec)
+		}
+	}
+}

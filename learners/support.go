@@ -57,7 +57,7 @@ func (s *supportSet) row(q query, out []float64) []float64 {
 	}
 	if m := q.x.MaxIndex(); m < scatterLimit {
 		if int(m) >= len(s.scatter) {
-			s.scatter = make([]float64, int(m)+1+int(m)/2)
+			s.scatter = make([]float64, min(int(m)+1+int(m)/2, scatterLimit))
 		}
 		w := s.scatter
 		for i, idx := range q.x.Idx {
