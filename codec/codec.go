@@ -1,0 +1,303 @@
+package codec
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// Default limits, used for the zero fields of a Limits.
+const (
+	defaultMaxBytes    = 1 << 20
+	defaultMaxIndex    = 1 << 24
+	defaultMaxNonZeros = 1 << 16
+)
+
+// Limits bound what one record may cost, so that a bad producer cannot
+// exhaust memory. The zero value takes every default.
+type Limits struct {
+	// MaxBytes is the largest message accepted, in bytes. Zero or negative
+	// means 1 MiB (1<<20).
+	MaxBytes int
+	// MaxIndex is the largest feature index accepted. Zero means 1<<24,
+	// which covers the usual hashed feature spaces; indices start at 0.
+	MaxIndex uint32
+	// MaxNonZeros is the largest number of features one record may list,
+	// zeros included, since they are counted before being dropped. Zero or
+	// negative means 1<<16.
+	MaxNonZeros int
+	// AllowEmpty accepts a record with no non-zero feature (LIBSVM files may
+	// hold such lines). The default, false, rejects it with empty_features:
+	// an empty vector carries nothing to learn or predict from.
+	AllowEmpty bool
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = defaultMaxBytes
+	}
+	if l.MaxIndex == 0 {
+		l.MaxIndex = defaultMaxIndex
+	}
+	if l.MaxNonZeros <= 0 {
+		l.MaxNonZeros = defaultMaxNonZeros
+	}
+	return l
+}
+
+// Example is one decoded record.
+type Example struct {
+	// X holds the features: indices strictly increasing, values finite and
+	// non-zero. An empty X has nil slices.
+	X sparse.Vector
+	// Label is the canonical label token (see CanonicalLabel), or "" when the
+	// record carries no label.
+	Label string
+}
+
+// Reason says, in a word fit for a metric label or a message header, why a
+// record was rejected.
+type Reason string
+
+// The reasons a record can be rejected for. The package comment says when
+// each one applies.
+const (
+	ReasonEmptyMessage    Reason = "empty_message"
+	ReasonTooLarge        Reason = "too_large"
+	ReasonInvalidUTF8     Reason = "invalid_utf8"
+	ReasonInvalidJSON     Reason = "invalid_json"
+	ReasonInvalidLIBSVM   Reason = "invalid_libsvm"
+	ReasonBadLabel        Reason = "bad_label"
+	ReasonNonFinite       Reason = "non_finite"
+	ReasonBadIndex        Reason = "bad_index"
+	ReasonIndexTooLarge   Reason = "index_too_large"
+	ReasonDuplicateIndex  Reason = "duplicate_index"
+	ReasonTooManyFeatures Reason = "too_many_features"
+	ReasonEmptyFeatures   Reason = "empty_features"
+	ReasonMissingFeatures Reason = "missing_features"
+)
+
+// Reasons returns every Reason this package can report, so that metrics can
+// register their label values up front. The slice is fresh on each call.
+func Reasons() []Reason {
+	return []Reason{
+		ReasonEmptyMessage,
+		ReasonTooLarge,
+		ReasonInvalidUTF8,
+		ReasonInvalidJSON,
+		ReasonInvalidLIBSVM,
+		ReasonBadLabel,
+		ReasonNonFinite,
+		ReasonBadIndex,
+		ReasonIndexTooLarge,
+		ReasonDuplicateIndex,
+		ReasonTooManyFeatures,
+		ReasonEmptyFeatures,
+		ReasonMissingFeatures,
+	}
+}
+
+// Error is the error returned for a rejected record or label.
+type Error struct {
+	Reason Reason // machine-readable cause
+	Detail string // what was wrong and where, for people
+}
+
+func (e *Error) Error() string {
+	if e.Detail == "" {
+		return "codec: " + string(e.Reason)
+	}
+	return "codec: " + string(e.Reason) + ": " + e.Detail
+}
+
+func errorf(r Reason, format string, args ...any) *Error {
+	return &Error{Reason: r, Detail: fmt.Sprintf(format, args...)}
+}
+
+// maxQuoted bounds how much of the input an error detail repeats, so that a
+// detail stays readable and fits in a message header.
+const maxQuoted = 32
+
+// quote renders an input fragment for an error detail, shortened to
+// maxQuoted bytes on a rune boundary.
+func quote(b []byte) string {
+	if len(b) <= maxQuoted {
+		return strconv.Quote(string(b))
+	}
+	n := maxQuoted
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return strconv.Quote(string(b[:n])) + "..."
+}
+
+func isBlank(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r'
+}
+
+// firstNonBlank returns the position of the first byte that is not blank, or
+// len(b).
+func firstNonBlank(b []byte) int {
+	i := 0
+	for i < len(b) && isBlank(b[i]) {
+		i++
+	}
+	return i
+}
+
+// precheck runs the message-level checks shared by both formats, in their
+// documented order. lim must have its defaults filled in.
+func precheck(b []byte, lim Limits) *Error {
+	if firstNonBlank(b) == len(b) {
+		if len(b) == 0 {
+			return errorf(ReasonEmptyMessage, "message has no bytes")
+		}
+		return errorf(ReasonEmptyMessage, "message holds only blanks (%d bytes)", len(b))
+	}
+	if len(b) > lim.MaxBytes {
+		return errorf(ReasonTooLarge, "message has %d bytes, limit is %d", len(b), lim.MaxBytes)
+	}
+	if !utf8.Valid(b) {
+		return errorf(ReasonInvalidUTF8, "message is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))
+	}
+	return nil
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
+
+// Decode decodes one message, JSON when its first non-blank byte is '{' and
+// LIBSVM otherwise. Every error it returns is an *Error.
+func Decode(b []byte, lim Limits) (Example, error) {
+	lim = lim.withDefaults()
+	if err := precheck(b, lim); err != nil {
+		return Example{}, err
+	}
+	var ex Example
+	var err *Error
+	if b[firstNonBlank(b)] == '{' {
+		ex, err = decodeJSON(b, lim)
+	} else {
+		ex, err = decodeLIBSVM(b, lim)
+	}
+	if err != nil {
+		return Example{}, err
+	}
+	return ex, nil
+}
+
+// DecodeJSON decodes one JSON record. Every error it returns is an *Error.
+func DecodeJSON(b []byte, lim Limits) (Example, error) {
+	lim = lim.withDefaults()
+	if err := precheck(b, lim); err != nil {
+		return Example{}, err
+	}
+	ex, err := decodeJSON(b, lim)
+	if err != nil {
+		return Example{}, err
+	}
+	return ex, nil
+}
+
+// DecodeLIBSVM decodes one LIBSVM line. Every error it returns is an *Error.
+func DecodeLIBSVM(line []byte, lim Limits) (Example, error) {
+	lim = lim.withDefaults()
+	if err := precheck(line, lim); err != nil {
+		return Example{}, err
+	}
+	ex, err := decodeLIBSVM(line, lim)
+	if err != nil {
+		return Example{}, err
+	}
+	return ex, nil
+}
+
+// entry is one feature as read, before sorting and dropping zeros.
+type entry struct {
+	idx uint32
+	val float64
+}
+
+// scratch holds the buffers a decoder needs while it reads a record; they
+// are pooled so that a decode allocates little more than its result.
+type scratch struct {
+	ents []entry
+	buf  []byte // unescaped JSON strings
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxPooledEntries keeps a rare huge record from pinning its buffer in the
+// pool for good.
+const maxPooledEntries = 1 << 14
+
+func getScratch() *scratch {
+	s := scratchPool.Get().(*scratch)
+	s.ents = s.ents[:0]
+	s.buf = s.buf[:0]
+	return s
+}
+
+func putScratch(s *scratch) {
+	if cap(s.ents) > maxPooledEntries || cap(s.buf) > 1<<16 {
+		return
+	}
+	scratchPool.Put(s)
+}
+
+// finish turns the entries read into a validated vector: it sorts them when
+// they came out of order, rejects duplicates, drops zeros and applies
+// AllowEmpty. sorted says whether the entries are already in increasing
+// index order without repeats.
+func finish(ents []entry, sorted bool, lim Limits) (sparse.Vector, *Error) {
+	if !sorted {
+		sortEntries(ents)
+		for k := 1; k < len(ents); k++ {
+			if ents[k].idx == ents[k-1].idx {
+				return sparse.Vector{}, errorf(ReasonDuplicateIndex, "feature %d appears more than once", ents[k].idx)
+			}
+		}
+	}
+	n := 0
+	for _, e := range ents {
+		if e.val != 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		if !lim.AllowEmpty {
+			if len(ents) == 0 {
+				return sparse.Vector{}, errorf(ReasonEmptyFeatures, "record lists no feature")
+			}
+			return sparse.Vector{}, errorf(ReasonEmptyFeatures, "all %d features of the record are zero", len(ents))
+		}
+		return sparse.Vector{}, nil
+	}
+	v := sparse.Vector{Idx: make([]uint32, n), Val: make([]float64, n)}
+	k := 0
+	for _, e := range ents {
+		if e.val != 0 {
+			v.Idx[k] = e.idx
+			v.Val[k] = e.val
+			k++
+		}
+	}
+	return v, nil
+}
+
+func sortEntries(ents []entry) {
+	slices.SortFunc(ents, func(a, b entry) int { return cmp.Compare(a.idx, b.idx) })
+}

@@ -1,0 +1,86 @@
+// Package codec turns the bytes of one message into an Example (a feature
+// vector and an optional label) and an Example back into bytes.
+//
+// # Formats
+//
+// Two formats are understood. Decode looks at the first byte that is not
+// blank (space, tab, CR, LF): '{' means JSON, anything else LIBSVM.
+//
+// A JSON record is one object, {"label": L, "features": F}. L is a number,
+// true, false, a non-empty string (a class name), null or absent (the record
+// is unlabeled). F is either an object whose keys are decimal feature indices
+// ({"3": 0.5, "17": 1}) or an array of numbers whose element i is feature i+1
+// ([0.1, 0.2, ...]); null stands for no feature at all. Other top-level keys
+// are ignored, whatever they hold; keys are matched exactly (case matters).
+// Bytes that are not well-formed JSON (RFC 8259) are rejected, and so are a
+// repeated "label" or "features" key, a feature value that is not a number,
+// and nesting deeper than 1000 levels.
+//
+// A LIBSVM record is one line, "<label> <idx>:<val> <idx>:<val> ...", with
+// tokens separated by spaces or tabs. A trailing "# comment" and trailing
+// CR/LF are ignored; a line that holds only a comment is an empty message.
+// The label is optional (the line is unlabeled when its first token holds a
+// ':') and must be a finite number. Indices may come in any order. Numbers
+// follow strconv.ParseFloat, like C's strtod in the LIBSVM tools (so
+// hexadecimal floats such as 0x1p-3 are read), except that Go's "_" digit
+// separators are refused, as are NaN and infinities.
+//
+// # Vectors and indices
+//
+// Feature indices are decimal integers from 0 to Limits.MaxIndex ("03" is
+// 3); the element i of a dense JSON array is feature i+1, so that the array
+// and the LIBSVM line "1:v1 2:v2 ..." describe the same point. The vector of
+// a decoded Example follows the rules of package sparse: indices strictly
+// increasing, values finite. Zero values are dropped, after duplicates have
+// been looked for: an index given twice is an error even when one of the
+// values is zero.
+//
+// # Labels
+//
+// Labels are kept as canonical tokens (CanonicalLabel): numbers are written
+// back by strconv.FormatFloat(v, 'g', -1, 64), so that 1, 1.0 and +1 all
+// become "1" and -0 becomes "0"; true and false stay; a JSON string label is
+// kept as it is. A LabelMap turns a token into the +1/-1 target of a binary
+// learner.
+//
+// # Limits
+//
+// Limits bound what one record may cost, so that a bad producer cannot
+// exhaust memory: at most MaxBytes bytes (default 1 MiB), feature indices up
+// to MaxIndex (default 1<<24) and at most MaxNonZeros features (default
+// 1<<16, counted as they are read, zeros included). Decoding stops as soon
+// as a limit is passed, so the memory a decode takes grows with the features
+// it has read, never past MaxNonZeros of them, and with the label's length.
+// A Limits with zero fields takes the defaults for them.
+//
+// The functions of this package are safe for concurrent use.
+//
+// # Errors
+//
+// Nothing in this package panics, whatever the input. Every rejection is an
+// *Error whose Reason is one of a fixed set of snake_case values, fit for a
+// metric label or a dead-letter header, and whose Detail says what was wrong
+// and where. Reasons lists them all:
+//
+//	empty_message      no byte, or only blanks (or, in LIBSVM, only a comment)
+//	too_large          more than MaxBytes bytes (checked before any parsing)
+//	invalid_utf8       the message is not valid UTF-8
+//	invalid_json       not well-formed JSON, a repeated key, a top level that
+//	                   is not an object, or a feature value that is not a number
+//	invalid_libsvm     a token that is not idx:val, or a value that is not a number
+//	bad_label          a label that is not allowed (see above), or that a
+//	                   LabelMap cannot map
+//	non_finite         a feature value that overflows float64, NaN or infinite
+//	bad_index          a feature index that is not a decimal integer
+//	index_too_large    a feature index above MaxIndex
+//	duplicate_index    a feature index given twice
+//	too_many_features  more than MaxNonZeros features
+//	empty_features     no non-zero feature, unless Limits.AllowEmpty
+//	missing_features   a JSON object without a "features" key
+//
+// The message-level checks come first, in this order: empty_message,
+// too_large, invalid_utf8. Then the record is read once, from the start,
+// and decoding stops at the first problem found; a JSON value is checked for
+// well-formedness before its meaning is judged. Checks on the record as a
+// whole (duplicate_index, empty_features, missing_features) come last.
+package codec

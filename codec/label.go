@@ -1,0 +1,97 @@
+package codec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// CanonicalLabel returns the canonical form of a label token. A token that
+// is a finite number (strconv.ParseFloat syntax, without "_" separators)
+// becomes strconv.FormatFloat(v, 'g', -1, 64), with -0 written "0": "+1",
+// "1.0" and "1e0" all become "1". Any other token, "true" and "false"
+// included, is a class name and stays as it is. The empty token is an error
+// (bad_label), since "" means "no label".
+func CanonicalLabel(tok string) (string, error) {
+	if tok == "" {
+		return "", &Error{Reason: ReasonBadLabel, Detail: "label is empty"}
+	}
+	if c, ok := numericLabel(tok); ok {
+		return c, nil
+	}
+	return tok, nil
+}
+
+// LabelMap turns label tokens into the +1/-1 targets of a binary learner.
+// Its lists hold canonical tokens (see CanonicalLabel and ParseLabelList),
+// and Map expects one, as Example.Label is.
+//
+// With no Positive list the data must be binary already: "1" and "true" are
+// positive, "-1", "0" and "false" negative, and any other label an error;
+// Negative is then not looked at. With a Positive list, its labels are
+// positive; the others are negative when Negative is empty, and otherwise
+// only those in Negative are, the rest being dropped (one-vs-some).
+type LabelMap struct {
+	Positive, Negative []string
+}
+
+// Map returns the target of label. keep is false when the record should be
+// dropped because its label is in neither list. The empty label (an
+// unlabeled record, to be predicted but not learned from) gives (0, true,
+// nil). The error, for a label that binary data cannot hold, is an *Error
+// with reason bad_label.
+func (m LabelMap) Map(label string) (y int, keep bool, err error) {
+	if label == "" {
+		return 0, true, nil
+	}
+	if len(m.Positive) == 0 {
+		switch label {
+		case "1", "true":
+			return 1, true, nil
+		case "-1", "0", "false":
+			return -1, true, nil
+		}
+		return 0, false, &Error{
+			Reason: ReasonBadLabel,
+			Detail: fmt.Sprintf("label %s is not binary (+1/-1, 1/0, true/false); name the positive classes", quote([]byte(label))),
+		}
+	}
+	if slices.Contains(m.Positive, label) {
+		return 1, true, nil
+	}
+	if len(m.Negative) == 0 {
+		return -1, true, nil
+	}
+	if slices.Contains(m.Negative, label) {
+		return -1, true, nil
+	}
+	return 0, false, nil
+}
+
+// ParseLabelList parses a comma-separated list of labels, such as a flag
+// value "3,6,8", into canonical tokens. Blanks around an item are trimmed.
+// An empty item ("3,,8", or a trailing comma) is an error (bad_label); a
+// string that is empty or blank as a whole is the empty list (nil), so that
+// an unset flag means "no list".
+func ParseLabelList(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	items := strings.Split(s, ",")
+	out := make([]string, 0, len(items))
+	for k, item := range items {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, &Error{
+				Reason: ReasonBadLabel,
+				Detail: fmt.Sprintf("item %d of label list %s is empty", k+1, quote([]byte(s))),
+			}
+		}
+		c, err := CanonicalLabel(item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}

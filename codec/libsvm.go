@@ -1,0 +1,95 @@
+package codec
+
+import "bytes"
+
+func isSep(c byte) bool { return c == ' ' || c == '\t' }
+
+func decodeLIBSVM(b []byte, lim Limits) (Example, *Error) {
+	end := len(b)
+	for end > 0 && (b[end-1] == '\n' || b[end-1] == '\r') {
+		end--
+	}
+	line := b[:end]
+	// One message is one record: a line break inside it most likely means
+	// a producer batched lines, and reading only the first would lose data
+	// silently.
+	if k := bytes.IndexAny(line, "\r\n"); k >= 0 {
+		return Example{}, errorf(ReasonInvalidLIBSVM, "offset %d: line break inside the record; a message holds one line", k)
+	}
+	if k := bytes.IndexByte(line, '#'); k >= 0 {
+		line = line[:k]
+	}
+
+	s := getScratch()
+	ex, err := parseLIBSVM(line, lim, s)
+	putScratch(s)
+	return ex, err
+}
+
+func parseLIBSVM(line []byte, lim Limits, s *scratch) (Example, *Error) {
+	var ex Example
+	i := 0
+	next := func() (tok []byte, at int) {
+		for i < len(line) && isSep(line[i]) {
+			i++
+		}
+		at = i
+		for i < len(line) && !isSep(line[i]) {
+			i++
+		}
+		return line[at:i], at
+	}
+
+	tok, at := next()
+	if len(tok) == 0 {
+		return ex, errorf(ReasonEmptyMessage, "line holds only a comment")
+	}
+	if bytes.IndexByte(tok, ':') < 0 {
+		lab, ok := numericLabel(tok)
+		if !ok {
+			return ex, errorf(ReasonBadLabel, "offset %d: label %s is not a finite number", at, quote(tok))
+		}
+		ex.Label = lab
+		tok, at = next()
+	}
+
+	ents := s.ents[:0]
+	defer func() { s.ents = ents }()
+	sorted := true
+	for ; len(tok) > 0; tok, at = next() {
+		if len(ents) >= lim.MaxNonZeros {
+			return ex, errorf(ReasonTooManyFeatures, "offset %d: more than %d features", at, lim.MaxNonZeros)
+		}
+		colon := bytes.IndexByte(tok, ':')
+		if colon < 0 {
+			return ex, errorf(ReasonInvalidLIBSVM, "offset %d: token %s is not idx:val", at, quote(tok))
+		}
+		if colon == 0 || colon == len(tok)-1 {
+			return ex, errorf(ReasonInvalidLIBSVM, "offset %d: token %s has an empty index or value", at, quote(tok))
+		}
+		idx, st := parseIndex(tok[:colon], lim.MaxIndex)
+		switch st {
+		case indexBad:
+			return ex, errorf(ReasonBadIndex, "offset %d: index %s is not a decimal integer", at, quote(tok[:colon]))
+		case indexTooLarge:
+			return ex, errorf(ReasonIndexTooLarge, "offset %d: index %s is above the limit %d", at, quote(tok[:colon]), lim.MaxIndex)
+		}
+		v, vst := parseLIBSVMValue(tok[colon+1:])
+		switch vst {
+		case valueSyntax:
+			return ex, errorf(ReasonInvalidLIBSVM, "offset %d: feature %d: value %s is not a number", at, idx, quote(tok[colon+1:]))
+		case valueNonFinite:
+			return ex, errorf(ReasonNonFinite, "offset %d: feature %d: value %s is not finite", at, idx, quote(tok[colon+1:]))
+		}
+		if len(ents) > 0 && idx <= ents[len(ents)-1].idx {
+			sorted = false
+		}
+		ents = append(ents, entry{idx, v})
+	}
+	x, err := finish(ents, sorted, lim)
+	if err != nil {
+		return Example{}, err
+	}
+	ex.X = x
+	return ex, nil
+}
