@@ -1,0 +1,188 @@
+// Package dataset loads labeled example files for offline runs (eval,
+// produce, reproduction scripts) and prepares them the way the papers'
+// protocols do: label mapping, standardization, random orders.
+//
+// A file holds one record per line, LIBSVM text or JSON (the same record
+// formats the service consumes, decoded by package codec), optionally
+// gzip-compressed (detected by its magic bytes, not its name). Blank lines
+// and lines starting with '#' are skipped. A malformed line is an error
+// naming the file and line: an experiment should not silently run on
+// different data than its command says.
+package dataset
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// Set is a loaded data set in file order.
+type Set struct {
+	Path    string
+	X       []sparse.Vector
+	Y       []int // +1, −1, or 0 for an unlabeled record
+	Dim     int   // largest feature index seen
+	Dropped int   // records the label map dropped (labels in neither class)
+}
+
+// Len is the number of examples.
+func (s *Set) Len() int { return len(s.X) }
+
+// Options control loading.
+type Options struct {
+	// Labels maps raw labels to ±1; the zero value accepts binary labels
+	// only (±1, 0/1, true/false).
+	Labels codec.LabelMap
+	// Limit keeps only the first Limit examples (after label mapping);
+	// 0 keeps all.
+	Limit int
+	// Limits bounds one record; zero fields take codec's defaults, and
+	// empty feature vectors are allowed (LIBSVM files may hold all-zero
+	// points).
+	Limits codec.Limits
+}
+
+// maxLine bounds one line, like codec's default record limit but larger:
+// dense data sets (MNIST rows) have long lines.
+const maxLine = 16 << 20
+
+// Load reads a whole file. It checks ctx between lines so that a long load
+// can be interrupted.
+func Load(ctx context.Context, path string, opts Options) (*Set, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load data: %w", err)
+	}
+	defer f.Close()
+	s, err := Read(ctx, f, opts)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	s.Path = path
+	return s, nil
+}
+
+// Read is Load on an open reader.
+func Read(ctx context.Context, r io.Reader, opts Options) (*Set, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %w", err)
+		}
+		defer zr.Close()
+		br = bufio.NewReaderSize(zr, 1<<16)
+	}
+	lim := opts.Limits
+	lim.AllowEmpty = true
+	if lim.MaxBytes == 0 {
+		lim.MaxBytes = maxLine
+	}
+	sc := bufio.NewScanner(br)
+	sc.Buffer(make([]byte, 0, 1<<16), maxLine+1)
+	s := &Set{}
+	for line := 1; sc.Scan(); line++ {
+		if line%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 || b[0] == '#' {
+			continue
+		}
+		ex, err := codec.Decode(b, lim)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		y, keep, err := opts.Labels.Map(ex.Label)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line, err)
+		}
+		if !keep {
+			s.Dropped++
+			continue
+		}
+		s.X = append(s.X, ex.X)
+		s.Y = append(s.Y, y)
+		s.Dim = max(s.Dim, int(ex.X.MaxIndex()))
+		if opts.Limit > 0 && len(s.X) == opts.Limit {
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	return s, nil
+}
+
+// Stats are per-feature means and standard deviations; index i holds
+// feature i+1.
+type Stats struct {
+	Mean, Std []float64
+}
+
+// ComputeStats returns the mean and (population) standard deviation of every
+// feature 1..s.Dim, counting absent entries as zeros.
+func ComputeStats(s *Set) Stats {
+	d := s.Dim
+	sum := make([]float64, d)
+	for _, x := range s.X {
+		for k, i := range x.Idx {
+			sum[i-1] += x.Val[k]
+		}
+	}
+	n := float64(len(s.X))
+	st := Stats{Mean: make([]float64, d), Std: make([]float64, d)}
+	for i := range sum {
+		st.Mean[i] = sum[i] / n
+	}
+	// Second pass about the mean: no cancellation for large means.
+	sq := make([]float64, d)
+	seen := make([]int, d)
+	for _, x := range s.X {
+		for k, i := range x.Idx {
+			dv := x.Val[k] - st.Mean[i-1]
+			sq[i-1] += dv * dv
+			seen[i-1]++
+		}
+	}
+	for i := range sq {
+		absent := n - float64(seen[i])
+		sq[i] += absent * st.Mean[i] * st.Mean[i]
+		st.Std[i] = math.Sqrt(sq[i] / n)
+	}
+	return st
+}
+
+// Standardize maps every example in place to (x − mean)/std over the
+// features the statistics know. A feature with zero spread becomes 0; a
+// feature beyond the statistics (seen only in a test file) is dropped, as
+// a model trained without it cannot use it.
+func (st Stats) Standardize(s *Set) {
+	d := len(st.Mean)
+	dense := make([]float64, d)
+	for j, x := range s.X {
+		clear(dense)
+		for k, i := range x.Idx {
+			if int(i) >= 1 && int(i) <= d {
+				dense[i-1] = x.Val[k]
+			}
+		}
+		for i := range dense {
+			if st.Std[i] > 0 {
+				dense[i] = (dense[i] - st.Mean[i]) / st.Std[i]
+			} else {
+				dense[i] = 0
+			}
+		}
+		s.X[j] = sparse.FromDense(dense)
+	}
+	s.Dim = d
+}

@@ -1,0 +1,122 @@
+package dataset
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/streamlearner/streamlearner/codec"
+)
+
+const sample = `# a comment
++1 1:0.5 3:2
+-1 2:1
+
+0 1:1 2:2 3:3
+{"label": true, "features": [1, 0, -1]}
+{"features": {"2": 4}}
+`
+
+func TestReadMixedFormats(t *testing.T) {
+	s, err := Read(context.Background(), strings.NewReader(sample), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Y, []int{1, -1, -1, 1, 0}; !slices.Equal(got, want) {
+		t.Fatalf("labels %v, want %v", got, want)
+	}
+	if s.Dim != 3 || s.Len() != 5 {
+		t.Fatalf("dim %d len %d", s.Dim, s.Len())
+	}
+	if x := s.X[3]; len(x.Idx) != 2 || x.Idx[1] != 3 || x.Val[1] != -1 {
+		t.Fatalf("dense JSON record decoded as %+v", x)
+	}
+}
+
+func TestReadGzipAndLimit(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte(sample))
+	zw.Close()
+	path := filepath.Join(t.TempDir(), "data.libsvm") // the name does not say gzip
+	os.WriteFile(path, buf.Bytes(), 0o600)
+	s, err := Load(context.Background(), path, Options{Limit: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 2 || s.Path != path {
+		t.Fatalf("len %d path %q", s.Len(), s.Path)
+	}
+}
+
+func TestLabelMapping(t *testing.T) {
+	data := "3 1:1\n8 1:2\n5 1:3\n3 1:4\n"
+	pos, _ := codec.ParseLabelList("3")
+	neg, _ := codec.ParseLabelList("8")
+	s, err := Read(context.Background(), strings.NewReader(data), Options{Labels: codec.LabelMap{Positive: pos, Negative: neg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.Y, []int{1, -1, 1}) || s.Dropped != 1 {
+		t.Fatalf("labels %v dropped %d", s.Y, s.Dropped)
+	}
+	s, err = Read(context.Background(), strings.NewReader(data), Options{Labels: codec.LabelMap{Positive: pos}})
+	if err != nil || !slices.Equal(s.Y, []int{1, -1, -1, 1}) {
+		t.Fatalf("one-vs-rest: %v %v", s.Y, err)
+	}
+	// Without a map, multi-class labels are an error naming the line.
+	_, err = Read(context.Background(), strings.NewReader(data), Options{})
+	var ce *codec.Error
+	if !errors.As(err, &ce) || ce.Reason != codec.ReasonBadLabel || !strings.Contains(err.Error(), "line 1") {
+		t.Fatalf("multi-class without a map: %v", err)
+	}
+}
+
+func TestMalformedLineNamesItsLine(t *testing.T) {
+	_, err := Read(context.Background(), strings.NewReader("+1 1:1\n+1 2:nan\n"), Options{})
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestStandardize(t *testing.T) {
+	s, err := Read(context.Background(), strings.NewReader("+1 1:1 2:5\n-1 1:3 2:5\n+1 1:5 2:5\n"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := ComputeStats(s)
+	if st.Mean[0] != 3 || math.Abs(st.Std[0]-math.Sqrt(8.0/3)) > 1e-15 || st.Std[1] != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	test, _ := Read(context.Background(), strings.NewReader("+1 1:3 4:9\n"), Options{})
+	st.Standardize(s)
+	st.Standardize(test)
+	sd := math.Sqrt(8.0 / 3)
+	if x := s.X[0]; len(x.Idx) != 1 || x.Idx[0] != 1 || math.Abs(x.Val[0]+2/sd) > 1e-15 {
+		t.Fatalf("standardized %+v", x)
+	}
+	if x := test.X[0]; x.Len() != 0 {
+		// feature 1 sits at the mean; feature 4 is unknown to the stats.
+		t.Fatalf("test point %+v, want the zero vector", x)
+	}
+	// Mean zero, unit spread after standardizing.
+	again := ComputeStats(s)
+	if math.Abs(again.Mean[0]) > 1e-15 || math.Abs(again.Std[0]-1) > 1e-15 {
+		t.Fatalf("after: %+v", again)
+	}
+}
+
+func TestStatsCountAbsentEntriesAsZero(t *testing.T) {
+	s, _ := Read(context.Background(), strings.NewReader("+1 1:2\n-1 2:1\n"), Options{})
+	st := ComputeStats(s)
+	if st.Mean[0] != 1 || st.Std[0] != 1 {
+		t.Fatalf("stats %+v, want mean 1 std 1 for values {2, 0}", st)
+	}
+}
