@@ -1,0 +1,316 @@
+// Package offline runs learners over data files the way the service runs
+// them over a partition — predict, then learn, one example at a time — and
+// summarizes the prequential statistics over several random orders. It is
+// the engine of `streamlearner eval` and of the reproduction scripts.
+package offline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/prequential"
+	"github.com/streamlearner/streamlearner/rng"
+)
+
+// Config says what to run.
+type Config struct {
+	Learners []string        // learner specs, e.g. "rbp:budget=100"
+	Kernel   learners.Kernel // shared by all learners
+	// Orders is the number of random orders of the training data; each is
+	// one pass. Default 1. Ignored (1) with KeepOrder.
+	Orders int
+	// Seed derives every order's permutation and every learner's own seed,
+	// so a run is reproducible from (data, specs, kernel, Seed).
+	Seed uint64
+	// KeepOrder runs once in file order instead of random orders.
+	KeepOrder bool
+	// Jobs is how many runs (learner × order) go at once; default 1, which
+	// keeps the examples/s figures free of contention.
+	Jobs int
+	// Trace, with KeepOrder, receives one line per round: each learner's
+	// margin f(x) before learning, tab-separated in Learners order, printed
+	// exactly (shortest representation that parses back to the same bits).
+	Trace io.Writer
+	// Progress, if set, is called from the workers now and then with the
+	// rounds done so far and the total.
+	Progress func(done, total int64)
+}
+
+// Result summarizes one learner over all orders. Rates and accuracies are
+// fractions in [0, 1]; "± std" values are sample standard deviations over
+// orders (0 for one order).
+type Result struct {
+	Spec              string   `json:"spec"`
+	Kernel            string   `json:"kernel"`
+	Orders            int      `json:"orders"`
+	Examples          int      `json:"examples"`
+	MistakeRate       float64  `json:"mistake_rate"`
+	MistakeRateStd    float64  `json:"mistake_rate_std"`
+	Support           float64  `json:"support"`
+	SupportStd        float64  `json:"support_std"`
+	SupportMax        float64  `json:"support_max"`
+	TestAccuracy      *float64 `json:"test_accuracy"`
+	TestAccuracyStd   *float64 `json:"test_accuracy_std"`
+	ExamplesPerSecond float64  `json:"examples_per_second"`
+}
+
+// Seed streams: each purpose draws from its own sequence of the run seed.
+const (
+	streamOrder   = 0x6f72646572000000
+	streamLearner = 0x6c6561726e000000
+)
+
+// OrderSeed is the learner seed used for order o (exported so that other
+// tools can reproduce a single run of eval).
+func OrderSeed(seed uint64, o int) uint64 { return rng.New(seed, streamLearner+uint64(o)).Uint64() }
+
+// Order returns the permutation of [0, n) used for order o.
+func Order(seed uint64, o, n int) []int { return rng.New(seed, streamOrder+uint64(o)).Perm(n) }
+
+type run struct {
+	learner, order int
+	mistakeRate    float64
+	support        int
+	supportMax     int
+	testAcc        float64
+	seconds        float64
+	margins        []float64 // for the trace
+}
+
+// Run evaluates every learner on train (and test, if not nil) and returns
+// one Result per learner, in Config order.
+func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, error) {
+	if len(cfg.Learners) == 0 {
+		return nil, errors.New("no learner given")
+	}
+	if train.Len() == 0 {
+		return nil, errors.New("no training examples")
+	}
+	if cfg.Trace != nil && !cfg.KeepOrder {
+		return nil, errors.New("a trace needs the file order (keep-order)")
+	}
+	orders := max(cfg.Orders, 1)
+	if cfg.KeepOrder {
+		orders = 1
+	}
+	// Fail on a bad spec before any work.
+	for _, spec := range cfg.Learners {
+		if _, err := learners.New(spec, cfg.Kernel, 0); err != nil {
+			return nil, err
+		}
+	}
+	perms := make([][]int, orders)
+	for o := range perms {
+		if cfg.KeepOrder {
+			perms[o] = nil
+		} else {
+			perms[o] = Order(cfg.Seed, o, train.Len())
+		}
+	}
+
+	tasks := make(chan *run)
+	results := make([]*run, 0, len(cfg.Learners)*orders)
+	for l := range cfg.Learners {
+		for o := range orders {
+			results = append(results, &run{learner: l, order: o})
+		}
+	}
+	var done atomic.Int64
+	total := int64(len(results) * train.Len())
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for range max(cfg.Jobs, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range tasks {
+				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, total); err != nil {
+					errOnce.Do(func() { firstErr = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for _, r := range results {
+		select {
+		case tasks <- r:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(tasks)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if cfg.Trace != nil {
+		if err := writeTrace(cfg.Trace, results); err != nil {
+			return nil, fmt.Errorf("write trace: %w", err)
+		}
+	}
+	return summarize(cfg, orders, train.Len(), test, results), nil
+}
+
+func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm []int, done *atomic.Int64, total int64) error {
+	spec := cfg.Learners[r.learner]
+	l, err := learners.New(spec, cfg.Kernel, OrderSeed(cfg.Seed, r.order))
+	if err != nil {
+		return err
+	}
+	var ev prequential.Evaluator
+	if cfg.Trace != nil {
+		r.margins = make([]float64, 0, train.Len())
+	}
+	start := time.Now()
+	const chunk = 1024
+	for i := range train.Len() {
+		if i%chunk == chunk-1 {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			n := done.Add(chunk)
+			if cfg.Progress != nil {
+				cfg.Progress(n, total)
+			}
+		}
+		j := i
+		if perm != nil {
+			j = perm[i]
+		}
+		y := train.Y[j]
+		o := l.Round(train.X[j], y)
+		ev.Observe(o, y != 0, l.Size())
+		if r.margins != nil {
+			r.margins = append(r.margins, o.Margin)
+		}
+	}
+	r.seconds = time.Since(start).Seconds()
+	if n := done.Add(int64(train.Len() % chunk)); cfg.Progress != nil {
+		cfg.Progress(n, total)
+	}
+	r.mistakeRate = ev.MistakeRate()
+	r.support, r.supportMax = ev.Support, ev.SupportMax
+	if test != nil {
+		right, labeled := 0, 0
+		for j, x := range test.X {
+			if test.Y[j] == 0 {
+				continue
+			}
+			labeled++
+			if float64(test.Y[j])*l.Predict(x) > 0 {
+				right++
+			}
+		}
+		if labeled == 0 {
+			return errors.New("test set has no labeled example")
+		}
+		r.testAcc = float64(right) / float64(labeled)
+	}
+	return nil
+}
+
+func summarize(cfg Config, orders, n int, test *dataset.Set, runs []*run) []Result {
+	out := make([]Result, len(cfg.Learners))
+	for l, spec := range cfg.Learners {
+		var mr, sup, supMax, acc, eps []float64
+		canon := displaySpec(spec, cfg.Kernel)
+		for _, r := range runs {
+			if r.learner != l {
+				continue
+			}
+			mr = append(mr, r.mistakeRate)
+			sup = append(sup, float64(r.support))
+			supMax = append(supMax, float64(r.supportMax))
+			acc = append(acc, r.testAcc)
+			eps = append(eps, float64(n)/r.seconds)
+		}
+		res := Result{
+			Spec: canon, Kernel: cfg.Kernel.String(), Orders: orders, Examples: n,
+			ExamplesPerSecond: mean(eps),
+		}
+		res.MistakeRate, res.MistakeRateStd = mean(mr), std(mr)
+		res.Support, res.SupportStd = mean(sup), std(sup)
+		res.SupportMax = mean(supMax)
+		if test != nil {
+			m, s := mean(acc), std(acc)
+			res.TestAccuracy, res.TestAccuracyStd = &m, &s
+		}
+		out[l] = res
+	}
+	return out
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// std is the sample standard deviation (n−1), 0 for fewer than two values.
+func std(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	m := mean(xs)
+	s := 0.0
+	for _, x := range xs {
+		s += (x - m) * (x - m)
+	}
+	return math.Sqrt(s / float64(len(xs)-1))
+}
+
+func writeTrace(w io.Writer, runs []*run) error {
+	var cols [][]float64
+	for _, r := range runs { // one order: runs are in learner order
+		cols = append(cols, r.margins)
+	}
+	var line []byte
+	for i := range cols[0] {
+		line = line[:0]
+		for c := range cols {
+			if c > 0 {
+				line = append(line, '\t')
+			}
+			line = strconv.AppendFloat(line, cols[c][i], 'g', -1, 64)
+		}
+		line = append(line, '\n')
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// displaySpec is the canonical spec without a seed the user did not give:
+// each order runs with its own derived seed, so no single value is true.
+func displaySpec(spec string, k learners.Kernel) string {
+	l, err := learners.New(spec, k, 0)
+	if err != nil {
+		return spec
+	}
+	user, _ := learners.ParseSpec(spec)
+	canon, _ := learners.ParseSpec(l.Spec())
+	if _, ok := user.Params["seed"]; !ok {
+		delete(canon.Params, "seed")
+	}
+	return canon.String()
+}
