@@ -1,0 +1,58 @@
+// Command streamlearner does online binary classification with budget
+// kernel perceptrons: on a Kafka stream (run, replay, tail) and on files
+// (eval, gen). This file only parses flags and wires packages together.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+)
+
+// version is set at build time (-ldflags "-X main.version=...").
+var version = "dev"
+
+type cli struct {
+	Eval     evalCmd     `cmd:"" help:"Run learners over a data file, predict-then-learn, and report mistake rate, support size, test accuracy and speed."`
+	Gen      genCmd      `cmd:"" help:"Generate the papers' synthetic data sets as LIBSVM files."`
+	Learners learnersCmd `cmd:"" help:"List the learners, their parameters and their papers."`
+	Version  versionCmd  `cmd:"" help:"Print the version."`
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var c cli
+	k := kong.Parse(&c, options(ctx, os.Stdout)...)
+	if err := k.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "streamlearner:", err)
+		if ctx.Err() != nil {
+			os.Exit(130)
+		}
+		os.Exit(1)
+	}
+}
+
+// options configures the parser; commands receive ctx (cancelled on SIGINT
+// or SIGTERM) and out (where results go) as Run arguments.
+func options(ctx context.Context, out io.Writer) []kong.Option {
+	return []kong.Option{
+		kong.Name("streamlearner"),
+		kong.Description("Online binary classification with budget kernel perceptrons."),
+		kong.UsageOnError(),
+		kong.BindTo(ctx, (*context.Context)(nil)),
+		kong.BindTo(out, (*io.Writer)(nil)),
+	}
+}
+
+type versionCmd struct{}
+
+func (versionCmd) Run(out io.Writer) error {
+	_, err := fmt.Fprintln(out, "streamlearner", version)
+	return err
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/offline"
+)
+
+// execute runs the command line as main would and returns what it printed.
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	var c cli
+	p, err := kong.New(&c, append(options(context.Background(), &out), kong.Exit(func(int) { t.Fatalf("exit while parsing %v", args) }))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, err := p.Parse(args)
+	if err != nil {
+		return "", err
+	}
+	err = kctx.Run()
+	return out.String(), err
+}
+
+func TestEvalJSONOnA9A(t *testing.T) {
+	out, err := execute(t, "eval", "--data", "../../testdata/a9a.gz", "--test", "../../testdata/a9a.t.gz", "--limit", "3000",
+		"--learner", "perceptron", "--learner", "rbp:budget=50", "--kernel", "rbf:sigma2=25", "--orders", "3", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Learners []offline.Result `json:"learners"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if len(got.Learners) != 2 {
+		t.Fatalf("%d results", len(got.Learners))
+	}
+	p, r := got.Learners[0], got.Learners[1]
+	if p.Spec != "perceptron:max=0" || r.Spec != "rbp:budget=50" || p.Kernel != "rbf:gamma=0.02" || p.Orders != 3 || p.Examples != 3000 {
+		t.Fatalf("header fields %+v", p)
+	}
+	// The Perceptron's support set is its mistakes; a9a's mistake rate is
+	// about 20 %, far from 0 and from the trivial 24 % of "always -1".
+	if math.Abs(p.Support-p.MistakeRate*3000) > 1e-6 || p.MistakeRate < 0.15 || p.MistakeRate > 0.3 {
+		t.Fatalf("perceptron: %+v", p)
+	}
+	if r.Support != 50 || r.SupportMax != 50 || r.MistakeRateStd <= 0 {
+		t.Fatalf("rbp: %+v", r)
+	}
+	if p.TestAccuracy == nil || *p.TestAccuracy < 0.7 || *p.TestAccuracy > 0.9 {
+		t.Fatalf("test accuracy %v", p.TestAccuracy)
+	}
+}
+
+func TestEvalTraceMatchesTheLearner(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace")
+	out, err := execute(t, "eval", "--data", "../../testdata/a9a.gz", "--limit", "500", "--keep-order",
+		"--learner", "forgetron:budget=30", "--learner", "spa:lambda=0.3", "--kernel", "poly:degree=2", "--trace", trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "forgetron:budget=30") || !strings.Contains(out, "mistakes %") {
+		t.Fatalf("table:\n%s", out)
+	}
+	b, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 500 {
+		t.Fatalf("%d trace lines", len(lines))
+	}
+	set, err := dataset.Load(context.Background(), "../../testdata/a9a.gz", dataset.Options{Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := learners.ParseKernel("poly:degree=2")
+	f, _ := learners.New("forgetron:budget=30", k, 0)
+	s, _ := learners.New("spa:lambda=0.3", k, 0)
+	for i, line := range lines {
+		cols := strings.Split(line, "\t")
+		for j, l := range []learners.Learner{f, s} {
+			want := l.Round(set.X[i], set.Y[i]).Margin
+			got, err := strconv.ParseFloat(cols[j], 64)
+			if err != nil || got != want {
+				t.Fatalf("line %d column %d: %q, want %v", i+1, j, cols[j], want)
+			}
+		}
+	}
+}
+
+func TestEvalRejectsBadInvocations(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--learner", "perceptron", "--kernel", "rbf", "--trace", "x"}, "--keep-order"},
+		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--learner", "nosuch", "--kernel", "rbf"}, "unknown"},
+		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--learner", "rbp:budget=10", "--kernel", "rbf:gamma=-1"}, "out of range"},
+		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--learner", "perceptron", "--kernel", "rbf", "--negative", "1"}, "--negative needs --positive"},
+		{[]string{"eval", "--data", "missing.txt", "--learner", "perceptron", "--kernel", "rbf"}, "missing.txt"},
+		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--kernel", "rbf"}, "--learner"},
+	} {
+		_, err := execute(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want one mentioning %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestGenWritesReadableData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cb")
+	if _, err := execute(t, "gen", "checkerboard", "--n", "500", "--noise", "0", "-o", path); err != nil {
+		t.Fatal(err)
+	}
+	set, err := dataset.Load(context.Background(), path, dataset.Options{})
+	if err != nil || set.Len() != 500 || set.Dim != 2 {
+		t.Fatalf("%v %+v", err, set)
+	}
+	out, err := execute(t, "gen", "gauss", "--n", "3")
+	if err != nil || len(strings.Split(strings.TrimSpace(out), "\n")) != 3 {
+		t.Fatalf("%v %q", err, out)
+	}
+}
+
+func TestLearnersListsEveryLearner(t *testing.T) {
+	out, err := execute(t, "learners")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, info := range learners.Available() {
+		if !strings.Contains(out, info.Name) {
+			t.Errorf("%s missing from:\n%s", info.Name, out)
+		}
+	}
+}
