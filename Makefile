@@ -34,8 +34,8 @@ bench:
 
 ## demo: an offline run on the bundled a9a files (the Kafka demo comes with the service).
 demo: build
-	$(BIN) eval --data testdata/a9a.gz --test testdata/a9a.t.gz --kernel rbf:gamma=0.01 --orders 3 \
-	  --learner perceptron --learner forgetron:budget=100 --learner rbp:budget=100 --learner lbp:budget=100 --learner pa1:c=1
+	$(BIN) eval --data testdata/a9a.gz --test testdata/a9a.t.gz --kernel rbf:sigma2=25 --orders 2 \
+	  --learner perceptron --learner stoptron:budget=500 --learner forgetron:budget=500 --learner rbp:budget=500 --learner lbp:budget=500
 
 ## reproduce: the papers' tables (needs ../shared/datasets; minutes).
 reproduce:
