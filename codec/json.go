@@ -76,13 +76,9 @@ func (d *jsonDecoder) record() (Example, *Error) {
 				return ex, d.unexpected("a string key")
 			}
 			keyAt := d.i
-			start, end, esc, err := d.scanString()
+			key, err := d.stringValue()
 			if err != nil {
 				return ex, err
-			}
-			key := d.b[start:end]
-			if esc {
-				key = d.unescape(key)
 			}
 			kind := keyOther
 			switch string(key) {
@@ -251,13 +247,9 @@ func (d *jsonDecoder) featureObject() (sorted bool, err *Error) {
 			return sorted, errorf(ReasonTooManyFeatures, "offset %d: more than %d features", d.i, d.lim.MaxNonZeros)
 		}
 		at := d.i
-		start, end, esc, err := d.scanString()
+		key, err := d.stringValue()
 		if err != nil {
 			return sorted, err
-		}
-		key := d.b[start:end]
-		if esc {
-			key = d.unescape(key)
 		}
 		idx, st := parseIndex(key, d.lim.MaxIndex)
 		switch st {
@@ -476,6 +468,19 @@ func hex4(b []byte) rune {
 // into a scratch buffer valid until the next call. A lone or mismatched
 // surrogate becomes U+FFFD, as encoding/json does, so that both read the
 // same text.
+// stringValue scans the string at the cursor and returns its contents,
+// unescaped only when it holds an escape (the common case aliases d.b).
+func (d *jsonDecoder) stringValue() ([]byte, *Error) {
+	start, end, esc, err := d.scanString()
+	if err != nil {
+		return nil, err
+	}
+	if esc {
+		return d.unescape(d.b[start:end]), nil
+	}
+	return d.b[start:end], nil
+}
+
 func (d *jsonDecoder) unescape(src []byte) []byte {
 	buf := d.s.buf[:0]
 	for i := 0; i < len(src); {
