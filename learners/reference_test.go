@@ -153,6 +153,8 @@ func (r *ref) round(x sparse.Vector, y int) float64 {
 	return f
 }
 
+var refKnows = map[string]bool{"perceptron": true, "stoptron": true, "lbp": true, "rbp": true, "spa": true, "pa1": true, "cks": true, "forgetron": true}
+
 func newRef(t *testing.T, spec string, k Kernel, seed uint64) *ref {
 	sp, err := ParseSpec(spec)
 	if err != nil {
@@ -182,6 +184,9 @@ func TestLearnersMatchNaiveReference(t *testing.T) {
 	for _, ks := range allKernels {
 		k := mustKernel(t, ks)
 		for _, spec := range allSpecs {
+			if sp, _ := ParseSpec(spec); !refKnows[sp.Name] {
+				continue // learners with their own reference tests
+			}
 			l := mustNew(t, spec, k, 5)
 			r := newRef(t, spec, k, 5)
 			for i := range xs {

@@ -59,7 +59,9 @@ func mustNew(t testing.TB, spec string, k Kernel, seed uint64) Learner {
 }
 
 // allSpecs names one configuration of every registered learner, with a
-// small budget so that removals happen often in short streams.
+// small budget so that removals happen often in short streams. The shared
+// tests (budget, round trip, corrupt state, fuzzing) run over it; a
+// learner's own test file adds its specs in an init function.
 var allSpecs = []string{
 	"perceptron", "perceptron:max=15", "stoptron:budget=15", "rbp:budget=15", "lbp:budget=15",
 	"forgetron:budget=15", "cks:budget=15", "cks:budget=15,beta=0.5", "spa:lambda=0.7",
