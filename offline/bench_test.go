@@ -15,7 +15,7 @@ import (
 // peerExamplesPerSecond is what the C++ peer of the JMLR 2016
 // online-kernel-learning library does on this machine class (a9a, B=100,
 // γ=0.01, one pass including parsing), for comparison in the output.
-var peerExamplesPerSecond = map[string]float64{"perceptron": 5e3, "rbp": 140e3, "forgetron": 110e3}
+var peerExamplesPerSecond = map[string]float64{"perceptron": 5e3, "rbp": 140e3, "forgetron": 110e3, "projectron": 120e3, "projectron++": 95e3}
 
 // BenchmarkA9APass is one pass over a9a (32,561 records) in file order,
 // parsing every LIBSVM line from memory and playing one round per record,
@@ -36,7 +36,7 @@ func BenchmarkA9APass(b *testing.B) {
 		b.Fatal(err)
 	}
 	k, _ := learners.ParseKernel("rbf:gamma=0.01")
-	for _, spec := range []string{"perceptron", "stoptron:budget=100", "rbp:budget=100", "lbp:budget=100", "forgetron:budget=100", "cks:budget=100", "spa:lambda=0.5", "pa1:c=1"} {
+	for _, spec := range []string{"perceptron", "stoptron:budget=100", "rbp:budget=100", "lbp:budget=100", "forgetron:budget=100", "cks:budget=100", "projectron:budget=100", "projectron++:budget=100", "spa:lambda=0.5", "pa1:c=1"} {
 		b.Run(spec, func(b *testing.B) {
 			n := 0
 			for b.Loop() {

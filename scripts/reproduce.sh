@@ -45,11 +45,13 @@ if [ "$what" = projectron ] || [ "$what" = all ]; then
   # mistakes over 5 random orders; Gaussian kernel with sigma2 (gamma = 1/(2 sigma2)).
   for b in 1000 500; do
     run projectron-synthetic-B$b --data "$d/gauss.train" --kernel rbf:sigma2=0.5 --orders 5 \
-      --learner perceptron --learner pa1:c=1 --learner forgetron:budget=$b --learner rbp:budget=$b --learner stoptron:budget=$b
+      --learner perceptron --learner pa1:c=1 --learner forgetron:budget=$b --learner rbp:budget=$b --learner stoptron:budget=$b \
+      --learner projectron:budget=$b --learner projectron++:budget=$b
   done
   for b in 1500 3000; do
     run projectron-a9a-B$b --data "$data/a9a/a9a.gz" --kernel rbf:sigma2=25 --orders 5 \
-      --learner perceptron --learner pa1:c=1 --learner forgetron:budget=$b --learner rbp:budget=$b --learner stoptron:budget=$b
+      --learner perceptron --learner pa1:c=1 --learner forgetron:budget=$b --learner rbp:budget=$b --learner stoptron:budget=$b \
+      --learner projectron:budget=$b --learner projectron++:budget=$b
   done
 fi
 

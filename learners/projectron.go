@@ -1,0 +1,187 @@
+package learners
+
+import "math"
+
+// projectron is the Projectron of Orabona, Keshet and Caputo (ICML 2008),
+// Algorithm 2, and with plus set, Projectron++ (§4.1).
+//
+// On a mistake the Perceptron update y·k(x,·) is projected onto the span of
+// the active set: with K the active set's kernel matrix and k its kernel
+// column against x, d = K⁻¹k (Eq. 8), and the distance of k(x,·) from the
+// span is δ² = k(x,x) − kᵀd (Eq. 9). If ‖δ‖ ≤ η the projected update
+// α_j += y·d_j is taken (Eq. 10) and the active set does not grow;
+// otherwise x joins it with weight y and K⁻¹ grows by Eq. 11. The active set
+// never shrinks.
+//
+// η is either fixed (eta=) or set every round by Eq. 13 from the norm bound
+// U = ¼√((B+1)/ln(B+1)) that the Forgetron guarantees for a budget B
+// (budget=), which is how the paper compares the two. The printed Eq. 13 is
+// garbled; the reading that gives the paper's own bound 2‖g‖² + 4D is
+// η = (2ℓ − ‖Pk‖² − ½)/(2U), with ℓ the hinge loss of the round and
+// ‖Pk‖² = kᵀd the squared norm of the projection.
+//
+// Projectron++ also acts on margin errors (0 < y f(x) < 1): it adds
+// τ·y·Pk(x,·) with τ = min(ℓ/‖Pk‖², 1) (Eq. 17) when the progress
+// β = τ(2ℓ − τ‖Pk‖² − 2U‖δ‖) (Eq. 16) is non-negative, and never grows the
+// active set there.
+//
+// Numerical safety: δ² is clamped at 0, and a vector joins the active set
+// only when δ² also exceeds a small fraction of k(x,x), so 1/δ² in Eq. 11
+// stays bounded and K⁻¹ stays well conditioned; nothing assumes k(x,x) = 1.
+// max= is a hard cap: at the cap every update is projected.
+type projectron struct {
+	plus   bool
+	fixed  bool    // eta given: η is constant
+	eta    float64 // fixed η
+	u      float64 // the norm bound U (Eq. 13, Eq. 16)
+	kinv   gram    // K⁻¹ of the active set
+	d      []float64
+	scaled []float64
+}
+
+// projectronFloor is the fraction of k(x,x) that δ² must exceed before x
+// may join the active set: below it x is, to rounding, in the span.
+const projectronFloor = 1e-9
+
+func init() {
+	for _, plus := range []bool{false, true} {
+		name, summary := "projectron", "Projectron: on a mistake, project the update onto the active set's span when the distance ‖δ‖ ≤ η, else add the example"
+		if plus {
+			name, summary = "projectron++", "Projectron++: Projectron that also makes projected updates on margin errors (0 < y f(x) < 1) when they make progress"
+		}
+		ps := []ParamInfo{
+			{"budget", "100", "B: sets U = ¼√((B+1)/ln(B+1)) and η by Eq. 13 each round (the paper's comparison with budget learners); the support set usually ends well below B"},
+			{"eta", "—", "a fixed threshold η ≥ 0 instead of budget (η = 0: the Perceptron's mistakes, sparser only on linearly dependent points)"},
+			{"max", "0", "hard cap on the support set (at the cap every update is projected); 0 = none"},
+		}
+		if plus {
+			ps = append(ps, ParamInfo{"u", "1", "with eta: the norm bound U in the margin-error progress test (with budget, U comes from B)"})
+		}
+		register(registration{
+			info: Info{Name: name, Summary: summary, Source: "Orabona, Keshet, Caputo 2008, Algorithm 2, Eqs. 8–17", Params: ps},
+			build: func(p *params, m *model, _ uint64) algorithm {
+				a := &projectron{plus: plus}
+				if p.has("eta") {
+					if p.has("budget") {
+						p.fail("give budget or eta, not both")
+					}
+					a.fixed = true
+					a.eta = p.float("eta", 0, 0, 1e300)
+					if plus {
+						a.u = p.float("u", 1, 1e-300, 1e300)
+					}
+				} else {
+					b := float64(p.int("budget", 100, 1, 1<<24))
+					a.u = 0.25 * math.Sqrt((b+1)/math.Log(b+1))
+				}
+				capParam(p, m)
+				return a
+			},
+		})
+	}
+}
+
+// project computes d = K⁻¹k for the current round's kernel column and
+// returns ‖Pk‖² = kᵀd (clamped to [0, k(x,x)]) and δ² = k(x,x) − ‖Pk‖².
+func (a *projectron) project(k []float64, kxx float64) (pk2, delta2 float64) {
+	n := len(k)
+	if cap(a.d) < n {
+		a.d = make([]float64, n, 2*n)
+	}
+	a.d = a.d[:n]
+	for i := range n {
+		row := a.kinv.row(i)
+		s := 0.0
+		for j, v := range k {
+			s += row[j] * v
+		}
+		a.d[i] = s
+	}
+	for i, v := range k {
+		pk2 += v * a.d[i]
+	}
+	pk2 = min(max(pk2, 0), kxx)
+	return pk2, max(kxx-pk2, 0)
+}
+
+func (a *projectron) learn(m *model, q query, f float64, y int) bool {
+	yf := float64(y) * f
+	if yf >= 1 || (!a.plus && yf > 0) {
+		return false
+	}
+	loss := 1 - yf
+	kxx := m.sv.diag(q)
+	pk2, delta2 := a.project(m.row, kxx)
+	if yf > 0 { // Projectron++ margin error: projected update or none
+		if pk2 <= 0 {
+			return false // x is orthogonal to the span: nothing to add
+		}
+		tau := min(loss/pk2, 1)
+		if tau*(2*loss-tau*pk2-2*a.u*math.Sqrt(delta2)) < 0 {
+			return false
+		}
+		a.addProjected(m, float64(y)*tau)
+		return true
+	}
+	eta := a.eta
+	if !a.fixed {
+		eta = (2*loss - pk2 - 0.5) / (2 * a.u)
+	}
+	grow := delta2 > projectronFloor*kxx && (eta < 0 || delta2 > eta*eta) &&
+		(m.budget == 0 || m.sv.len() < m.budget)
+	if !grow {
+		a.addProjected(m, float64(y))
+		return true
+	}
+	a.growInverse(delta2)
+	m.sv.add(q, y, float64(y), m.rounds)
+	return true
+}
+
+// addProjected adds c·Pk(x,·) = c·Σ d_j k(x_j,·) to the model.
+func (a *projectron) addProjected(m *model, c float64) {
+	for j, dj := range a.d {
+		m.sv.alpha[j] += c * dj
+	}
+}
+
+// growInverse extends K⁻¹ by the vector whose projection is in a.d, at
+// distance δ² (Eq. 11): K⁻¹ ← [[K⁻¹ + ddᵀ/δ², −d/δ²], [−dᵀ/δ², 1/δ²]].
+func (a *projectron) growInverse(delta2 float64) {
+	inv := 1 / delta2
+	n := len(a.d)
+	for i := range n {
+		row := a.kinv.row(i)
+		di := a.d[i] * inv
+		for j, dj := range a.d {
+			row[j] += di * dj
+		}
+	}
+	if cap(a.scaled) < n {
+		a.scaled = make([]float64, n, 2*n)
+	}
+	a.scaled = a.scaled[:n]
+	for j, dj := range a.d {
+		a.scaled[j] = -dj * inv
+	}
+	a.kinv.appendSym(a.scaled, inv)
+}
+
+func (a *projectron) encode(*encoder) {}
+
+// decode rebuilds K⁻¹ by replaying the insertions in order with the same
+// arithmetic that built it, which restores it bit for bit (the active set
+// only ever grows, in insertion order). It costs O(n³) for n vectors.
+func (a *projectron) decode(d *decoder, m *model) {
+	var row []float64
+	for i := range m.sv.len() {
+		row = m.sv.rowOf(i, row)
+		kxx := m.sv.kern.diag(m.sv.norm[i], m.sv.self[i])
+		_, delta2 := a.project(row[:i], kxx)
+		if !(delta2 > 0) {
+			d.fail("support vector in the span of the others")
+			return
+		}
+		a.growInverse(delta2)
+	}
+}
