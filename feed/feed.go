@@ -1,0 +1,175 @@
+// Package feed loads example files into a topic as JSON records — how
+// users and tests feed streams to the service — and follows a prediction
+// topic back out (Tail).
+package feed
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/kafkaconn"
+)
+
+// ProduceConfig says what to load where.
+type ProduceConfig struct {
+	Conn  kafkaconn.Config
+	Topic string // required
+	Data  string // LIBSVM or JSON lines file, gzip allowed; required
+	// Rate limits records per second; 0 sends as fast as the broker takes them.
+	Rate float64
+	// Key chooses record keys: "round-robin" (default: no key, records
+	// spread evenly over partitions), "line" (the line number, hashed to a
+	// partition) or the name of a top-level field of JSON input records
+	// (hashed; records without it get no key).
+	Key string
+	// Limit stops after this many records; 0 loads the whole file.
+	Limit int
+	// AutoCreateTopic creates the topic if missing (with the broker's
+	// default partition count). Default false.
+	AutoCreateTopic bool
+	// Progress, if set, is called now and then with the records sent.
+	Progress func(sent int64)
+}
+
+// Produce reads cfg.Data and writes one JSON record per example, in file
+// order, waiting for every batch to be acknowledged by all in-sync
+// replicas. Labels are kept as they are in the file (multi-class labels
+// included); the service maps them. It returns the number of records sent.
+func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
+	if err := cfg.Conn.Validate(); err != nil {
+		return 0, err
+	}
+	if cfg.Topic == "" || cfg.Data == "" {
+		return 0, errors.New("produce needs a topic and a data file")
+	}
+	if cfg.Key == "" {
+		cfg.Key = "round-robin"
+	}
+	transport, err := cfg.Conn.Transport()
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.Open(cfg.Data)
+	if err != nil {
+		return 0, fmt.Errorf("produce: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return 0, fmt.Errorf("produce: gzip: %w", err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	var balancer kafka.Balancer = &kafka.RoundRobin{}
+	if cfg.Key != "round-robin" {
+		balancer = &kafka.Hash{}
+	}
+	w := &kafka.Writer{
+		Addr: kafka.TCP(cfg.Conn.Brokers...), Topic: cfg.Topic, Balancer: balancer,
+		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 1000,
+		BatchBytes: 16 << 20, AllowAutoTopicCreation: cfg.AutoCreateTopic, Transport: transport,
+	}
+	defer w.Close()
+
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<16), 16<<20)
+	lim := codec.Limits{AllowEmpty: true, MaxBytes: 16 << 20}
+	batch := make([]kafka.Message, 0, 1000)
+	var sent int64
+	start := time.Now()
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := w.WriteMessages(ctx, batch...); err != nil {
+			return fmt.Errorf("produce to %s: %w", cfg.Topic, err)
+		}
+		sent += int64(len(batch))
+		batch = batch[:0]
+		if cfg.Progress != nil {
+			cfg.Progress(sent)
+		}
+		if cfg.Rate > 0 { // pace: the n-th record goes out no earlier than n/rate
+			if ahead := time.Duration(float64(sent)/cfg.Rate*float64(time.Second)) - time.Since(start); ahead > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(ahead):
+				}
+			}
+		}
+		return nil
+	}
+	batchSize := 1000
+	if cfg.Rate > 0 {
+		batchSize = max(1, min(1000, int(cfg.Rate/10)))
+	}
+	for line := 1; sc.Scan(); line++ {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 || b[0] == '#' {
+			continue
+		}
+		ex, err := codec.Decode(b, lim)
+		if err != nil {
+			return sent, fmt.Errorf("%s line %d: %w", cfg.Data, line, err)
+		}
+		msg := kafka.Message{Value: codec.AppendJSON(nil, ex)}
+		switch cfg.Key {
+		case "round-robin":
+		case "line":
+			msg.Key = strconv.AppendInt(nil, int64(line), 10)
+		default:
+			msg.Key = jsonField(b, cfg.Key)
+		}
+		batch = append(batch, msg)
+		if len(batch) >= batchSize {
+			if err := flush(); err != nil {
+				return sent, err
+			}
+		}
+		if cfg.Limit > 0 && sent+int64(len(batch)) >= int64(cfg.Limit) {
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return sent, fmt.Errorf("read %s: %w", cfg.Data, err)
+	}
+	return sent, flush()
+}
+
+// jsonField returns the raw text of a top-level field of a JSON record
+// (strings without their quotes), or nil.
+func jsonField(rec []byte, name string) []byte {
+	if len(rec) == 0 || rec[0] != '{' {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(rec, &m) != nil {
+		return nil
+	}
+	v, ok := m[name]
+	if !ok {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return []byte(s)
+	}
+	return v
+}

@@ -1,0 +1,52 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/prequential"
+)
+
+// Partition names one input partition.
+type Partition struct {
+	Topic string
+	ID    int
+}
+
+// State is a partition's model and where it stands in the partition.
+type State struct {
+	Learner    learners.Learner
+	Eval       prequential.Evaluator
+	NextOffset int64 // the first offset not yet learned from
+}
+
+// Checkpointer is the seam where the checkpoint protocol plugs in
+// (design §3). A worker calls Restore when it is assigned a partition,
+// Save after every prediction up to st.NextOffset has been acknowledged and
+// before it commits that offset, with the metadata Save returns, and
+// Committed once that commit succeeded.
+type Checkpointer interface {
+	// Restore returns the state to continue from, given the group's
+	// committed offset (−1: none) and its metadata. A nil State with a nil
+	// error means: no checkpoint, start a new model at the committed offset
+	// (or the configured start offset).
+	Restore(ctx context.Context, p Partition, committed int64, metadata string) (*State, error)
+	// Save persists st and returns the metadata to commit with
+	// st.NextOffset. generation fences stale owners.
+	Save(ctx context.Context, p Partition, generation int32, st *State) (metadata string, err error)
+	// Committed reports that the commit carrying metadata succeeded, so
+	// older checkpoints of p may go.
+	Committed(ctx context.Context, p Partition, metadata string)
+}
+
+// NoCheckpoints keeps no model between owners: a newly assigned partition
+// starts a new model at the committed offset.
+type NoCheckpoints struct{}
+
+func (NoCheckpoints) Restore(context.Context, Partition, int64, string) (*State, error) {
+	return nil, nil
+}
+
+func (NoCheckpoints) Save(context.Context, Partition, int32, *State) (string, error) { return "", nil }
+
+func (NoCheckpoints) Committed(context.Context, Partition, string) {}

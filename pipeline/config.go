@@ -1,0 +1,134 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/learners"
+)
+
+// Config configures one group member. Fields document their defaults;
+// Validate fills them in and rejects invalid combinations.
+type Config struct {
+	Conn kafkaconn.Config // brokers, client id, TLS, SASL
+
+	Topic       string // input topic; required
+	Group       string // consumer group id; required
+	OutputTopic string // predictions; required
+	// DLQTopic receives records that cannot be decoded or learned from,
+	// with headers naming the error; default Topic + ".dlq". Nothing is
+	// ever dropped silently, so there is always a dead-letter topic.
+	DLQTopic string
+
+	Learner string          // learner spec; required
+	Kernel  learners.Kernel // required
+	// Seed seeds randomized learners; each partition's learner gets
+	// Seed + partition, so partitions draw independent streams. Default 1.
+	Seed   uint64
+	Labels codec.LabelMap // how record labels map to ±1; default binary labels
+	Limits codec.Limits   // per-record limits; codec's defaults
+
+	// StartOffset is where a partition with no committed offset starts:
+	// "earliest" (default) or "latest".
+	StartOffset string
+	// AutoCreateTopics lets writers create the output and dead-letter
+	// topics when missing (default false: a typo should fail, not create).
+	AutoCreateTopics bool
+
+	// FlushRecords and FlushInterval bound how many predictions a worker
+	// buffers and for how long before it writes them (synchronously, with
+	// acknowledgement from all in-sync replicas) and commits; defaults 1000
+	// and 200 ms.
+	FlushRecords  int
+	FlushInterval time.Duration
+
+	// Group timing. HeartbeatInterval (default 1 s) bounds how soon a
+	// member notices a rebalance; SessionTimeout (default 10 s) how soon a
+	// dead member's partitions move; RebalanceTimeout (default 10 s) how
+	// long members get to stop their workers.
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+	RebalanceTimeout  time.Duration
+	// ShutdownTimeout bounds the final flush and commit on stop; default 10 s.
+	ShutdownTimeout time.Duration
+
+	// Checkpoints is where partition models come from on assignment and
+	// go to at each commit. Default: none, every assignment starts a new
+	// model at the committed offset.
+	Checkpoints Checkpointer
+
+	// PassThrough skips the learner (margin 0, no learning): the same
+	// consume, decode and produce path, for measuring what learning costs.
+	PassThrough bool
+
+	Log     zerolog.Logger
+	Metrics *Metrics // default: metrics registered nowhere
+
+	// OnAssign, if set, is called with each generation's partitions of
+	// Topic once their workers have started.
+	OnAssign func(generation int32, partitions []int)
+}
+
+// Validate fills in defaults and checks the configuration.
+func (c *Config) Validate() error {
+	if err := c.Conn.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Topic == "":
+		return errors.New("no input topic")
+	case c.Group == "":
+		return errors.New("no consumer group")
+	case c.OutputTopic == "":
+		return errors.New("no output topic")
+	case c.Learner == "":
+		return errors.New("no learner")
+	}
+	if c.DLQTopic == "" {
+		c.DLQTopic = c.Topic + ".dlq"
+	}
+	if c.OutputTopic == c.Topic || c.DLQTopic == c.Topic || c.DLQTopic == c.OutputTopic {
+		return fmt.Errorf("input %q, output %q and dead-letter %q topics must differ", c.Topic, c.OutputTopic, c.DLQTopic)
+	}
+	if _, err := learners.New(c.Learner, c.Kernel, 0); err != nil {
+		return err
+	}
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	switch c.StartOffset {
+	case "":
+		c.StartOffset = "earliest"
+	case "earliest", "latest":
+	default:
+		return fmt.Errorf("start offset %q: want earliest or latest", c.StartOffset)
+	}
+	if c.FlushRecords <= 0 {
+		c.FlushRecords = 1000
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.FlushInterval, 200*time.Millisecond)
+	def(&c.HeartbeatInterval, time.Second)
+	def(&c.SessionTimeout, 10*time.Second)
+	def(&c.RebalanceTimeout, 10*time.Second)
+	def(&c.ShutdownTimeout, 10*time.Second)
+	if c.HeartbeatInterval >= c.SessionTimeout {
+		return fmt.Errorf("heartbeat interval %v must be shorter than the session timeout %v", c.HeartbeatInterval, c.SessionTimeout)
+	}
+	if c.Checkpoints == nil {
+		c.Checkpoints = NoCheckpoints{}
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics(nil)
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+// Package pipeline owns Kafka: group membership, one worker per assigned
+// partition, producing predictions and dead letters, and the commit
+// protocol of design §3 (the checkpoints themselves plug in through
+// Checkpointer).
+//
+// Rules:
+//   - One model per input partition, owned by that partition's worker; a
+//     partition's records are predicted, then learned, in offset order.
+//   - Group membership uses kafka-go's ConsumerGroup/Generation: every
+//     membership change ends the generation, and every worker stops (after
+//     a last flush and commit) before the member rejoins.
+//   - An offset is committed only after every prediction and dead letter
+//     before it has been acknowledged by all in-sync replicas, with the
+//     generation, so a member that lost the partition cannot commit.
+//   - Nothing is dropped: a record that cannot be used goes to the
+//     dead-letter topic with its reason; a failed write is retried.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	kafka "github.com/segmentio/kafka-go"
+)
+
+type member struct {
+	cfg    *Config
+	dialer *kafka.Dialer
+	client *kafka.Client
+	out    *kafka.Writer
+	dlq    *kafka.Writer
+}
+
+// Run joins the group and serves its assigned partitions until ctx is
+// cancelled; then it stops every worker (each makes a last flush and
+// commit), leaves the group and returns, within about
+// cfg.ShutdownTimeout.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("pipeline config: %w", err)
+	}
+	dialer, err := cfg.Conn.Dialer()
+	if err != nil {
+		return err
+	}
+	transport, err := cfg.Conn.Transport()
+	if err != nil {
+		return err
+	}
+	m := &member{cfg: &cfg, dialer: dialer, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, Timeout: 10 * time.Second}}
+	newWriter := func(topic string) *kafka.Writer {
+		return &kafka.Writer{
+			Addr:                   kafka.TCP(cfg.Conn.Brokers...),
+			Topic:                  topic,
+			Balancer:               sourcePartitioner{},
+			RequiredAcks:           kafka.RequireAll,
+			BatchTimeout:           2 * time.Millisecond, // a worker writes whole batches and waits for them
+			BatchSize:              cfg.FlushRecords,
+			BatchBytes:             32 << 20,
+			WriteTimeout:           10 * time.Second,
+			AllowAutoTopicCreation: cfg.AutoCreateTopics,
+			Transport:              transport,
+			ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { cfg.Log.Warn().Str("writer", topic).Msgf(f, a...) }),
+		}
+	}
+	m.out, m.dlq = newWriter(cfg.OutputTopic), newWriter(cfg.DLQTopic)
+	defer closeWithin(m.dlq, cfg.ShutdownTimeout, cfg.Log)
+	defer closeWithin(m.out, cfg.ShutdownTimeout, cfg.Log)
+
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                     cfg.Group,
+		Brokers:                cfg.Conn.Brokers,
+		Dialer:                 dialer,
+		Topics:                 []string{cfg.Topic},
+		HeartbeatInterval:      cfg.HeartbeatInterval,
+		SessionTimeout:         cfg.SessionTimeout,
+		RebalanceTimeout:       cfg.RebalanceTimeout,
+		JoinGroupBackoff:       time.Second,
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: 5 * time.Second,
+		ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { cfg.Log.Warn().Msgf(f, a...) }),
+	})
+	if err != nil {
+		return fmt.Errorf("join group %s: %w", cfg.Group, err)
+	}
+	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Str("learner", cfg.Learner).Msg("joining group")
+	for {
+		gen, err := cg.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+				break
+			}
+			cfg.Log.Warn().Err(err).Msg("join group; retrying")
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		cfg.Metrics.Rebalances.Inc()
+		var ids []int
+		for _, a := range gen.Assignments[cfg.Topic] {
+			ids = append(ids, a.ID)
+		}
+		cfg.Metrics.AssignedGauge.Set(float64(len(ids)))
+		cfg.Log.Info().Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
+		for _, id := range ids {
+			w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
+			w.log = cfg.Log.With().Str("topic", cfg.Topic).Int("partition", id).Int32("generation", gen.ID).Logger()
+			w.bad = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second})
+			gen.Start(w.run)
+		}
+		if cfg.OnAssign != nil {
+			cfg.OnAssign(gen.ID, ids)
+		}
+	}
+	// Closing the group ends the generation: workers flush and commit,
+	// then the member leaves. Bound it: Close can hang on a dead broker.
+	closeWithin(cg, 2*cfg.ShutdownTimeout, cfg.Log)
+	cfg.Metrics.AssignedGauge.Set(0)
+	cfg.Log.Info().Msg("left group")
+	return nil
+}
+
+// committed returns the group's committed offset for p (−1 if none) and
+// its metadata, retrying transient failures until ctx ends.
+func (m *member) committed(ctx context.Context, p Partition) (int64, string, error) {
+	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
+		resp, err := m.client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: m.cfg.Group, Topics: map[string][]int{p.Topic: {p.ID}}})
+		if err == nil {
+			err = resp.Error
+		}
+		if err == nil {
+			for _, op := range resp.Topics[p.Topic] {
+				if op.Partition == p.ID {
+					if op.Error != nil {
+						err = op.Error
+						break
+					}
+					return op.CommittedOffset, op.Metadata, nil
+				}
+			}
+			if err == nil {
+				return -1, "", nil
+			}
+		}
+		m.cfg.Log.Warn().Err(err).Int("partition", p.ID).Msg("fetch committed offset; retrying")
+		select {
+		case <-ctx.Done():
+			return 0, "", ctx.Err()
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// commit commits offset with metadata for p in gen. kafka-go reports
+// per-partition failures inside a nil error, so they are checked here; the
+// errors that mean another generation owns the partition become errFenced.
+func (m *member) commit(ctx context.Context, gen *kafka.Generation, p Partition, offset int64, metadata string) error {
+	resp, err := m.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
+		GroupID: m.cfg.Group, GenerationID: int(gen.ID), MemberID: gen.MemberID,
+		Topics: map[string][]kafka.OffsetCommit{p.Topic: {{Partition: p.ID, Offset: offset, Metadata: metadata}}},
+	})
+	if err == nil {
+		for _, pr := range resp.Topics[p.Topic] {
+			if pr.Partition == p.ID && pr.Error != nil {
+				err = pr.Error
+			}
+		}
+	}
+	switch {
+	case err == nil:
+		m.cfg.Metrics.Commits.WithLabelValues("ok").Inc()
+		return nil
+	case errors.Is(err, kafka.IllegalGeneration), errors.Is(err, kafka.RebalanceInProgress),
+		errors.Is(err, kafka.UnknownMemberId), errors.Is(err, kafka.FencedInstanceID):
+		m.cfg.Metrics.Commits.WithLabelValues("fenced").Inc()
+		return fmt.Errorf("%w: %v", errFenced, err)
+	default:
+		m.cfg.Metrics.Commits.WithLabelValues("error").Inc()
+		return fmt.Errorf("commit offset %d: %w", offset, err)
+	}
+}

@@ -1,0 +1,315 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/learners"
+)
+
+func startBroker(t *testing.T, topics ...string) *embedded.Broker {
+	t.Helper()
+	b, err := embedded.Start(embedded.Config{Partitions: 4, Topics: topics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// testConfig is a member of group g on broker b with short group timings.
+func testConfig(t *testing.T, b *embedded.Broker, learner string) Config {
+	k, err := learners.ParseKernel("rbf:gamma=0.02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Config{
+		Conn: kafkaconn.Config{Brokers: []string{b.Addr()}}, Topic: "in", Group: "g", OutputTopic: "out",
+		Learner: learner, Kernel: k, Seed: 7, FlushInterval: 50 * time.Millisecond,
+		HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 3 * time.Second, RebalanceTimeout: 3 * time.Second,
+		ShutdownTimeout: 3 * time.Second, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
+	}
+}
+
+// runMember starts a member and returns a function that stops it and
+// waits for it, and the latest assignment it reported.
+func runMember(t *testing.T, cfg Config) (stop func(), assigned func() (int32, []int)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var gen int32
+	var parts []int
+	cfg.OnAssign = func(g int32, p []int) {
+		mu.Lock()
+		gen, parts = g, p
+		mu.Unlock()
+	}
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("member: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("member did not stop within 20 s")
+		}
+	}
+	t.Cleanup(stop)
+	return stop, func() (int32, []int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return gen, append([]int(nil), parts...)
+	}
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+type record struct {
+	partition int
+	offset    int64
+	msg       kafka.Message
+}
+
+// readTopic reads every partition of topic from the start until want
+// records arrived (or d passed) and returns them.
+func readTopic(t *testing.T, b *embedded.Broker, topic string, want int, d time.Duration) []record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var mu sync.Mutex
+	var out []record
+	var wg sync.WaitGroup
+	for p := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: topic, Partition: p, MaxWait: time.Second, MaxBytes: 16 << 20})
+			defer r.Close()
+			for {
+				m, err := r.ReadMessage(ctx)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				out = append(out, record{p, m.Offset, m})
+				n := len(out)
+				mu.Unlock()
+				if n >= want {
+					cancel()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func produce(t *testing.T, b *embedded.Broker, topic string, msgs []kafka.Message, balancer kafka.Balancer) {
+	t.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: topic, Balancer: balancer, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20}
+	defer w.Close()
+	for i := 0; i < len(msgs); i += 1000 {
+		if err := w.WriteMessages(context.Background(), msgs[i:min(i+1000, len(msgs))]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTwoMembersServeA9A is the service's main contract: two members split
+// a 4-partition topic; every input record gets exactly one prediction; each
+// partition's margins are bit-identical to an offline run over that
+// partition's records in order (unlabeled records predicted, not learned);
+// and when one member leaves, the other takes over its partitions.
+func TestTwoMembersServeA9A(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	const spec = "rbp:budget=60"
+	cfg := testConfig(t, b, spec)
+	stopA, assignedA := runMember(t, cfg)
+	_, assignedB := runMember(t, cfg)
+	waitFor(t, "both members to hold two partitions each", 30*time.Second, func() bool {
+		ga, pa := assignedA()
+		gb, pb := assignedB()
+		return ga == gb && len(pa) == 2 && len(pb) == 2
+	})
+
+	set, err := dataset.Load(context.Background(), "../testdata/a9a.gz", dataset.Options{Limit: 12000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]kafka.Message, set.Len())
+	for i := range msgs {
+		ex := codec.Example{X: set.X[i], Label: strconv.Itoa(set.Y[i])}
+		if i%10 == 3 {
+			ex.Label = "" // unlabeled: predicted, not learned
+		}
+		msgs[i] = kafka.Message{Key: []byte(strconv.Itoa(i)), Value: codec.AppendJSON(nil, ex)}
+	}
+	produce(t, b, "in", msgs, &kafka.RoundRobin{})
+
+	preds := readTopic(t, b, "out", len(msgs), 60*time.Second)
+	if len(preds) != len(msgs) {
+		t.Fatalf("%d predictions for %d records", len(preds), len(msgs))
+	}
+	byPart := map[int]map[int64]codec.Prediction{}
+	for _, r := range preds {
+		p, err := codec.DecodePrediction(r.msg.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(r.msg.Key) != codec.PredictionKey("in", p.Partition, p.Offset) {
+			t.Fatalf("prediction key %q for %+v", r.msg.Key, p)
+		}
+		if int(p.Partition) != r.partition {
+			t.Fatalf("prediction of input partition %d in output partition %d", p.Partition, r.partition)
+		}
+		if byPart[r.partition] == nil {
+			byPart[r.partition] = map[int64]codec.Prediction{}
+		}
+		if _, dup := byPart[r.partition][p.Offset]; dup {
+			t.Fatalf("two predictions for partition %d offset %d", r.partition, p.Offset)
+		}
+		byPart[r.partition][p.Offset] = p
+	}
+
+	// The offline twin: each partition's records, in order, through a
+	// learner seeded as the service seeds it.
+	inputs := readTopic(t, b, "in", len(msgs), 30*time.Second)
+	perPart := map[int][]record{}
+	for _, r := range inputs {
+		perPart[r.partition] = append(perPart[r.partition], r)
+	}
+	for part, recs := range perPart {
+		l, _ := learners.New(spec, cfg.Kernel, cfg.Seed+uint64(part))
+		for i, r := range recs {
+			if r.offset != int64(i) {
+				t.Fatalf("partition %d: offset %d at position %d", part, r.offset, i)
+			}
+			ex, err := codec.Decode(r.msg.Value, codec.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, _, _ := codec.LabelMap{}.Map(ex.Label)
+			o := l.Round(ex.X, y)
+			p := byPart[part][r.offset]
+			if p.Margin != o.Margin {
+				t.Fatalf("partition %d offset %d: service margin %v, offline %v", part, r.offset, p.Margin, o.Margin)
+			}
+			if (y == 0) != (p.Mistake == nil) || p.Label != y {
+				t.Fatalf("partition %d offset %d: label %d, prediction %+v", part, r.offset, y, p)
+			}
+		}
+	}
+
+	// Member A leaves: B takes all four partitions and goes on.
+	stopA()
+	waitFor(t, "the remaining member to hold all partitions", 30*time.Second, func() bool {
+		_, pb := assignedB()
+		return len(pb) == 4
+	})
+	more := make([]kafka.Message, 400)
+	for i := range more {
+		more[i] = kafka.Message{Value: codec.AppendJSON(nil, codec.Example{X: set.X[i], Label: strconv.Itoa(set.Y[i])})}
+	}
+	produce(t, b, "in", more, &kafka.RoundRobin{})
+	after := readTopic(t, b, "out", len(msgs)+len(more), 60*time.Second)
+	seen := map[string]bool{}
+	for _, r := range after {
+		seen[string(r.msg.Key)] = true
+	}
+	if len(seen) != len(msgs)+len(more) {
+		t.Fatalf("after the takeover: %d distinct predictions for %d records", len(seen), len(msgs)+len(more))
+	}
+}
+
+// TestBadInputsGoToTheDeadLetterTopic sends every kind of bad record
+// between good ones into one partition: each bad record lands in the
+// dead-letter topic with its reason and origin, every good one is
+// predicted, and nothing is lost.
+func TestBadInputsGoToTheDeadLetterTopic(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	cfg := testConfig(t, b, "perceptron")
+	cfg.Limits = codec.Limits{MaxBytes: 4096}
+	runMember(t, cfg)
+
+	bad := []struct {
+		value  []byte
+		reason codec.Reason
+	}{
+		{[]byte(`{"label": 1, "features": {"1": 0.5}`), codec.ReasonInvalidJSON}, // truncated
+		{[]byte(`{"label": 1, features: {}}`), codec.ReasonInvalidJSON},
+		{[]byte(`{"label": 1, "features": {"1": NaN}}`), codec.ReasonInvalidJSON},
+		{[]byte(`+1 1:nan 2:1`), codec.ReasonNonFinite},
+		{[]byte(`{"label": 1, "features": {"1": 1e999}}`), codec.ReasonNonFinite},
+		{[]byte(`{"label": 7, "features": {"1": 1}}`), codec.ReasonBadLabel},
+		{[]byte(`{"label": 1, "features": {}}`), codec.ReasonEmptyFeatures},
+		{[]byte(`{"label": 1, "features": {"-1": 1}}`), codec.ReasonBadIndex},
+		{[]byte(`{"label": 1, "features": {"99999999999": 1}}`), codec.ReasonIndexTooLarge},
+		{[]byte(`{"label": 1, "features": {"3": 1, "03": 2}}`), codec.ReasonDuplicateIndex},
+		{[]byte("{\"label\": 1, \"features\": {\"1\": 1}, \"note\": \"\xff\xfe\"}"), codec.ReasonInvalidUTF8},
+		{[]byte(`{"label": 1, "features": [` + strings.Repeat("0.5,", 2000) + `1]}`), codec.ReasonTooLarge},
+		{nil, codec.ReasonEmptyMessage},
+		{[]byte{}, codec.ReasonEmptyMessage},
+	}
+	good := []byte(`{"label": -1, "features": {"1": 0.5, "2": 1}}`)
+	var msgs []kafka.Message
+	for i, c := range bad {
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint("good", i)), Value: good})
+		msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint("bad", i)), Value: c.value,
+			Headers: []kafka.Header{{Key: "origin", Value: []byte("test")}}})
+	}
+	msgs = append(msgs, kafka.Message{Key: []byte("last"), Value: good})
+	produce(t, b, "in", msgs, kafka.BalancerFunc(func(kafka.Message, ...int) int { return 2 }))
+
+	preds := readTopic(t, b, "out", len(bad)+1, 30*time.Second)
+	dead := readTopic(t, b, "in.dlq", len(bad), 30*time.Second)
+	if len(preds) != len(bad)+1 || len(dead) != len(bad) {
+		t.Fatalf("%d inputs gave %d predictions and %d dead letters", len(msgs), len(preds), len(dead))
+	}
+	for _, d := range dead {
+		h := map[string]string{}
+		for _, x := range d.msg.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		i, err := strconv.Atoi(strings.TrimPrefix(string(d.msg.Key), "bad"))
+		if err != nil {
+			t.Fatalf("dead letter with key %q", d.msg.Key)
+		}
+		if h[HeaderError] != string(bad[i].reason) {
+			t.Errorf("record %d: reason %q (%s), want %q", i, h[HeaderError], h[HeaderErrorDetail], bad[i].reason)
+		}
+		if h["origin"] != "test" || h[HeaderSourceTopic] != "in" || h[HeaderSourcePartition] != "2" || h[HeaderSourceOffset] != strconv.Itoa(2*i+1) {
+			t.Errorf("record %d: headers %v", i, h)
+		}
+		if string(d.msg.Value) != string(bad[i].value) {
+			t.Errorf("record %d: value changed", i)
+		}
+	}
+}

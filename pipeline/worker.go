@@ -1,0 +1,285 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/rs/zerolog"
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/learners"
+)
+
+// errFenced means the group moved on: this member no longer owns the
+// partition, and its commits are refused.
+var errFenced = errors.New("fenced: partition owned by a newer generation")
+
+// worker serves one partition for one generation: fetch, decode, predict,
+// learn, emit, and at each flush save and commit. It owns its learner; no
+// other goroutine touches it.
+type worker struct {
+	m      *member
+	gen    *kafka.Generation
+	part   Partition
+	label  string // partition as a metric label
+	log    zerolog.Logger
+	bad    zerolog.Logger // rate-limited, for bad records
+	st     *State
+	spec   string
+	preds  []kafka.Message
+	dead   []kafka.Message
+	since  time.Time // when the oldest buffered output was added
+	srcHdr kafka.Header
+	buf    []byte
+}
+
+func (w *worker) run(gctx context.Context) {
+	cfg := w.m.cfg
+	w.label = strconv.Itoa(w.part.ID)
+	w.srcHdr = kafka.Header{Key: HeaderSourcePartition, Value: []byte(w.label)}
+	if err := w.restore(gctx); err != nil {
+		// Returning would end the whole generation and rejoin in a loop;
+		// hold the partition, unserved and loudly reported, until the
+		// generation ends.
+		if gctx.Err() == nil {
+			w.log.Error().Err(err).Msg("cannot restore the partition's model; partition not served")
+			<-gctx.Done()
+		}
+		return
+	}
+	w.log.Info().Int64("offset", w.st.NextOffset).Int("support", w.st.Learner.Size()).Msg("partition assigned")
+
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:     cfg.Conn.Brokers,
+		Topic:       w.part.Topic,
+		Partition:   w.part.ID,
+		Dialer:      w.m.dialer,
+		MinBytes:    1,
+		MaxBytes:    max(16<<20, 2*cfg.Limits.MaxBytes),
+		MaxWait:     time.Second, // shorter waits time out against the embedded broker
+		ErrorLogger: kafka.LoggerFunc(func(f string, a ...any) { w.log.Warn().Msgf(f, a...) }),
+	})
+	defer closeWithin(r, cfg.ShutdownTimeout, w.log)
+	if err := r.SetOffset(w.st.NextOffset); err != nil {
+		w.log.Error().Err(err).Msg("set fetch offset")
+		<-gctx.Done()
+		return
+	}
+
+	for {
+		fctx, cancel := gctx, context.CancelFunc(func() {})
+		if len(w.preds)+len(w.dead) > 0 {
+			fctx, cancel = context.WithDeadline(gctx, w.since.Add(cfg.FlushInterval))
+		}
+		msg, err := r.FetchMessage(fctx)
+		cancel()
+		switch {
+		case gctx.Err() != nil:
+			w.stop()
+			return
+		case err == nil:
+			w.handle(msg)
+			if len(w.preds)+len(w.dead) < cfg.FlushRecords {
+				continue
+			}
+		case errors.Is(err, context.DeadlineExceeded):
+		default:
+			w.log.Warn().Err(err).Msg("fetch")
+			continue
+		}
+		if err := w.checkpoint(gctx); err != nil {
+			if errors.Is(err, errFenced) {
+				w.log.Warn().Err(err).Msg("commit refused; dropping the partition's model")
+				<-gctx.Done()
+				return
+			}
+			if gctx.Err() != nil {
+				w.stop()
+				return
+			}
+			w.log.Warn().Err(err).Msg("checkpoint; will retry")
+		}
+	}
+}
+
+// restore finds where the partition stands: the committed offset and its
+// metadata, then the checkpoint it names, else a new model.
+func (w *worker) restore(ctx context.Context) error {
+	cfg := w.m.cfg
+	committed, meta, err := w.m.committed(ctx, w.part)
+	if err != nil {
+		return err
+	}
+	st, err := cfg.Checkpoints.Restore(ctx, w.part, committed, meta)
+	if err != nil {
+		return fmt.Errorf("restore partition %d: %w", w.part.ID, err)
+	}
+	if st == nil {
+		l, err := learners.New(cfg.Learner, cfg.Kernel, cfg.Seed+uint64(w.part.ID))
+		if err != nil {
+			return err
+		}
+		st = &State{Learner: l, NextOffset: committed}
+		if committed < 0 {
+			st.NextOffset = kafka.FirstOffset
+			if cfg.StartOffset == "latest" {
+				st.NextOffset = kafka.LastOffset
+			}
+		}
+	}
+	w.st, w.spec = st, st.Learner.Spec()
+	return nil
+}
+
+// handle plays one record: dead-letter it, or predict, learn and buffer
+// the prediction.
+func (w *worker) handle(msg kafka.Message) {
+	cfg, mt := w.m.cfg, w.m.cfg.Metrics
+	mt.Consumed.WithLabelValues(w.label).Inc()
+	w.st.NextOffset = msg.Offset + 1
+	if len(w.preds)+len(w.dead) == 0 {
+		w.since = time.Now()
+	}
+	ex, err := codec.Decode(msg.Value, cfg.Limits)
+	y, keep := 0, true
+	if err == nil {
+		y, keep, err = cfg.Labels.Map(ex.Label)
+	}
+	if err != nil {
+		reason, detail := codec.Reason("internal"), err.Error()
+		var ce *codec.Error
+		if errors.As(err, &ce) {
+			reason, detail = ce.Reason, ce.Detail
+		}
+		mt.DeadLetters.WithLabelValues(w.label, string(reason)).Inc()
+		w.bad.Warn().Int64("offset", msg.Offset).Str("reason", string(reason)).Str("detail", detail).Msg("dead letter")
+		w.dead = append(w.dead, deadLetter(msg, reason, detail))
+		return
+	}
+	if !keep {
+		y = 0 // a label outside both classes: predict, do not learn
+	}
+	var o learners.Outcome
+	if !cfg.PassThrough {
+		o = w.st.Learner.Round(ex.X, y)
+	}
+	seq := w.st.Eval.Updates
+	w.st.Eval.Observe(o, y != 0, w.st.Learner.Size())
+	p := codec.Prediction{
+		Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset, Key: string(msg.Key),
+		Predicted: -1, Margin: o.Margin, Label: y, Learner: w.spec, Support: w.st.Learner.Size(), ModelSeq: seq,
+	}
+	if o.Margin > 0 {
+		p.Predicted = 1
+	}
+	if y != 0 {
+		mistake := o.Mistake
+		p.Mistake = &mistake
+		mt.Learned.WithLabelValues(w.label).Inc()
+		if mistake {
+			mt.Mistakes.WithLabelValues(w.label).Inc()
+		}
+	}
+	mt.Predicted.WithLabelValues(w.label).Inc()
+	w.buf, err = codec.AppendPrediction(w.buf[:0], &p)
+	if err != nil { // a NaN margin cannot occur with finite inputs; keep the record anyway
+		w.dead = append(w.dead, deadLetter(msg, "internal", err.Error()))
+		return
+	}
+	w.preds = append(w.preds, kafka.Message{
+		Key:     []byte(codec.PredictionKey(msg.Topic, int32(msg.Partition), msg.Offset)),
+		Value:   append([]byte(nil), w.buf...),
+		Headers: []kafka.Header{w.srcHdr},
+	})
+}
+
+// checkpoint runs the commit protocol: flush every buffered output and
+// wait for its acknowledgement, save the state, commit the offset with the
+// checkpoint's name, and only then let older checkpoints go.
+func (w *worker) checkpoint(ctx context.Context) error {
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	if w.st.NextOffset < 0 {
+		return nil // nothing read yet
+	}
+	cfg := w.m.cfg
+	meta, err := cfg.Checkpoints.Save(ctx, w.part, w.gen.ID, w.st)
+	if err != nil {
+		return fmt.Errorf("save checkpoint: %w", err)
+	}
+	if err := w.m.commit(ctx, w.gen, w.part, w.st.NextOffset, meta); err != nil {
+		return err
+	}
+	cfg.Checkpoints.Committed(ctx, w.part, meta)
+	cfg.Metrics.Support.WithLabelValues(w.label).Set(float64(w.st.Learner.Size()))
+	cfg.Metrics.WindowRate.WithLabelValues(w.label).Set(w.st.Eval.WindowRate())
+	return nil
+}
+
+// flush writes the buffered predictions and dead letters, retrying until
+// they are acknowledged or ctx ends: nothing is dropped.
+func (w *worker) flush(ctx context.Context) error {
+	for _, out := range []struct {
+		wr   *kafka.Writer
+		msgs *[]kafka.Message
+	}{{w.m.out, &w.preds}, {w.m.dlq, &w.dead}} {
+		backoff := 50 * time.Millisecond
+		for len(*out.msgs) > 0 {
+			err := out.wr.WriteMessages(ctx, *out.msgs...)
+			if err == nil {
+				if out.wr == w.m.out {
+					w.m.cfg.Metrics.Produced.Add(float64(len(*out.msgs)))
+				}
+				clear(*out.msgs)
+				*out.msgs = (*out.msgs)[:0]
+				break
+			}
+			w.m.cfg.Metrics.ProduceErrors.Inc()
+			if ctx.Err() != nil {
+				return fmt.Errorf("write to %s: %w", out.wr.Topic, err)
+			}
+			w.log.Warn().Err(err).Str("topic", out.wr.Topic).Dur("retry_in", backoff).Msg("write failed")
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	}
+	return nil
+}
+
+// stop makes a last flush and commit when the generation ends, bounded by
+// the shutdown timeout. A refused commit only means the predictions will be
+// made again, identically, by the next owner.
+func (w *worker) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), w.m.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := w.checkpoint(ctx); err != nil {
+		w.log.Info().Err(err).Msg("final commit not taken")
+	}
+	w.log.Info().Int64("offset", w.st.NextOffset).Msg("partition revoked")
+}
+
+type closer interface{ Close() error }
+
+// closeWithin closes c, giving up after d: kafka-go's Close can block on a
+// connection that is gone.
+func closeWithin(c closer, d time.Duration, log zerolog.Logger) {
+	done := make(chan error, 1)
+	go func() { done <- c.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Debug().Err(err).Msg("close")
+		}
+	case <-time.After(d):
+		log.Warn().Dur("after", d).Msg("close did not finish; abandoned")
+	}
+}
