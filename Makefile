@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/streamlearner
 PKGS      := ./...
 # Packages that start goroutines run again under the race detector.
-RACE_PKGS := ./offline/... ./cmd/...
+RACE_PKGS := ./offline/... ./cmd/... ./pipeline/... ./feed/...
 FUZZTIME  ?= 10s
 
 .PHONY: build test lint fuzz bench demo reproduce clean
@@ -27,10 +27,11 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLIBSVM$$' -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./learners/
 
-## bench: speed of every learner on a9a (B=100, rbf γ=0.01, parsing included) beside the C++ peer, steady-state rounds, decoding.
+## bench: speed of every learner on a9a (B=100, rbf γ=0.01, parsing included) beside the C++ peer, steady-state rounds, decoding, and the service end to end beside a pass-through.
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./offline/
 	$(GO) test -run '^$$' -bench . ./learners/ ./codec/
+	$(GO) test -run '^$$' -bench EndToEnd -benchtime 2x ./pipeline/
 
 ## demo: an offline run on the bundled a9a files (the Kafka demo comes with the service).
 demo: build

@@ -27,7 +27,7 @@ type Bar struct {
 
 // New returns a bar drawing on f when f is a terminal, or an inactive bar.
 func New(f *os.File, label string) *Bar {
-	if f == nil || !term.IsTerminal(int(f.Fd())) {
+	if !IsTerminal(f) {
 		return nil
 	}
 	return &Bar{w: f, label: label, start: time.Now()}
@@ -92,3 +92,6 @@ func human(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 }
+
+// IsTerminal reports whether f is a terminal.
+func IsTerminal(f *os.File) bool { return f != nil && term.IsTerminal(int(f.Fd())) }

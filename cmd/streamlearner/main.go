@@ -18,6 +18,10 @@ import (
 var version = "dev"
 
 type cli struct {
+	Run      runCmd      `cmd:"" help:"Serve as a consumer-group member: predict, then learn, each record of the input topic; emit predictions."`
+	Broker   brokerCmd   `cmd:"" help:"Run a development Kafka broker (embedded, 127.0.0.1 only)."`
+	Produce  produceCmd  `cmd:"" help:"Load a LIBSVM or JSON file into a topic as JSON records."`
+	Tail     tailCmd     `cmd:"" help:"Follow a prediction topic with running and windowed accuracy."`
 	Eval     evalCmd     `cmd:"" help:"Run learners over a data file, predict-then-learn, and report mistake rate, support size, test accuracy and speed."`
 	Gen      genCmd      `cmd:"" help:"Generate the papers' synthetic data sets as LIBSVM files."`
 	Learners learnersCmd `cmd:"" help:"List the learners, their parameters and their papers."`
@@ -45,6 +49,7 @@ func options(ctx context.Context, out io.Writer) []kong.Option {
 		kong.Name("streamlearner"),
 		kong.Description("Online binary classification with budget kernel perceptrons."),
 		kong.UsageOnError(),
+		kong.DefaultEnvars("STREAMLEARNER"),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.BindTo(out, (*io.Writer)(nil)),
 	}

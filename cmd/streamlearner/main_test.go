@@ -21,9 +21,14 @@ import (
 // execute runs the command line as main would and returns what it printed.
 func execute(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	return executeCtx(t, context.Background(), args...)
+}
+
+func executeCtx(t *testing.T, ctx context.Context, args ...string) (string, error) {
+	t.Helper()
 	var out bytes.Buffer
 	var c cli
-	p, err := kong.New(&c, append(options(context.Background(), &out), kong.Exit(func(int) { t.Fatalf("exit while parsing %v", args) }))...)
+	p, err := kong.New(&c, append(options(ctx, &out), kong.Exit(func(int) { t.Fatalf("exit while parsing %v", args) }))...)
 	if err != nil {
 		t.Fatal(err)
 	}

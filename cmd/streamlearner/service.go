@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/feed"
+	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/pipeline"
+	"github.com/streamlearner/streamlearner/progress"
+)
+
+// connFlags are the connection options every Kafka-facing command shares.
+type connFlags struct {
+	Brokers       []string `required:"" placeholder:"HOST:PORT" help:"Bootstrap brokers."`
+	ClientID      string   `default:"streamlearner" help:"Client id sent to the brokers."`
+	TLS           bool     `name:"tls" help:"Connect with TLS."`
+	TLSCA         string   `name:"tls-ca" type:"existingfile" placeholder:"FILE" help:"CA bundle (PEM) to trust instead of the system's."`
+	TLSCert       string   `name:"tls-cert" type:"existingfile" placeholder:"FILE" help:"Client certificate (PEM), with --tls-key."`
+	TLSKey        string   `name:"tls-key" type:"existingfile" placeholder:"FILE" help:"Client key (PEM), with --tls-cert."`
+	TLSInsecure   bool     `name:"tls-insecure" help:"Accept any server certificate (testing only)."`
+	SASLMechanism string   `name:"sasl-mechanism" enum:",plain,scram-sha-256,scram-sha-512" default:"" help:"SASL mechanism: plain, scram-sha-256 or scram-sha-512 (empty: none)."`
+	SASLUsername  string   `name:"sasl-username" help:"SASL user."`
+	SASLPassword  string   `name:"sasl-password" help:"SASL password (prefer the environment variable)."`
+}
+
+func (c *connFlags) config() kafkaconn.Config {
+	return kafkaconn.Config{
+		Brokers: c.Brokers, ClientID: c.ClientID, TLS: c.TLS, CAFile: c.TLSCA, CertFile: c.TLSCert, KeyFile: c.TLSKey,
+		InsecureSkipVerify: c.TLSInsecure, Mechanism: c.SASLMechanism, Username: c.SASLUsername, Password: c.SASLPassword,
+	}
+}
+
+func (c *connFlags) Validate() error {
+	cfg := c.config()
+	return cfg.Validate()
+}
+
+type logFlags struct {
+	LogFormat string `default:"auto" enum:"auto,json,console" help:"Log format: json, console, or auto (console on a terminal)."`
+	LogLevel  string `default:"info" enum:"debug,info,warn,error" help:"Log level."`
+}
+
+func (l *logFlags) logger() zerolog.Logger {
+	level, _ := zerolog.ParseLevel(l.LogLevel)
+	var w io.Writer = os.Stderr
+	if l.LogFormat == "console" || (l.LogFormat == "auto" && isTerminal(os.Stderr)) {
+		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+type brokerCmd struct {
+	Port       int    `default:"9092" help:"Port on 127.0.0.1 (0: any free port)."`
+	DataDir    string `placeholder:"DIR" help:"Persist topics and group offsets here (default: in memory)."`
+	Partitions int    `default:"4" help:"Partitions of auto-created topics."`
+}
+
+func (c *brokerCmd) Run(ctx context.Context, out io.Writer) error {
+	b, err := embedded.Start(embedded.Config{Port: c.Port, DataDir: c.DataDir, Partitions: c.Partitions})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "broker listening on %s (Ctrl-C to stop)\n", b.Addr())
+	<-ctx.Done()
+	b.Close()
+	fmt.Fprintln(out, "broker stopped")
+	return nil
+}
+
+type runCmd struct {
+	connFlags       `embed:""`
+	logFlags        `embed:""`
+	Topic           string        `required:"" help:"Input topic of labeled (or unlabeled) records."`
+	Group           string        `required:"" help:"Consumer group id; members of one group share the partitions."`
+	OutputTopic     string        `required:"" help:"Topic for predictions (keyed topic/partition/offset)."`
+	DLQTopic        string        `name:"dlq-topic" help:"Dead-letter topic for bad records (default: <topic>.dlq)."`
+	Learner         string        `required:"" placeholder:"SPEC" help:"Learner spec, e.g. rbp:budget=100 (see 'streamlearner learners')."`
+	Kernel          string        `required:"" placeholder:"SPEC" help:"Kernel spec, e.g. rbf:gamma=0.01."`
+	Seed            uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p)."`
+	Start           string        `default:"earliest" enum:"earliest,latest" help:"Where a partition with no committed offset starts."`
+	Positive        string        `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
+	Negative        string        `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`
+	MaxRecordBytes  int           `default:"1048576" help:"Largest record accepted; larger ones are dead-lettered."`
+	MaxFeatureIndex uint32        `default:"16777216" help:"Largest feature index accepted."`
+	MaxNonZeros     int           `default:"65536" help:"Most features in one record."`
+	FlushRecords    int           `default:"1000" help:"Predictions buffered per partition before a flush and commit."`
+	FlushInterval   time.Duration `default:"200ms" help:"Longest time a prediction waits before a flush and commit."`
+	AutoCreate      bool          `help:"Create missing output and dead-letter topics."`
+}
+
+func (c *runCmd) Run(ctx context.Context) error {
+	kern, err := learners.ParseKernel(c.Kernel)
+	if err != nil {
+		return err
+	}
+	labels, err := labelMap(c.Positive, c.Negative)
+	if err != nil {
+		return err
+	}
+	return pipeline.Run(ctx, pipeline.Config{
+		Conn: c.config(), Topic: c.Topic, Group: c.Group, OutputTopic: c.OutputTopic, DLQTopic: c.DLQTopic,
+		Learner: c.Learner, Kernel: kern, Seed: c.Seed, Labels: labels, StartOffset: c.Start,
+		Limits:       codec.Limits{MaxBytes: c.MaxRecordBytes, MaxIndex: c.MaxFeatureIndex, MaxNonZeros: c.MaxNonZeros},
+		FlushRecords: c.FlushRecords, FlushInterval: c.FlushInterval, AutoCreateTopics: c.AutoCreate,
+		Log: c.logger(),
+	})
+}
+
+type produceCmd struct {
+	connFlags  `embed:""`
+	Topic      string  `required:"" help:"Topic to write to."`
+	Data       string  `required:"" type:"existingfile" placeholder:"FILE" help:"LIBSVM or JSON lines file (gzip allowed)."`
+	Rate       float64 `help:"Records per second (0: as fast as possible)."`
+	Key        string  `default:"round-robin" placeholder:"FIELD|round-robin|line" help:"Record keys: round-robin (none), line (line number) or a JSON field."`
+	Limit      int     `help:"Stop after N records (0: the whole file)."`
+	AutoCreate bool    `help:"Create the topic if missing."`
+}
+
+func (c *produceCmd) Run(ctx context.Context, out io.Writer) error {
+	bar := progress.New(os.Stderr, "produce")
+	var total int64
+	if c.Limit > 0 {
+		total = int64(c.Limit)
+	}
+	n, err := feed.Produce(ctx, feed.ProduceConfig{
+		Conn: c.config(), Topic: c.Topic, Data: c.Data, Rate: c.Rate, Key: c.Key, Limit: c.Limit, AutoCreateTopic: c.AutoCreate,
+		Progress: func(sent int64) { bar.Update(sent, max(total, sent)) },
+	})
+	bar.Done()
+	fmt.Fprintf(out, "sent %d records to %s\n", n, c.Topic)
+	return err
+}
+
+type tailCmd struct {
+	connFlags `embed:""`
+	Topic     string `required:"" help:"Prediction topic to follow."`
+	From      string `default:"earliest" enum:"earliest,latest" help:"Start at the earliest or only new predictions."`
+	Format    string `default:"table" enum:"table,json" help:"Output: table, or JSON lines with running accuracies."`
+	Window    int    `default:"1000" help:"Labeled predictions in the windowed accuracy."`
+	Limit     int    `help:"Stop after N distinct predictions (0: follow until Ctrl-C)."`
+}
+
+func (c *tailCmd) Run(ctx context.Context, out io.Writer) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	enc := json.NewEncoder(out)
+	if c.Format == "table" {
+		fmt.Fprintln(tw, "source\toffset\tpred\tmargin\tlabel\tright\taccuracy\twindow")
+	}
+	n := 0
+	err := feed.Tail(ctx, feed.TailConfig{Conn: c.config(), Topic: c.Topic, From: c.From, Window: c.Window, Limit: c.Limit},
+		func(p codec.Prediction, st feed.TailStats) error {
+			if c.Format == "json" {
+				return enc.Encode(struct {
+					codec.Prediction
+					Accuracy float64 `json:"running_accuracy"`
+					Window   float64 `json:"window_accuracy"`
+				}{p, st.Accuracy, st.Window})
+			}
+			label, right := "-", "-"
+			if p.Mistake != nil {
+				label, right = fmt.Sprint(p.Label), map[bool]string{true: "no", false: "yes"}[*p.Mistake]
+			}
+			fmt.Fprintf(tw, "%s/%d\t%d\t%+d\t%.4f\t%s\t%s\t%.2f%%\t%.2f%%\n", p.Topic, p.Partition, p.Offset, p.Predicted, p.Margin, label, right, 100*st.Accuracy, 100*st.Window)
+			if n++; n%50 == 0 {
+				return tw.Flush()
+			}
+			return nil
+		})
+	tw.Flush()
+	if ctx.Err() != nil {
+		return nil // Ctrl-C is how a tail ends
+	}
+	return err
+}
+
+func isTerminal(f *os.File) bool { return progress.IsTerminal(f) }

@@ -1,0 +1,101 @@
+package feed
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/kafkaconn"
+)
+
+func TestProduceLoadsAFileAsJSONRecords(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 3, Topics: []string{"in"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	path := filepath.Join(t.TempDir(), "d.libsvm")
+	os.WriteFile(path, []byte("3 1:0.5 4:1\n# comment\n-1 2:2\n\n{\"label\": true, \"features\": [1, 2], \"id\": \"x7\"}\n"), 0o600)
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	n, err := Produce(context.Background(), ProduceConfig{Conn: conn, Topic: "in", Data: path, Key: "id"})
+	if err != nil || n != 3 {
+		t.Fatalf("sent %d: %v", n, err)
+	}
+	var got []kafka.Message
+	for p := range 3 {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: "in", Partition: p, MaxWait: time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		for {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				break
+			}
+			got = append(got, m)
+		}
+		cancel()
+		r.Close()
+	}
+	if len(got) != 3 {
+		t.Fatalf("%d records in the topic", len(got))
+	}
+	labels := map[string]bool{}
+	for _, m := range got {
+		ex, err := codec.DecodeJSON(m.Value, codec.Limits{})
+		if err != nil {
+			t.Fatalf("%s: %v", m.Value, err)
+		}
+		labels[ex.Label] = true
+		if ex.Label == "true" && string(m.Key) != "x7" {
+			t.Fatalf("key %q, want the id field", m.Key)
+		}
+	}
+	if !labels["3"] || !labels["-1"] || !labels["true"] {
+		t.Fatalf("labels %v: multi-class labels must be kept as they are", labels)
+	}
+	if _, err := Produce(context.Background(), ProduceConfig{Conn: conn, Topic: "in", Data: "/nonexistent"}); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}
+
+func TestTailSkipsDuplicatesAndCountsAccuracy(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 2, Topics: []string{"out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	yes, no := true, false
+	mk := func(part int32, off int64, mistake *bool) kafka.Message {
+		p := codec.Prediction{Topic: "in", Partition: part, Offset: off, Predicted: 1, Learner: "x", Label: 1, Mistake: mistake}
+		if mistake == nil {
+			p.Label = 0
+		}
+		v, _ := codec.AppendPrediction(nil, &p)
+		return kafka.Message{Key: []byte(codec.PredictionKey("in", part, off)), Value: v, Partition: int(part)}
+	}
+	// Partition 0: offsets 0..3 with a re-emission of 1..2 (as after a crash).
+	msgs := []kafka.Message{mk(0, 0, &no), mk(0, 1, &yes), mk(0, 2, nil), mk(0, 1, &yes), mk(0, 2, nil), mk(0, 3, &no), mk(1, 0, &no)}
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "out", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond,
+		Balancer: kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { p, _ := strconv.Atoi(string(m.Key[3])); return p })}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	var last TailStats
+	n := 0
+	err = Tail(context.Background(), TailConfig{Conn: kafkaconn.Config{Brokers: []string{b.Addr()}}, Topic: "out", Window: 2, Limit: 5},
+		func(p codec.Prediction, st TailStats) error { last = st; n++; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5 distinct predictions, 4 labeled, 1 mistake.
+	if n != 5 || last.Predictions != 5 || last.Labeled != 4 || last.Accuracy != 0.75 {
+		t.Fatalf("emitted %d, stats %+v", n, last)
+	}
+}
