@@ -46,6 +46,13 @@ type Config struct {
 	// and 200 ms.
 	FlushRecords  int
 	FlushInterval time.Duration
+	// CheckpointEvery and CheckpointInterval say how often a worker saves
+	// its partition's state and commits its offset (whichever comes
+	// first, at a flush); defaults 10,000 records and 10 s. Between
+	// commits predictions still flow; after a crash the records since the
+	// last commit are predicted again, identically.
+	CheckpointEvery    int
+	CheckpointInterval time.Duration
 
 	// Group timing. HeartbeatInterval (default 1 s) bounds how soon a
 	// member notices a rebalance; SessionTimeout (default 10 s) how soon a
@@ -111,12 +118,16 @@ func (c *Config) Validate() error {
 	if c.FlushRecords <= 0 {
 		c.FlushRecords = 1000
 	}
+	if c.CheckpointEvery <= 0 {
+		c.CheckpointEvery = 10000
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
 		}
 	}
 	def(&c.FlushInterval, 200*time.Millisecond)
+	def(&c.CheckpointInterval, 10*time.Second)
 	def(&c.HeartbeatInterval, time.Second)
 	def(&c.SessionTimeout, 10*time.Second)
 	def(&c.RebalanceTimeout, 10*time.Second)

@@ -22,19 +22,24 @@ var errFenced = errors.New("fenced: partition owned by a newer generation")
 // learn, emit, and at each flush save and commit. It owns its learner; no
 // other goroutine touches it.
 type worker struct {
-	m      *member
-	gen    *kafka.Generation
-	part   Partition
-	label  string // partition as a metric label
-	log    zerolog.Logger
-	bad    zerolog.Logger // rate-limited, for bad records
-	st     *State
-	spec   string
-	preds  []kafka.Message
-	dead   []kafka.Message
-	since  time.Time // when the oldest buffered output was added
-	srcHdr kafka.Header
-	buf    []byte
+	m     *member
+	gen   *kafka.Generation
+	part  Partition
+	label string // partition as a metric label
+	log   zerolog.Logger
+	bad   zerolog.Logger // rate-limited, for bad records
+	st    *State
+	spec  string
+	preds []kafka.Message
+	dead  []kafka.Message
+	since time.Time // when the oldest buffered output was added
+	// pending counts records since the last commit, committedAt its time
+	// and committed its offset.
+	pending     int
+	committedAt time.Time
+	committed   int64
+	srcHdr      kafka.Header
+	buf         []byte
 }
 
 func (w *worker) run(gctx context.Context) {
@@ -91,7 +96,7 @@ func (w *worker) run(gctx context.Context) {
 			w.log.Warn().Err(err).Msg("fetch")
 			continue
 		}
-		if err := w.checkpoint(gctx); err != nil {
+		if err := w.checkpoint(gctx, false); err != nil {
 			if errors.Is(err, errFenced) {
 				w.log.Warn().Err(err).Msg("commit refused; dropping the partition's model")
 				<-gctx.Done()
@@ -132,6 +137,7 @@ func (w *worker) restore(ctx context.Context) error {
 		}
 	}
 	w.st, w.spec = st, st.Learner.Spec()
+	w.committed, w.committedAt = st.NextOffset, time.Now()
 	return nil
 }
 
@@ -141,6 +147,7 @@ func (w *worker) handle(msg kafka.Message) {
 	cfg, mt := w.m.cfg, w.m.cfg.Metrics
 	mt.Consumed.WithLabelValues(w.label).Inc()
 	w.st.NextOffset = msg.Offset + 1
+	w.pending++
 	if len(w.preds)+len(w.dead) == 0 {
 		w.since = time.Now()
 	}
@@ -198,16 +205,22 @@ func (w *worker) handle(msg kafka.Message) {
 }
 
 // checkpoint runs the commit protocol: flush every buffered output and
-// wait for its acknowledgement, save the state, commit the offset with the
-// checkpoint's name, and only then let older checkpoints go.
-func (w *worker) checkpoint(ctx context.Context) error {
+// wait for its acknowledgement; then, when the cadence says so (or force),
+// save the state, commit the offset with the checkpoint's name, and only
+// then let older checkpoints go.
+func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	if err := w.flush(ctx); err != nil {
 		return err
 	}
-	if w.st.NextOffset < 0 {
-		return nil // nothing read yet
-	}
 	cfg := w.m.cfg
+	cfg.Metrics.Support.WithLabelValues(w.label).Set(float64(w.st.Learner.Size()))
+	cfg.Metrics.WindowRate.WithLabelValues(w.label).Set(w.st.Eval.WindowRate())
+	if w.st.NextOffset < 0 || w.st.NextOffset == w.committed {
+		return nil // nothing new to commit
+	}
+	if !force && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < cfg.CheckpointInterval {
+		return nil
+	}
 	meta, err := cfg.Checkpoints.Save(ctx, w.part, w.gen.ID, w.st)
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
@@ -215,9 +228,8 @@ func (w *worker) checkpoint(ctx context.Context) error {
 	if err := w.m.commit(ctx, w.gen, w.part, w.st.NextOffset, meta); err != nil {
 		return err
 	}
+	w.pending, w.committedAt, w.committed = 0, time.Now(), w.st.NextOffset
 	cfg.Checkpoints.Committed(ctx, w.part, meta)
-	cfg.Metrics.Support.WithLabelValues(w.label).Set(float64(w.st.Learner.Size()))
-	cfg.Metrics.WindowRate.WithLabelValues(w.label).Set(w.st.Eval.WindowRate())
 	return nil
 }
 
@@ -261,7 +273,7 @@ func (w *worker) flush(ctx context.Context) error {
 func (w *worker) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), w.m.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := w.checkpoint(ctx); err != nil {
+	if err := w.checkpoint(ctx, true); err != nil {
 		w.log.Info().Err(err).Msg("final commit not taken")
 	}
 	w.log.Info().Int64("offset", w.st.NextOffset).Msg("partition revoked")

@@ -41,3 +41,28 @@ func TestZeroValue(t *testing.T) {
 		t.Fatalf("default window: len %d rate %v", len(e.ring), e.WindowRate())
 	}
 }
+
+func TestStateRoundTrip(t *testing.T) {
+	for _, n := range []int{0, 3, 10, 37} {
+		a := Evaluator{Window: 10}
+		for i := range n {
+			a.Observe(learners.Outcome{Mistake: i%3 == 0, Updated: i%3 == 0}, i%4 != 1, i)
+		}
+		b, _ := a.MarshalBinary()
+		var c Evaluator
+		if err := c.UnmarshalBinary(b); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 25 {
+			o := learners.Outcome{Mistake: i%2 == 0}
+			a.Observe(o, true, i)
+			c.Observe(o, true, i)
+			if a.WindowRate() != c.WindowRate() || a.MistakeRate() != c.MistakeRate() || a.Rounds != c.Rounds {
+				t.Fatalf("n=%d step %d: restored %+v, original %+v", n, i, c, a)
+			}
+		}
+		if err := c.UnmarshalBinary(b[:len(b)-1]); err == nil && n > 0 {
+			t.Fatalf("n=%d: truncated state accepted", n)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/pipeline"
+)
+
+// Protocol is the pipeline's Checkpointer backed by a Store.
+type Protocol struct {
+	Store Store
+	// Learner, Kernel and Seed are what the service is configured with: a
+	// snapshot made with another learner or kernel is refused unless
+	// ResetModel is set, which starts a new model at the committed offset.
+	Learner    string
+	Kernel     learners.Kernel
+	Seed       uint64
+	ResetModel bool
+	// Keep is how many snapshots of a partition survive garbage collection:
+	// the committed one and Keep−1 predecessors, the fallbacks should the
+	// newest be damaged. Default 2.
+	Keep int
+	Log  zerolog.Logger
+	// Now stamps snapshots; default time.Now.
+	Now func() time.Time
+
+	mu  sync.Mutex
+	seq map[pipeline.Partition]uint64
+}
+
+var _ pipeline.Checkpointer = (*Protocol)(nil)
+
+// ErrMismatch is wrapped when a snapshot belongs to another learner or
+// kernel than the configured ones.
+var ErrMismatch = errors.New("snapshot made with another learner or kernel")
+
+func (p *Protocol) keep() int {
+	if p.Keep < 1 {
+		return 2
+	}
+	return p.Keep
+}
+
+func (p *Protocol) setSeq(part pipeline.Partition, seq uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seq == nil {
+		p.seq = map[pipeline.Partition]uint64{}
+	}
+	p.seq[part] = max(p.seq[part], seq)
+}
+
+// Restore loads the snapshot the committed metadata names. A damaged or
+// missing snapshot is reported loudly and the newest older snapshot of the
+// partition that is intact is used instead (the stream is replayed from
+// its offset, which rebuilds the same model); with none, Restore fails and
+// the partition is not served — never silently an empty model.
+func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committed int64, metadata string) (*pipeline.State, error) {
+	if metadata == "" {
+		if committed >= 0 {
+			p.Log.Warn().Str("topic", part.Topic).Int("partition", part.ID).Int64("offset", committed).
+				Msg("committed offset without a snapshot: starting a new model there")
+		}
+		return nil, nil
+	}
+	snap, err := p.load(ctx, metadata)
+	if err != nil && !errors.Is(err, ErrMismatch) {
+		p.Log.Error().Err(err).Str("snapshot", metadata).Msg("committed snapshot unusable; looking for an older one")
+		snap, err = p.fallback(ctx, part, metadata)
+		if err != nil {
+			return nil, err
+		}
+		p.Log.Error().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).
+			Msg("restored from an OLDER snapshot: records after its offset are replayed")
+	}
+	if errors.Is(err, ErrMismatch) {
+		if !p.ResetModel {
+			return nil, err
+		}
+		p.Log.Warn().Err(err).Int64("offset", committed).Msg("reset-model: starting a new model at the committed offset")
+		p.setSeq(part, seqOf(metadata))
+		return nil, nil
+	}
+	l, err := learners.Unmarshal(snap.Model)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", snap.Name(), err)
+	}
+	st := &pipeline.State{Learner: l, NextOffset: snap.NextOffset}
+	if err := st.Eval.UnmarshalBinary(snap.Eval); err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", snap.Name(), err)
+	}
+	p.setSeq(part, snap.Seq)
+	p.Log.Info().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).Int("support", l.Size()).Msg("model restored")
+	return st, nil
+}
+
+func seqOf(name string) uint64 {
+	_, _, _, s, _ := ParseName(name)
+	return s
+}
+
+// load fetches and checks one snapshot against the configuration.
+func (p *Protocol) load(ctx context.Context, name string) (*Snapshot, error) {
+	b, err := p.Store.Load(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := Decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: %w", name, err)
+	}
+	if snap.Name() != name {
+		return nil, fmt.Errorf("snapshot %s: %w: it calls itself %s", name, ErrChecksum, snap.Name())
+	}
+	want, err := learners.New(p.Learner, p.Kernel, p.Seed+uint64(snap.Partition))
+	if err != nil {
+		return nil, err
+	}
+	if snap.Learner != want.Spec() || snap.Kernel != p.Kernel.String() {
+		return nil, fmt.Errorf("%w: snapshot %s has %s with %s, the service is configured with %s with %s (pass --reset-model to discard it)",
+			ErrMismatch, name, snap.Learner, snap.Kernel, want.Spec(), p.Kernel)
+	}
+	return snap, nil
+}
+
+// fallback returns the newest intact snapshot of the partition older than
+// bad.
+func (p *Protocol) fallback(ctx context.Context, part pipeline.Partition, bad string) (*Snapshot, error) {
+	names, err := p.Store.List(ctx, fmt.Sprintf("%s/%d/", part.Topic, part.ID))
+	if err != nil {
+		return nil, err
+	}
+	for i := len(names) - 1; i >= 0; i-- {
+		if !nameLess(names[i], bad) {
+			continue
+		}
+		snap, err := p.load(ctx, names[i])
+		if err == nil {
+			return snap, nil
+		}
+		p.Log.Error().Err(err).Str("snapshot", names[i]).Msg("older snapshot unusable too")
+	}
+	return nil, fmt.Errorf("partition %d: committed snapshot %s is unusable and no intact older snapshot exists; not serving the partition (pass --reset-model to start a new model)", part.ID, bad)
+}
+
+// Save writes a new snapshot of st and returns its name for the commit.
+func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation int32, st *pipeline.State) (string, error) {
+	model, err := st.Learner.MarshalBinary()
+	if err != nil {
+		return "", err
+	}
+	eval, err := st.Eval.MarshalBinary()
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	if p.seq == nil {
+		p.seq = map[pipeline.Partition]uint64{}
+	}
+	p.seq[part]++
+	seq := p.seq[part]
+	p.mu.Unlock()
+	now := time.Now
+	if p.Now != nil {
+		now = p.Now
+	}
+	snap := &Snapshot{
+		Topic: part.Topic, Partition: part.ID, Generation: generation, Seq: seq,
+		Learner: st.Learner.Spec(), Kernel: st.Learner.Kernel().String(), NextOffset: st.NextOffset,
+		Created: now(), Model: model, Eval: eval,
+	}
+	if err := p.Store.Save(ctx, snap.Name(), snap.Encode()); err != nil {
+		return "", err
+	}
+	return snap.Name(), nil
+}
+
+// Committed deletes the partition's snapshots older than the Keep newest
+// up to the committed one.
+func (p *Protocol) Committed(ctx context.Context, part pipeline.Partition, name string) {
+	names, err := p.Store.List(ctx, fmt.Sprintf("%s/%d/", part.Topic, part.ID))
+	if err != nil {
+		p.Log.Warn().Err(err).Msg("list snapshots for cleanup")
+		return
+	}
+	var upTo []string
+	for _, n := range names {
+		if n == name || nameLess(n, name) {
+			upTo = append(upTo, n)
+		}
+	}
+	for _, n := range upTo[:max(0, len(upTo)-p.keep())] {
+		if err := p.Store.Delete(ctx, n); err != nil {
+			p.Log.Warn().Err(err).Str("snapshot", n).Msg("delete old snapshot")
+		}
+	}
+}
