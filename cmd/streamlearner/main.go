@@ -18,14 +18,15 @@ import (
 var version = "dev"
 
 type cli struct {
-	Run      runCmd      `cmd:"" help:"Serve as a consumer-group member: predict, then learn, each record of the input topic; emit predictions."`
-	Broker   brokerCmd   `cmd:"" help:"Run a development Kafka broker (embedded, 127.0.0.1 only)."`
-	Produce  produceCmd  `cmd:"" help:"Load a LIBSVM or JSON file into a topic as JSON records."`
-	Tail     tailCmd     `cmd:"" help:"Follow a prediction topic with running and windowed accuracy."`
-	Eval     evalCmd     `cmd:"" help:"Run learners over a data file, predict-then-learn, and report mistake rate, support size, test accuracy and speed."`
-	Gen      genCmd      `cmd:"" help:"Generate the papers' synthetic data sets as LIBSVM files."`
-	Learners learnersCmd `cmd:"" help:"List the learners, their parameters and their papers."`
-	Version  versionCmd  `cmd:"" help:"Print the version."`
+	Run        runCmd        `cmd:"" help:"Serve as a consumer-group member: predict, then learn, each record of the input topic; emit predictions."`
+	Broker     brokerCmd     `cmd:"" help:"Run a development Kafka broker (embedded, 127.0.0.1 only)."`
+	Produce    produceCmd    `cmd:"" help:"Load a LIBSVM or JSON file into a topic as JSON records."`
+	Tail       tailCmd       `cmd:"" help:"Follow a prediction topic with running and windowed accuracy."`
+	Checkpoint checkpointCmd `cmd:"" help:"Look at stored partition models."`
+	Eval       evalCmd       `cmd:"" help:"Run learners over a data file, predict-then-learn, and report mistake rate, support size, test accuracy and speed."`
+	Gen        genCmd        `cmd:"" help:"Generate the papers' synthetic data sets as LIBSVM files."`
+	Learners   learnersCmd   `cmd:"" help:"List the learners, their parameters and their papers."`
+	Version    versionCmd    `cmd:"" help:"Print the version."`
 }
 
 func main() {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/feed"
@@ -97,6 +98,18 @@ type runCmd struct {
 	FlushRecords    int           `default:"1000" help:"Predictions buffered per partition before a flush and commit."`
 	FlushInterval   time.Duration `default:"200ms" help:"Longest time a prediction waits before a flush and commit."`
 	AutoCreate      bool          `help:"Create missing output and dead-letter topics."`
+
+	CheckpointDir      string        `placeholder:"DIR" help:"Save partition models here, so a partition's next owner continues the same model (one node, or a shared disk)."`
+	CheckpointEvery    int           `default:"10000" help:"Records between checkpoints (and offset commits)."`
+	CheckpointInterval time.Duration `default:"10s" help:"Longest time between checkpoints (and offset commits)."`
+	ResetModel         bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
+}
+
+func (c *runCmd) Validate() error {
+	if c.ResetModel && c.CheckpointDir == "" {
+		return fmt.Errorf("--reset-model needs --checkpoint-dir: without checkpoints there is no stored model to reset")
+	}
+	return nil
 }
 
 func (c *runCmd) Run(ctx context.Context) error {
@@ -108,12 +121,18 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	log := c.logger()
+	var cp pipeline.Checkpointer
+	if c.CheckpointDir != "" {
+		cp = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: c.CheckpointDir}, Learner: c.Learner, Kernel: kern, Seed: c.Seed, ResetModel: c.ResetModel, Log: log}
+	}
 	return pipeline.Run(ctx, pipeline.Config{
 		Conn: c.config(), Topic: c.Topic, Group: c.Group, OutputTopic: c.OutputTopic, DLQTopic: c.DLQTopic,
 		Learner: c.Learner, Kernel: kern, Seed: c.Seed, Labels: labels, StartOffset: c.Start,
 		Limits:       codec.Limits{MaxBytes: c.MaxRecordBytes, MaxIndex: c.MaxFeatureIndex, MaxNonZeros: c.MaxNonZeros},
 		FlushRecords: c.FlushRecords, FlushInterval: c.FlushInterval, AutoCreateTopics: c.AutoCreate,
-		Log: c.logger(),
+		CheckpointEvery: c.CheckpointEvery, CheckpointInterval: c.CheckpointInterval, Checkpoints: cp,
+		Log: log,
 	})
 }
 

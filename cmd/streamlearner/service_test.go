@@ -24,9 +24,11 @@ func TestProduceRunTail(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	dir := t.TempDir()
 	go func() {
 		_, err := executeCtx(t, ctx, "run", "--brokers", b.Addr(), "--topic", "in", "--group", "g", "--output-topic", "out",
-			"--learner", "forgetron:budget=50", "--kernel", "rbf:gamma=0.02", "--log-level", "warn", "--flush-interval", "50ms")
+			"--learner", "forgetron:budget=50", "--kernel", "rbf:gamma=0.02", "--log-level", "warn", "--flush-interval", "50ms",
+			"--checkpoint-dir", dir, "--checkpoint-every", "100")
 		done <- err
 	}()
 	tctx, tcancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -58,6 +60,32 @@ func TestProduceRunTail(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not stop on cancel")
+	}
+	// Each partition's newest checkpoint holds all its 250 records.
+	out, err = execute(t, "checkpoint", "list", "--dir", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := map[string]string{} // partition → newest snapshot (list is oldest first)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(line)
+		if f[3] != "forgetron:budget=50" {
+			t.Fatalf("list line %q", line)
+		}
+		newest[f[1]] = f[0]
+	}
+	if len(newest) != 2 {
+		t.Fatalf("checkpoint list:\n%s", out)
+	}
+	for _, name := range newest {
+		out, err = execute(t, "checkpoint", "inspect", "--dir", dir, name)
+		if err != nil || !strings.Contains(out, "next offset  250") || !strings.Contains(out, "support      50") {
+			t.Fatalf("inspect: %v\n%s", err, out)
+		}
+	}
+	out, err = execute(t, "checkpoint", "inspect", "--dir", dir, "in/0/0000000009/00000000000000000001")
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("inspecting a missing snapshot: %v", err)
 	}
 }
 

@@ -1,0 +1,193 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/pipeline"
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+func testSnapshot(t *testing.T) *Snapshot {
+	k, _ := learners.ParseKernel("rbf:gamma=0.5")
+	l, _ := learners.New("rbp:budget=5", k, 3)
+	for i := range 20 {
+		l.Round(sparse.Vector{Idx: []uint32{uint32(1 + i%4)}, Val: []float64{float64(i)}}, 1-2*(i%2))
+	}
+	model, _ := l.MarshalBinary()
+	return &Snapshot{Topic: "in", Partition: 3, Generation: 7, Seq: 12, Learner: l.Spec(), Kernel: k.String(),
+		NextOffset: 20, Created: time.Unix(1700000000, 5), Model: model, Eval: []byte{1, 2, 3}}
+}
+
+func TestSnapshotEncoding(t *testing.T) {
+	s := testSnapshot(t)
+	b := s.Encode()
+	back, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Name() != "in/3/0000000007/00000000000000000012" || back.NextOffset != 20 || !back.Created.Equal(s.Created) ||
+		string(back.Model) != string(s.Model) || back.Learner != s.Learner {
+		t.Fatalf("decoded %+v", back)
+	}
+	for i := range b {
+		bad := slices.Clone(b)
+		bad[i] ^= 0x10
+		if _, err := Decode(bad); !errors.Is(err, ErrChecksum) {
+			t.Fatalf("flipped byte %d: %v", i, err)
+		}
+	}
+	for _, n := range []int{0, 3, len(b) / 2, len(b) - 1} {
+		if _, err := Decode(b[:n]); !errors.Is(err, ErrChecksum) {
+			t.Fatalf("truncated to %d: %v", n, err)
+		}
+	}
+	topic, p, g, seq, err := ParseName(s.Name())
+	if err != nil || topic != "in" || p != 3 || g != 7 || seq != 12 {
+		t.Fatalf("ParseName: %v %v %v %v %v", topic, p, g, seq, err)
+	}
+}
+
+func TestDirStore(t *testing.T) {
+	ctx := context.Background()
+	st := DirStore{Dir: t.TempDir()}
+	names := []string{Name("in", 1, 2, 5), Name("in", 1, 2, 3), Name("in", 1, 10, 1), Name("in", 11, 1, 1), Name("out", 1, 1, 1)}
+	for _, n := range names {
+		if err := st.Save(ctx, n, []byte(n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := st.List(ctx, "in/1/")
+	want := []string{Name("in", 1, 2, 3), Name("in", 1, 2, 5), Name("in", 1, 10, 1)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("List = %v, want %v (a later generation is newer)", got, want)
+	}
+	b, err := st.Load(ctx, names[0])
+	if err != nil || string(b) != names[0] {
+		t.Fatalf("Load: %q %v", b, err)
+	}
+	if err := st.Delete(ctx, names[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Load(ctx, names[0]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if err := st.Delete(ctx, names[0]); err != nil {
+		t.Fatalf("deleting twice: %v", err)
+	}
+	filepath.WalkDir(st.Dir, func(p string, d os.DirEntry, _ error) error {
+		if strings.Contains(p, ".tmp") {
+			t.Errorf("temporary file left: %s", p)
+		}
+		return nil
+	})
+	if err := st.Save(ctx, "../etc/1/1/1", nil); err == nil {
+		t.Fatal("a topic with a path separator was accepted")
+	}
+}
+
+func newProtocol(t *testing.T, spec string) (*Protocol, learners.Kernel) {
+	k, _ := learners.ParseKernel("rbf:gamma=0.5")
+	return &Protocol{Store: DirStore{Dir: t.TempDir()}, Learner: spec, Kernel: k, Seed: 1, Log: zerolog.New(zerolog.NewTestWriter(t))}, k
+}
+
+// state plays n rounds on partition p's learner.
+func state(t *testing.T, p *Protocol, part pipeline.Partition, n int) *pipeline.State {
+	l, err := learners.New(p.Learner, p.Kernel, p.Seed+uint64(part.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &pipeline.State{Learner: l}
+	for i := range n {
+		o := l.Round(sparse.Vector{Idx: []uint32{uint32(1 + i%7)}, Val: []float64{float64(i % 5)}}, 1-2*(i%3%2))
+		st.Eval.Observe(o, true, l.Size())
+	}
+	st.NextOffset = int64(n)
+	return st
+}
+
+func TestProtocolSaveRestoreCollect(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProtocol(t, "rbp:budget=4")
+	part := pipeline.Partition{Topic: "in", ID: 2}
+	var names []string
+	for i := range 4 {
+		name, err := p.Save(ctx, part, 3, state(t, p, part, 10*(i+1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+		p.Committed(ctx, part, name)
+	}
+	left, _ := p.Store.List(ctx, "in/2/")
+	if !slices.Equal(left, names[2:]) {
+		t.Fatalf("after collection %v, want the last two %v", left, names[2:])
+	}
+	st, err := p.Restore(ctx, part, 40, names[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := state(t, p, part, 40)
+	a, _ := st.Learner.MarshalBinary()
+	b, _ := want.Learner.MarshalBinary()
+	ea, _ := st.Eval.MarshalBinary()
+	eb, _ := want.Eval.MarshalBinary()
+	if string(a) != string(b) || st.NextOffset != 40 || string(ea) != string(eb) {
+		t.Fatal("restored state differs from the saved one")
+	}
+	// A new owner saves with a higher sequence number.
+	next, _ := p.Save(ctx, part, 4, st)
+	if !nameLess(names[3], next) {
+		t.Fatalf("%s does not sort after %s", next, names[3])
+	}
+}
+
+func TestProtocolCorruptionAndMismatch(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProtocol(t, "forgetron:budget=4")
+	part := pipeline.Partition{Topic: "in", ID: 0}
+	old, _ := p.Save(ctx, part, 1, state(t, p, part, 15))
+	newest, _ := p.Save(ctx, part, 1, state(t, p, part, 30))
+	dir := p.Store.(DirStore).Dir
+
+	// A flipped byte in the newest: restored from the previous one, which
+	// replays from offset 15.
+	path, _ := p.Store.(DirStore).path(newest)
+	b, _ := os.ReadFile(path)
+	b[len(b)/2] ^= 1
+	os.WriteFile(path, b, 0o600)
+	st, err := p.Restore(ctx, part, 30, newest)
+	if err != nil || st.NextOffset != 15 {
+		t.Fatalf("fallback: %+v %v", st, err)
+	}
+	// Truncated and no older snapshot intact: an error, not an empty model.
+	opath, _ := p.Store.(DirStore).path(old)
+	ob, _ := os.ReadFile(opath)
+	os.WriteFile(opath, ob[:len(ob)/3], 0o600)
+	if st, err := p.Restore(ctx, part, 30, newest); err == nil || st != nil || !strings.Contains(err.Error(), "not serving") {
+		t.Fatalf("nothing intact: %+v %v", st, err)
+	}
+	// A snapshot of another learner is refused, unless reset.
+	q := &Protocol{Store: DirStore{Dir: dir}, Learner: "lbp:budget=4", Kernel: p.Kernel, Seed: 1, Log: p.Log}
+	good, _ := p.Save(ctx, part, 2, state(t, p, part, 8))
+	if _, err := q.Restore(ctx, part, 8, good); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "--reset-model") {
+		t.Fatalf("other learner: %v", err)
+	}
+	q.ResetModel = true
+	if st, err := q.Restore(ctx, part, 8, good); err != nil || st != nil {
+		t.Fatalf("reset: %+v %v", st, err)
+	}
+	// A missing snapshot named by the commit falls back like a damaged one.
+	if st, err := p.Restore(ctx, part, 8, Name("in", 0, 9, 99)); err != nil || st.NextOffset != 8 {
+		t.Fatalf("missing snapshot: %+v %v", st, err)
+	}
+}
