@@ -144,10 +144,14 @@ func checkAgainstOffline(t *testing.T, b *embedded.Broker, preds map[string][][]
 }
 
 func TestNewOwnerContinuesTheSameModel(t *testing.T) {
-	for _, crash := range []bool{false, true} {
-		name := "graceful"
+	for _, c := range []struct {
+		crash bool
+		store string
+	}{{false, "dir"}, {true, "dir"}, {true, "topic"}} {
+		crash := c.crash
+		name := "graceful-" + c.store
 		if crash {
-			name = "crash"
+			name = "crash-" + c.store
 		}
 		t.Run(name, func(t *testing.T) {
 			b, err := embedded.Start(embedded.Config{Partitions: 4, Topics: []string{"in", "out", "in.dlq"}})
@@ -157,7 +161,15 @@ func TestNewOwnerContinuesTheSameModel(t *testing.T) {
 			defer b.Close()
 			const spec = "rbp:budget=40"
 			k, _ := learners.ParseKernel("rbf:gamma=0.02")
-			store := DirStore{Dir: t.TempDir()}
+			var store Store = DirStore{Dir: t.TempDir()}
+			if c.store == "topic" {
+				ts := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt", ChunkBytes: 4096}
+				defer ts.Close()
+				if err := ts.Ensure(context.Background(), 2); err != nil {
+					t.Fatal(err)
+				}
+				store = ts
+			}
 			first := &crashable{Protocol: &Protocol{Store: store, Learner: spec, Kernel: k, Seed: 5, Log: zerolog.Nop()}}
 			stopA := member(t, b, first, spec, k)
 			produceA9A(t, b, 0, 3000)

@@ -100,14 +100,18 @@ type runCmd struct {
 	AutoCreate      bool          `help:"Create missing output and dead-letter topics."`
 
 	CheckpointDir      string        `placeholder:"DIR" help:"Save partition models here, so a partition's next owner continues the same model (one node, or a shared disk)."`
+	CheckpointTopic    string        `placeholder:"TOPIC" help:"Save partition models in this compacted topic (created if missing), for members on several machines."`
 	CheckpointEvery    int           `default:"10000" help:"Records between checkpoints (and offset commits)."`
 	CheckpointInterval time.Duration `default:"10s" help:"Longest time between checkpoints (and offset commits)."`
 	ResetModel         bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
 }
 
 func (c *runCmd) Validate() error {
-	if c.ResetModel && c.CheckpointDir == "" {
-		return fmt.Errorf("--reset-model needs --checkpoint-dir: without checkpoints there is no stored model to reset")
+	if c.CheckpointDir != "" && c.CheckpointTopic != "" {
+		return fmt.Errorf("give --checkpoint-dir or --checkpoint-topic, not both")
+	}
+	if c.ResetModel && c.CheckpointDir == "" && c.CheckpointTopic == "" {
+		return fmt.Errorf("--reset-model needs --checkpoint-dir or --checkpoint-topic: without checkpoints there is no stored model to reset")
 	}
 	return nil
 }
@@ -122,9 +126,30 @@ func (c *runCmd) Run(ctx context.Context) error {
 		return err
 	}
 	log := c.logger()
+	var store checkpoint.Store
+	switch {
+	case c.CheckpointDir != "":
+		store = checkpoint.DirStore{Dir: c.CheckpointDir}
+	case c.CheckpointTopic != "":
+		conn := c.config()
+		dialer, err := conn.Dialer()
+		if err != nil {
+			return err
+		}
+		transport, err := conn.Transport()
+		if err != nil {
+			return err
+		}
+		ts := &checkpoint.TopicStore{Brokers: conn.Brokers, Topic: c.CheckpointTopic, Dialer: dialer, Transport: transport}
+		defer ts.Close()
+		if err := ts.Ensure(ctx, 1); err != nil {
+			return err
+		}
+		store = ts
+	}
 	var cp pipeline.Checkpointer
-	if c.CheckpointDir != "" {
-		cp = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: c.CheckpointDir}, Learner: c.Learner, Kernel: kern, Seed: c.Seed, ResetModel: c.ResetModel, Log: log}
+	if store != nil {
+		cp = &checkpoint.Protocol{Store: store, Learner: c.Learner, Kernel: kern, Seed: c.Seed, ResetModel: c.ResetModel, Log: log}
 	}
 	return pipeline.Run(ctx, pipeline.Config{
 		Conn: c.config(), Topic: c.Topic, Group: c.Group, OutputTopic: c.OutputTopic, DLQTopic: c.DLQTopic,

@@ -1,0 +1,264 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+)
+
+// TopicStore keeps snapshots in a compacted topic, for groups spread over
+// machines. A snapshot is written as chunks (keys "<name>#<i>") followed by
+// a manifest (key "<name>": chunk count and length), all to one partition,
+// so snapshots larger than the topic's message limit still fit, and a
+// reader that sees the manifest has seen every chunk. Deleting writes
+// tombstones; compaction then drops the old records.
+//
+// Loads and lists read the topic from where the store last stopped to its
+// end, keeping the latest value of each key in memory: the compacted topic
+// holds only the snapshots not yet collected (Protocol keeps two per
+// partition).
+type TopicStore struct {
+	Brokers    []string
+	Topic      string
+	Dialer     *kafka.Dialer    // default kafka.DefaultDialer
+	Transport  *kafka.Transport // default a new one
+	ChunkBytes int              // default 512 KiB, below Kafka's 1 MiB default message limit
+
+	mu     sync.Mutex
+	writer *kafka.Writer
+	index  map[string][]byte // key → latest value
+	next   map[int]int64     // partition → next offset to read
+}
+
+const manifestMagic = "SLCM"
+
+func (s *TopicStore) chunk() int {
+	if s.ChunkBytes <= 0 {
+		return 512 << 10
+	}
+	return s.ChunkBytes
+}
+
+// namePartitioner sends every record of a snapshot to the partition of its
+// name, so that chunks precede their manifest.
+type namePartitioner struct{}
+
+func (namePartitioner) Balance(msg kafka.Message, partitions ...int) int {
+	name, _, _ := strings.Cut(string(msg.Key), "#")
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return partitions[int(h.Sum32()%uint32(len(partitions)))]
+}
+
+func (s *TopicStore) w() *kafka.Writer {
+	if s.writer == nil {
+		tr := s.Transport
+		if tr == nil {
+			tr = &kafka.Transport{}
+		}
+		s.writer = &kafka.Writer{
+			Addr: kafka.TCP(s.Brokers...), Topic: s.Topic, Balancer: namePartitioner{}, Transport: tr,
+			RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchBytes: int64(s.chunk()) + 1<<16,
+		}
+	}
+	return s.writer
+}
+
+func (s *TopicStore) Save(ctx context.Context, name string, data []byte) error {
+	if _, _, _, _, err := ParseName(name); err != nil {
+		return err
+	}
+	// Chunks are never empty: an empty value is a tombstone to Kafka.
+	var msgs []kafka.Message
+	n := 0
+	for off := 0; off < len(data); off += s.chunk() {
+		end := min(off+s.chunk(), len(data))
+		msgs = append(msgs, kafka.Message{Key: []byte(name + "#" + strconv.Itoa(n)), Value: append([]byte{}, data[off:end]...)})
+		n++
+	}
+	m := binary.AppendUvarint([]byte(manifestMagic), uint64(n))
+	m = binary.AppendUvarint(m, uint64(len(data)))
+	msgs = append(msgs, kafka.Message{Key: []byte(name), Value: m})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// One message per write: a batch of chunks may not exceed the broker's
+	// limit either, and order within the partition is kept anyway.
+	for _, msg := range msgs {
+		if err := s.w().WriteMessages(ctx, msg); err != nil {
+			return fmt.Errorf("save snapshot %s to topic %s: %w", name, s.Topic, err)
+		}
+	}
+	return nil
+}
+
+// catchUp reads every partition from where it stopped to its end.
+func (s *TopicStore) catchUp(ctx context.Context) error {
+	d := s.Dialer
+	if d == nil {
+		d = kafka.DefaultDialer
+	}
+	if s.index == nil {
+		s.index, s.next = map[string][]byte{}, map[int]int64{}
+	}
+	conn, err := d.DialContext(ctx, "tcp", s.Brokers[0])
+	if err != nil {
+		return fmt.Errorf("checkpoint topic %s: %w", s.Topic, err)
+	}
+	parts, err := conn.ReadPartitions(s.Topic)
+	conn.Close()
+	if err != nil {
+		return fmt.Errorf("checkpoint topic %s: %w", s.Topic, err)
+	}
+	for _, p := range parts {
+		lc, err := d.DialLeader(ctx, "tcp", s.Brokers[0], s.Topic, p.ID)
+		if err != nil {
+			return fmt.Errorf("checkpoint topic %s: %w", s.Topic, err)
+		}
+		first, last, err := lc.ReadOffsets()
+		lc.Close()
+		if err != nil {
+			return fmt.Errorf("checkpoint topic %s: %w", s.Topic, err)
+		}
+		from := max(s.next[p.ID], first)
+		if from >= last {
+			s.next[p.ID] = last
+			continue
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: s.Brokers, Topic: s.Topic, Partition: p.ID, Dialer: d, MaxWait: time.Second, MaxBytes: 64 << 20})
+		if err := r.SetOffset(from); err != nil {
+			r.Close()
+			return err
+		}
+		for from < last {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				r.Close()
+				return fmt.Errorf("read checkpoint topic %s: %w", s.Topic, err)
+			}
+			if m.Value == nil {
+				delete(s.index, string(m.Key))
+			} else {
+				s.index[string(m.Key)] = m.Value
+			}
+			from = m.Offset + 1
+		}
+		r.Close()
+		s.next[p.ID] = from
+	}
+	return nil
+}
+
+func (s *TopicStore) Load(ctx context.Context, name string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	m, ok := s.index[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	if len(m) < len(manifestMagic) || string(m[:len(manifestMagic)]) != manifestMagic {
+		return nil, fmt.Errorf("%w: manifest of %s", ErrChecksum, name)
+	}
+	rest := m[len(manifestMagic):]
+	n, k := binary.Uvarint(rest)
+	size, k2 := binary.Uvarint(rest[max(k, 0):])
+	if k <= 0 || k2 <= 0 || n > 1<<20 {
+		return nil, fmt.Errorf("%w: manifest of %s", ErrChecksum, name)
+	}
+	data := make([]byte, 0, min(size, 1<<30))
+	for i := range n {
+		c, ok := s.index[name+"#"+strconv.FormatUint(i, 10)]
+		if !ok {
+			return nil, fmt.Errorf("%w: chunk %d of %s missing", ErrChecksum, i, name)
+		}
+		data = append(data, c...)
+	}
+	if uint64(len(data)) != size {
+		return nil, fmt.Errorf("%w: %s has %d bytes, manifest says %d", ErrChecksum, name, len(data), size)
+	}
+	return data, nil
+}
+
+func (s *TopicStore) List(ctx context.Context, prefix string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	var names []string
+	for k := range s.index {
+		if !strings.Contains(k, "#") && strings.HasPrefix(k, prefix) {
+			names = append(names, k)
+		}
+	}
+	sortNames(names)
+	return names, nil
+}
+
+func (s *TopicStore) Delete(ctx context.Context, name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.catchUp(ctx); err != nil {
+		return err
+	}
+	m, ok := s.index[name]
+	if !ok {
+		return nil
+	}
+	n := uint64(0)
+	if len(m) > len(manifestMagic) {
+		n, _ = binary.Uvarint(m[len(manifestMagic):])
+	}
+	// The manifest goes first: a reader never sees a manifest whose chunks
+	// are gone.
+	msgs := []kafka.Message{{Key: []byte(name)}}
+	for i := range min(n, 1<<20) {
+		msgs = append(msgs, kafka.Message{Key: []byte(name + "#" + strconv.FormatUint(i, 10))})
+	}
+	if err := s.w().WriteMessages(ctx, msgs...); err != nil {
+		return fmt.Errorf("delete snapshot %s: %w", name, err)
+	}
+	return nil
+}
+
+// Close releases the writer.
+func (s *TopicStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writer == nil {
+		return nil
+	}
+	return s.writer.Close()
+}
+
+var _ Store = (*TopicStore)(nil)
+
+// Ensure creates the topic, compacted, if it does not exist.
+func (s *TopicStore) Ensure(ctx context.Context, partitions int) error {
+	tr := s.Transport
+	if tr == nil {
+		tr = &kafka.Transport{}
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(s.Brokers...), Transport: tr}
+	resp, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: s.Topic, NumPartitions: max(partitions, 1), ReplicationFactor: -1,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}},
+	}}})
+	if err == nil {
+		err = resp.Errors[s.Topic]
+	}
+	if err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+		return fmt.Errorf("create checkpoint topic %s: %w", s.Topic, err)
+	}
+	return nil
+}

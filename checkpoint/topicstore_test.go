@@ -1,0 +1,69 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/streamlearner/streamlearner/embedded"
+)
+
+func TestTopicStoreChunksLargeSnapshots(t *testing.T) {
+	// A broker that takes at most 64 KiB per batch, and a snapshot of 300 KB.
+	b, err := embedded.Start(embedded.Config{Partitions: 3, Topics: []string{"ckpt"}, MaxMessageBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	st := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt", ChunkBytes: 32 << 10}
+	defer st.Close()
+	if err := st.Ensure(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&TopicStore{Brokers: []string{b.Addr()}, Topic: "fresh"}).Ensure(ctx, 1); err != nil {
+		t.Fatalf("creating a compacted topic: %v", err)
+	}
+	big := make([]byte, 300_000)
+	r := rand.New(rand.NewPCG(1, 1))
+	for i := range big {
+		big[i] = byte(r.Uint32())
+	}
+	names := []string{Name("in", 0, 1, 1), Name("in", 0, 1, 2), Name("in", 1, 1, 1)}
+	for i, n := range names {
+		if err := st.Save(ctx, n, big[:100_000*(i+1)]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Save(ctx, Name("in", 2, 1, 1), nil); err != nil {
+		t.Fatal(err)
+	}
+	// A second store, with nothing in memory, reads them back.
+	other := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
+	defer other.Close()
+	for i, n := range names {
+		got, err := other.Load(ctx, n)
+		if err != nil || !bytes.Equal(got, big[:100_000*(i+1)]) {
+			t.Fatalf("%s: %d bytes, %v", n, len(got), err)
+		}
+	}
+	if got, err := other.Load(ctx, Name("in", 2, 1, 1)); err != nil || len(got) != 0 {
+		t.Fatalf("empty snapshot: %d bytes, %v", len(got), err)
+	}
+	list, _ := other.List(ctx, "in/0/")
+	if !slices.Equal(list, names[:2]) {
+		t.Fatalf("List = %v", list)
+	}
+	if err := st.Delete(ctx, names[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Load(ctx, names[0]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if list, _ := other.List(ctx, "in/0/"); !slices.Equal(list, names[1:2]) {
+		t.Fatalf("List after delete = %v", list)
+	}
+}
