@@ -506,3 +506,17 @@ func BenchmarkTightestWeight(b *testing.B) {
 		})
 	}
 }
+
+func TestTightBudgetsCostOnlyWhatIsUsed(t *testing.T) {
+	// As TestHugeBudgetCostsOnlyWhatIsUsed: no (B+1)² or B·N storage up front.
+	xs, ys := stream(46, 300)
+	for _, spec := range []string{"tighter0:budget=16000000", "tighter:budget=16000000,validation=16000000", "tightest:budget=16000000"} {
+		l := mustNew(t, spec, mustKernel(t, "rbf:gamma=0.5"), 1)
+		for i := range xs {
+			l.Round(xs[i], ys[i])
+		}
+		if l.Size() == 0 {
+			t.Fatalf("%s learned nothing", spec)
+		}
+	}
+}
