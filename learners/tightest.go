@@ -69,7 +69,7 @@ func init() {
 	register(registration{
 		info: Info{
 			Name:    "tightest",
-			Summary: "Tightest Perceptron: support vectors carry neighbourhood label counts; on overflow remove the vector whose removal least raises the expected hinge loss on the support set",
+			Summary: "Tightest Perceptron: support vectors carry neighbourhood label counts; on overflow remove the vector whose removal leaves the smallest expected hinge loss on the support set",
 			Source:  "Wang & Vucetic, Tighter Perceptron with Improved Dual Use of Cached Data, Fig. 1 and §III.A",
 			Params:  []ParamInfo{{"budget", "100", "size of the active set"}},
 		},
