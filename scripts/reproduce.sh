@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Reproduces the papers' tables with `streamlearner eval` on ../shared/datasets
-# (or $DATASETS). Usage: scripts/reproduce.sh [projectron|tightest|all] [OUTDIR]
+# (or $DATASETS). Usage: scripts/reproduce.sh [projectron|tightest|all|prepare] [OUTDIR]
+# (prepare: build and prepare the data splits only).
 # Each table's commands and raw outputs land in OUTDIR (default out/reproduction);
-# docs/reproduction.md quotes them beside the papers' numbers.
+# docs/reproduction.md and docs/reproduction-tightest.md quote them beside the
+# papers' numbers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -61,7 +63,7 @@ if [ "$what" = tightest ] || [ "$what" = all ]; then
   tight() { # name sigma2 train test [label args...]
     local name=$1 s2=$2 tr=$3 te=$4; shift 4
     local ls=(--learner perceptron)
-    for b in 20 100 500; do ls+=(--learner stoptron:budget=$b --learner forgetron:budget=$b --learner rbp:budget=$b); done
+    for b in 20 100 500; do ls+=(--learner stoptron:budget=$b --learner forgetron:budget=$b --learner rbp:budget=$b --learner tighter0:budget=$b --learner tightest:budget=$b); done
     run "tightest-$name" --data "$tr" --test "$te" --standardize --kernel "rbf:sigma2=$s2" --orders 10 "${ls[@]}" "$@"
   }
   tight adult9 25 "$data/a9a/a9a.gz" "$data/a9a/a9a.t.gz"
