@@ -47,11 +47,20 @@ func (s *supportSet) diag(q query) float64 { return s.kern.diag(q.norm, q.self) 
 // row fills out[j] = k(q, x_j) for every support vector and returns out.
 // It costs O(nnz(q) + Σ_j nnz(x_j)).
 func (s *supportSet) row(q query, out []float64) []float64 {
-	n := len(s.x)
-	if cap(out) < n {
-		out = make([]float64, n, n+n/2+1)
+	out = s.dotRow(q, out)
+	for j, dot := range out {
+		out[j] = s.kern.value(dot, q.norm, s.norm[j], q.self, s.self[j])
 	}
-	out = out[:n]
+	return out
+}
+
+// dotRow fills out[j] = q·x_j for every support vector: q is scattered
+// into a dense array once, and each support vector's entries index it.
+// row() is this followed by the kernel, so dot products and kernel values
+// always come from the same arithmetic.
+func (s *supportSet) dotRow(q query, out []float64) []float64 {
+	n := len(s.x)
+	out = resize(out, n)
 	if n == 0 {
 		return out
 	}
@@ -71,7 +80,7 @@ func (s *supportSet) row(q query, out []float64) []float64 {
 					dot += w[idx] * v.Val[i]
 				}
 			}
-			out[j] = s.kern.value(dot, q.norm, s.norm[j], q.self, s.self[j])
+			out[j] = dot
 		}
 		for _, idx := range q.x.Idx {
 			w[idx] = 0
@@ -79,7 +88,7 @@ func (s *supportSet) row(q query, out []float64) []float64 {
 		return out
 	}
 	for j, v := range s.x {
-		out[j] = s.kern.value(q.x.Dot(v), q.norm, s.norm[j], q.self, s.self[j])
+		out[j] = q.x.Dot(v)
 	}
 	return out
 }
@@ -138,4 +147,12 @@ func del[T any](xs []T, i int) []T {
 	var zero T
 	xs[len(xs)-1] = zero
 	return xs[:len(xs)-1]
+}
+
+// resize returns s with length n, reusing its storage when it can.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/2+1)
+	}
+	return s[:n]
 }

@@ -246,11 +246,3 @@ func (a *tighter) decode(d *decoder, m *model) {
 		a.cross = append(a.cross, append(make([]float64, 0, len(row)+1), row...))
 	}
 }
-
-// resize returns s with length n, reusing its storage when it can.
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n, n+n/2+1)
-	}
-	return s[:n]
-}

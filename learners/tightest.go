@@ -187,45 +187,6 @@ func nearest(dots, norms []float64, qnorm float64, skip int) int {
 	return best
 }
 
-// dotRow fills out[j] = q·x_j for every support vector with the arithmetic
-// of row() — the same scatter, the same order of summation — so that
-// kern.value of these dots is row()'s kernel values, bit for bit (a test
-// checks it). It costs what row() costs.
-func (s *supportSet) dotRow(q query, out []float64) []float64 {
-	n := len(s.x)
-	out = resize(out, n)
-	if n == 0 {
-		return out
-	}
-	if m := q.x.MaxIndex(); m < scatterLimit {
-		if int(m) >= len(s.scatter) {
-			s.scatter = make([]float64, min(int(m)+1+int(m)/2, scatterLimit))
-		}
-		w := s.scatter
-		for i, idx := range q.x.Idx {
-			w[idx] = q.x.Val[i]
-		}
-		lim := uint32(len(w))
-		for j, v := range s.x {
-			dot := 0.0
-			for i, idx := range v.Idx {
-				if idx < lim {
-					dot += w[idx] * v.Val[i]
-				}
-			}
-			out[j] = dot
-		}
-		for _, idx := range q.x.Idx {
-			w[idx] = 0
-		}
-		return out
-	}
-	for j, v := range s.x {
-		out[j] = q.x.Dot(v)
-	}
-	return out
-}
-
 func (a *tightest) encode(e *encoder) {
 	for j := range a.cpos {
 		e.float(a.cpos[j])
