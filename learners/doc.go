@@ -27,8 +27,13 @@
 // scatter of x, plus the update: O(1) amortized for perceptron, stoptron,
 // rbp, lbp, O(B) for forgetron, spa and pa1 (a weight rescale or a second
 // kernel row), O(B²) per removal for cks (exact margins from a cached
-// kernel matrix). Squared norms and k(x_j, x_j) are cached per support
-// vector, so every kernel costs one sparse dot product.
+// kernel matrix), O(n²) per update for projectron and projectron++ (the
+// incremental K⁻¹ of Eq. 11; their active set never shrinks), O(B²) per
+// removal for tighter0 and tightest (cached f on the support set), O(B·N)
+// for tighter with a validation reservoir of N, O(B²) per round for the
+// second-order learners ((aI + K)⁻¹ kept incrementally). Squared norms and
+// k(x_j, x_j) are cached per support vector, so every kernel costs one
+// sparse dot product.
 //
 // Removal searches that tie (a9a has many duplicate rows) choose the oldest
 // candidate.
@@ -43,4 +48,9 @@
 //	lbp         remove the oldest support vector        same, §4
 //	spa         Shifting Perceptron, λ decay            same, Fig. 1
 //	pa1         kernel PA-I, C; no budget               Crammer et al. 2006
+//	projectron  project onto the span when ‖δ‖ ≤ η      Orabona, Keshet, Caputo 2008, Algorithm 2
+//	projectron++ also projected updates on margin errors same, §4.1
+//	tighter0    remove what hurts support-set accuracy  Weston, Bordes, Bottou 2005, via Wang & Vucetic §II.A.4
+//	tighter     same, validated on a reservoir of N     same
+//	tightest    Beta-posterior expected hinge loss      Wang & Vucetic, Fig. 1
 package learners
