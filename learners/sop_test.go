@@ -62,20 +62,38 @@ func regularizedGram(k Kernel, xs []sparse.Vector, a float64) [][]float64 {
 	return g
 }
 
-// inverse returns A⁻¹, column by column.
+// inverse returns A⁻¹ by Gauss–Jordan elimination with partial pivoting.
 func inverse(a [][]float64) [][]float64 {
 	n := len(a)
-	inv := make([][]float64, n)
-	for i := range inv {
-		inv[i] = make([]float64, n)
+	m := make([][]float64, n)
+	for i := range a {
+		m[i] = make([]float64, 2*n)
+		copy(m[i], a[i])
+		m[i][n+i] = 1
 	}
 	for c := range n {
-		e := make([]float64, n)
-		e[c] = 1
-		z := solve(a, e)
-		for r := range n {
-			inv[r][c] = z[r]
+		p := c
+		for r := c + 1; r < n; r++ {
+			if math.Abs(m[r][c]) > math.Abs(m[p][c]) {
+				p = r
+			}
 		}
+		m[c], m[p] = m[p], m[c]
+		d := m[c][c]
+		for j := range m[c] {
+			m[c][j] /= d
+		}
+		for r := range n {
+			if l := m[r][c]; r != c && l != 0 {
+				for j := c; j < 2*n; j++ {
+					m[r][j] -= l * m[c][j]
+				}
+			}
+		}
+	}
+	inv := make([][]float64, n)
+	for i := range m {
+		inv[i] = m[i][n:]
 	}
 	return inv
 }
