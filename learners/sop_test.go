@@ -615,6 +615,26 @@ func BenchmarkSOPRoundFullBudget(b *testing.B) {
 	}
 }
 
+// TestSOPInsertionInTheSpanStaysAccurate: under the linear kernel in 12
+// dimensions every insertion past the 12th is almost in the span of the
+// support set, and with a = 1e-4 its pivot is far below a + κ. Growing M
+// there without a rebuild drifts to 5e-6.
+func TestSOPInsertionInTheSpanStaysAccurate(t *testing.T) {
+	xs, ys := stream(39, 400)
+	l := mustNew(t, "sop:a=1e-4", mustKernel(t, "linear"), 1)
+	worstM, worstA := 0.0, 0.0
+	for i := range xs {
+		l.Round(xs[i], ys[i])
+		if i%100 == 99 {
+			dm, da := sopDrift(l)
+			worstM, worstA = max(worstM, dm), max(worstA, da)
+		}
+	}
+	if l.Size() < 100 || worstM > 1e-9 || worstA > 1e-9 {
+		t.Fatalf("%d support vectors; M off by %.1e, α by %.1e", l.Size(), worstM, worstA)
+	}
+}
+
 // TestSOPRemovalOfADuplicateIsExact: removing one of two equal support
 // vectors while a ≪ k(x, x) would cancel ~1/a-sized entries of M down to
 // 1/(a + κ); the relative pivot test rebuilds M instead.
