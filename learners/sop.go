@@ -155,7 +155,8 @@ func (s *sop) learn(m *model, q query, f float64, y int) bool {
 //	M' = [ M + u uᵀ/s   −u/s ]      α' = [ α + u (uᵀy_S − y)/s ]
 //	     [ −uᵀ/s         1/s ]           [ (y − uᵀy_S)/s       ]
 //
-// It reports false, leaving M and α unchanged, when s shows drift.
+// It reports false, leaving M and α unchanged, when s shows drift or is
+// too small for the update to keep its digits (sopPivotTol).
 func (s *sop) extend(m *model, k []float64, kappa float64, y int) (float64, bool) {
 	n := len(k)
 	s.u = symv(s.m, k, s.u)
@@ -177,8 +178,7 @@ func (s *sop) extend(m *model, k []float64, kappa float64, y int) (float64, bool
 	for i, ui := range u {
 		h += ui * float64(m.sv.label[i])
 	}
-	// M + u uᵀ/s as M + w wᵀ with w = u/√s: one product per entry, and
-	// w_i w_j = w_j w_i keeps the factor symmetric in i and j.
+	// M + u uᵀ/s as M + w wᵀ with w = u/√s: one product per entry.
 	g := 1 / math.Sqrt(schur)
 	for i := range u {
 		u[i] *= g
@@ -207,8 +207,9 @@ func (s *sop) extend(m *model, k []float64, kappa float64, y int) (float64, bool
 //
 //	M' = M_{−r,−r} − M_{−r,r} M_{r,−r} / M_rr,   α' = α_{−r} − M_{−r,r} α_r / M_rr.
 //
-// When M_rr shows drift it removes r from the active set only and reports
-// false: M must then be rebuilt.
+// When M_rr shows drift, or r's Schur complement 1/M_rr is too small for
+// the update to keep its digits, it removes r from the active set only and
+// reports false: M must then be rebuilt.
 func (s *sop) remove(m *model, r int) bool {
 	n := m.sv.len()
 	d := s.m[r*(r+1)/2+r]
@@ -224,7 +225,7 @@ func (s *sop) remove(m *model, r int) bool {
 		m.sv.remove(r)
 		return false
 	}
-	// z = M_{·,r}/√d, so that the update is z_i z_j (symmetric, as above).
+	// z = M_{·,r}/√d, so that the update is one product z_i z_j per entry.
 	g := 1 / math.Sqrt(d)
 	if cap(s.u) < n {
 		s.u = make([]float64, n, n+n/2+1)
