@@ -238,36 +238,3 @@ func (r *refProjectron) round(x sparse.Vector, y int) float64 {
 	}
 	return f
 }
-
-// solve returns A⁻¹b by Gaussian elimination with partial pivoting.
-func solve(a [][]float64, b []float64) []float64 {
-	n := len(b)
-	m := make([][]float64, n)
-	for i := range a {
-		m[i] = append(append([]float64{}, a[i]...), b[i])
-	}
-	for c := range n {
-		p := c
-		for r := c + 1; r < n; r++ {
-			if math.Abs(m[r][c]) > math.Abs(m[p][c]) {
-				p = r
-			}
-		}
-		m[c], m[p] = m[p], m[c]
-		for r := c + 1; r < n; r++ {
-			f := m[r][c] / m[c][c]
-			for k := c; k <= n; k++ {
-				m[r][k] -= f * m[c][k]
-			}
-		}
-	}
-	x := make([]float64, n)
-	for i := n - 1; i >= 0; i-- {
-		s := m[i][n]
-		for k := i + 1; k < n; k++ {
-			s -= m[i][k] * x[k]
-		}
-		x[i] = s / m[i][i]
-	}
-	return x
-}

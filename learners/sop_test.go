@@ -15,40 +15,6 @@ func init() {
 	allSpecs = append(allSpecs, "sop", "sop:a=0.5,max=15", "rbsop:budget=15", "lbsop:budget=15,a=2")
 }
 
-// solve returns the solution of A z = b by Gaussian elimination with
-// partial pivoting; A and b are left unchanged.
-func solve(a [][]float64, b []float64) []float64 {
-	n := len(b)
-	m := make([][]float64, n)
-	for i := range a {
-		m[i] = append(slices.Clone(a[i]), b[i])
-	}
-	for c := range n {
-		p := c
-		for r := c + 1; r < n; r++ {
-			if math.Abs(m[r][c]) > math.Abs(m[p][c]) {
-				p = r
-			}
-		}
-		m[c], m[p] = m[p], m[c]
-		for r := c + 1; r < n; r++ {
-			l := m[r][c] / m[c][c]
-			for j := c; j <= n; j++ {
-				m[r][j] -= l * m[c][j]
-			}
-		}
-	}
-	z := make([]float64, n)
-	for i := n - 1; i >= 0; i-- {
-		s := m[i][n]
-		for j := i + 1; j < n; j++ {
-			s -= m[i][j] * z[j]
-		}
-		z[i] = s / m[i][i]
-	}
-	return z
-}
-
 // regularizedGram returns aI + K for the points xs, from Kernel.Eval.
 func regularizedGram(k Kernel, xs []sparse.Vector, a float64) [][]float64 {
 	g := make([][]float64, len(xs))

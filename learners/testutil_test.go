@@ -3,6 +3,7 @@ package learners
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/sparse"
@@ -71,3 +72,37 @@ var allSpecs = []string{
 var allKernels = []string{"rbf:gamma=0.3", "poly:degree=3,coef0=1,scale=0.5", "linear", "poly:degree=2,normalize=true"}
 
 func sameBits(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+// solve returns the solution of A z = b by Gaussian elimination with
+// partial pivoting; A and b are left unchanged.
+func solve(a [][]float64, b []float64) []float64 {
+	n := len(b)
+	m := make([][]float64, n)
+	for i := range a {
+		m[i] = append(slices.Clone(a[i]), b[i])
+	}
+	for c := range n {
+		p := c
+		for r := c + 1; r < n; r++ {
+			if math.Abs(m[r][c]) > math.Abs(m[p][c]) {
+				p = r
+			}
+		}
+		m[c], m[p] = m[p], m[c]
+		for r := c + 1; r < n; r++ {
+			l := m[r][c] / m[c][c]
+			for j := c; j <= n; j++ {
+				m[r][j] -= l * m[c][j]
+			}
+		}
+	}
+	z := make([]float64, n)
+	for i := n - 1; i >= 0; i-- {
+		s := m[i][n]
+		for j := i + 1; j < n; j++ {
+			s -= m[i][j] * z[j]
+		}
+		z[i] = s / m[i][i]
+	}
+	return z
+}
