@@ -53,4 +53,13 @@
 //	tighter0    remove what hurts support-set accuracy  Weston, Bordes, Bottou 2005, via Wang & Vucetic §II.A.4
 //	tighter     same, validated on a reservoir of N     same
 //	tightest    Beta-posterior expected hinge loss      Wang & Vucetic, Fig. 1
+//	sop         Second-Order Perceptron, a; no budget   Cesa-Bianchi, Conconi, Gentile 2005
+//	rbsop       SOP removing a random support vector    Cavallanti, Cesa-Bianchi, Gentile 2007 §4
+//	lbsop       SOP removing the oldest                 same
+//
+// The margin of the second-order learners is h = y_Sᵀ(aI + K_S)⁻¹k(x),
+// a positive multiple of the SOP's f(x) (f = a·h/s with s the Schur
+// complement of x): the same sign, so the same predictions, mistakes and
+// updates, at O(B) per round instead of O(B²). Their docs/sop.md has the
+// derivation.
 package learners
