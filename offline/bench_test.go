@@ -36,7 +36,8 @@ func BenchmarkA9APass(b *testing.B) {
 		b.Fatal(err)
 	}
 	k, _ := learners.ParseKernel("rbf:gamma=0.01")
-	for _, spec := range []string{"perceptron", "stoptron:budget=100", "rbp:budget=100", "lbp:budget=100", "forgetron:budget=100", "cks:budget=100", "projectron:budget=100", "projectron++:budget=100", "spa:lambda=0.5", "pa1:c=1"} {
+	for _, spec := range []string{"perceptron", "stoptron:budget=100", "rbp:budget=100", "lbp:budget=100", "forgetron:budget=100", "cks:budget=100", "projectron:budget=100", "projectron++:budget=100",
+		"tighter0:budget=100", "tighter:budget=100,validation=100", "tightest:budget=100", "rbsop:budget=100", "lbsop:budget=100", "spa:lambda=0.5", "pa1:c=1"} {
 		b.Run(spec, func(b *testing.B) {
 			n := 0
 			for b.Loop() {
