@@ -119,36 +119,37 @@ func (c *Config) mechanism() (sasl.Mechanism, error) {
 	return nil, nil
 }
 
-// Dialer returns the dialer for readers and consumer groups.
-func (c *Config) Dialer() (*kafka.Dialer, error) {
+// security returns what both the dialer and the transport need.
+func (c *Config) security() (*tls.Config, sasl.Mechanism, time.Duration, error) {
 	t, err := c.tlsConfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, err
 	}
 	m, err := c.mechanism()
 	if err != nil {
-		return nil, fmt.Errorf("SASL: %w", err)
+		return nil, nil, 0, fmt.Errorf("SASL: %w", err)
 	}
 	timeout := c.DialTimeout
 	if timeout <= 0 {
 		timeout = 10 * time.Second
+	}
+	return t, m, timeout, nil
+}
+
+// Dialer returns the dialer for readers and consumer groups.
+func (c *Config) Dialer() (*kafka.Dialer, error) {
+	t, m, timeout, err := c.security()
+	if err != nil {
+		return nil, err
 	}
 	return &kafka.Dialer{ClientID: c.clientID(), Timeout: timeout, DualStack: true, TLS: t, SASLMechanism: m}, nil
 }
 
 // Transport returns the transport for writers and admin clients.
 func (c *Config) Transport() (*kafka.Transport, error) {
-	t, err := c.tlsConfig()
+	t, m, timeout, err := c.security()
 	if err != nil {
 		return nil, err
-	}
-	m, err := c.mechanism()
-	if err != nil {
-		return nil, fmt.Errorf("SASL: %w", err)
-	}
-	timeout := c.DialTimeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
 	}
 	return &kafka.Transport{ClientID: c.clientID(), DialTimeout: timeout, TLS: t, SASL: m}, nil
 }

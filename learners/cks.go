@@ -65,9 +65,5 @@ func (a *cks) encode(*encoder) {}
 
 // decode rebuilds the kernel matrix with the same computation that filled it.
 func (a *cks) decode(_ *decoder, m *model) {
-	var row []float64
-	for i := range m.sv.len() {
-		row = m.sv.rowOf(i, row)
-		a.k.appendSym(row[:i], row[i])
-	}
+	a.k.rebuild(&m.sv)
 }

@@ -63,3 +63,15 @@ func (g *gram) remove(r int) {
 	}
 	g.n--
 }
+
+// rebuild fills an empty gram with the kernel matrix of the active set,
+// computed by the same code that filled it incrementally (kernel rows of
+// the vectors as they were added), so a decoded learner gets it back bit
+// for bit.
+func (g *gram) rebuild(sv *supportSet) {
+	var row []float64
+	for i := range sv.len() {
+		row = sv.rowOf(i, row)
+		g.appendSym(row[:i], row[i])
+	}
+}

@@ -136,11 +136,7 @@ func (a *tighter0) encode(*encoder) {}
 
 // decode rebuilds the kernel matrix with the same computation that filled it.
 func (a *tighter0) decode(_ *decoder, m *model) {
-	var row []float64
-	for i := range m.sv.len() {
-		row = m.sv.rowOf(i, row)
-		a.k.appendSym(row[:i], row[i])
-	}
+	a.k.rebuild(&m.sv)
 }
 
 func (a *tighter) learn(m *model, q query, f float64, y int) bool {

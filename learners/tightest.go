@@ -211,11 +211,7 @@ func (a *tightest) decode(d *decoder, m *model) {
 		a.cneg = append(a.cneg, cn)
 		a.w = append(a.w, math.NaN())
 	}
-	var row []float64
-	for i := range m.sv.len() {
-		row = m.sv.rowOf(i, row)
-		a.k.appendSym(row[:i], row[i])
-	}
+	a.k.rebuild(&m.sv)
 }
 
 // tightestWeight returns w⁺ = P(p > ½) for p ~ Beta(cpos + 1, cneg + 1).
