@@ -103,6 +103,9 @@ type runCmd struct {
 	CheckpointTopic    string        `placeholder:"TOPIC" help:"Save partition models in this compacted topic (created if missing), for members on several machines."`
 	CheckpointEvery    int           `default:"10000" help:"Records between checkpoints (and offset commits)."`
 	CheckpointInterval time.Duration `default:"10s" help:"Longest time between checkpoints (and offset commits)."`
+	HeartbeatInterval  time.Duration `default:"1s" help:"Group heartbeat: how soon a member notices a rebalance."`
+	SessionTimeout     time.Duration `default:"10s" help:"How long a silent member keeps its partitions."`
+	RebalanceTimeout   time.Duration `default:"10s" help:"How long members get to stop their workers in a rebalance."`
 	ResetModel         bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
 }
 
@@ -157,6 +160,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		Limits:       codec.Limits{MaxBytes: c.MaxRecordBytes, MaxIndex: c.MaxFeatureIndex, MaxNonZeros: c.MaxNonZeros},
 		FlushRecords: c.FlushRecords, FlushInterval: c.FlushInterval, AutoCreateTopics: c.AutoCreate,
 		CheckpointEvery: c.CheckpointEvery, CheckpointInterval: c.CheckpointInterval, Checkpoints: cp,
+		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
 		Log: log,
 	})
 }
