@@ -14,7 +14,7 @@ build:
 ## test: everything CI runs: format, vet, unit and integration tests, race detector, short fuzzing.
 test: lint
 	$(GO) test -count=1 $(PKGS)
-	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 -race -short $(RACE_PKGS)
 	$(MAKE) fuzz
 
 lint:

@@ -313,3 +313,24 @@ func TestBadInputsGoToTheDeadLetterTopic(t *testing.T) {
 		}
 	}
 }
+
+// TestIdlePartitionCommitsByTime: records that arrive and then stop are
+// committed by the checkpoint interval, not left uncommitted until more
+// records come.
+func TestIdlePartitionCommitsByTime(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	cfg := testConfig(t, b, "perceptron")
+	cfg.CheckpointEvery, cfg.CheckpointInterval = 1_000_000, 300*time.Millisecond
+	runMember(t, cfg)
+	msgs := make([]kafka.Message, 40)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Value: []byte(`{"label": 1, "features": {"1": 1}}`)}
+	}
+	produce(t, b, "in", msgs, kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 }))
+	readTopic(t, b, "out", len(msgs), 30*time.Second)
+	cl := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
+	waitFor(t, "the offset of an idle partition to be committed", 10*time.Second, func() bool {
+		resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: "g", Topics: map[string][]int{"in": {1}}})
+		return err == nil && len(resp.Topics["in"]) == 1 && resp.Topics["in"][0].CommittedOffset == int64(len(msgs))
+	})
+}

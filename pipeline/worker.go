@@ -76,9 +76,21 @@ func (w *worker) run(gctx context.Context) {
 	}
 
 	for {
-		fctx, cancel := gctx, context.CancelFunc(func() {})
+		// Wake up for the next flush, and for the next checkpoint while
+		// progress is uncommitted: an idle partition must still commit
+		// what it learned.
+		var wake time.Time
 		if len(w.preds)+len(w.dead) > 0 {
-			fctx, cancel = context.WithDeadline(gctx, w.since.Add(cfg.FlushInterval))
+			wake = w.since.Add(cfg.FlushInterval)
+		}
+		if w.pending > 0 {
+			if due := w.committedAt.Add(cfg.CheckpointInterval); wake.IsZero() || due.Before(wake) {
+				wake = due
+			}
+		}
+		fctx, cancel := gctx, context.CancelFunc(func() {})
+		if !wake.IsZero() {
+			fctx, cancel = context.WithDeadline(gctx, wake)
 		}
 		msg, err := r.FetchMessage(fctx)
 		cancel()
@@ -107,6 +119,10 @@ func (w *worker) run(gctx context.Context) {
 				return
 			}
 			w.log.Warn().Err(err).Msg("checkpoint; will retry")
+			select { // do not hammer a broker that refuses
+			case <-gctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
 		}
 	}
 }

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/checkpoint"
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/prequential"
+)
+
+// TestCrashRecovery is the service's recovery contract, proven by killing
+// it: the broker runs as its own process with a data directory; a stream
+// of 130,244 labeled records arrives over about a minute; the service is
+// killed with SIGKILL at 20 random moments and restarted each time. At the
+// end every partition's final model is byte-identical to an uninterrupted
+// run's (the offline twin: the same learner over the partition's records
+// in order), its evaluator counters show every record learned exactly
+// once, every input offset has a prediction, and every duplicate
+// prediction is byte-identical to the first. Both checkpoint stores.
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills the service 40 times; minutes")
+	}
+	bin := filepath.Join(t.TempDir(), "streamlearner")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	for _, store := range []string{"dir", "topic"} {
+		t.Run(store, func(t *testing.T) { crashRecovery(t, bin, store) })
+	}
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func start(t *testing.T, logPath, bin string, args ...string) *proc {
+	t.Helper()
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); f.Close() }()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *proc) kill() {
+	if p.cmd.ProcessState == nil {
+		p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *proc) stop(t *testing.T, d time.Duration) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		t.Errorf("no exit within %v of SIGTERM", d)
+		p.kill()
+	}
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func crashRecovery(t *testing.T, bin, store string) {
+	dir := t.TempDir()
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	start(t, filepath.Join(dir, "broker.log"), bin, "broker", "--port", fmt.Sprint(port), "--data-dir", filepath.Join(dir, "kafka"), "--partitions", "4")
+	waitFor(t, "the broker", 10*time.Second, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	// Four copies of a9a, delivered at 2,000 records/s in the background.
+	data := filepath.Join(dir, "a9a4.libsvm")
+	var all []byte
+	a9a, _ := exec.Command("sh", "-c", "gzip -dc ../../testdata/a9a.gz").Output()
+	for range 4 {
+		all = append(all, a9a...)
+	}
+	os.WriteFile(data, all, 0o600)
+	total := strings.Count(string(all), "\n")
+	producer := start(t, filepath.Join(dir, "produce.log"), bin, "produce", "--brokers", addr, "--topic", "in", "--data", data, "--rate", "2000", "--auto-create")
+
+	const spec, kern = "rbp:budget=100", "rbf:gamma=0.02"
+	args := []string{"run", "--brokers", addr, "--topic", "in", "--group", "g", "--output-topic", "out", "--auto-create",
+		"--learner", spec, "--kernel", kern, "--seed", "3", "--checkpoint-every", "2000", "--checkpoint-interval", "500ms",
+		"--flush-interval", "50ms", "--heartbeat-interval", "200ms", "--session-timeout", "2s", "--rebalance-timeout", "2s",
+		"--log-format", "json", "--log-level", "warn"}
+	var st checkpoint.Store
+	if store == "dir" {
+		args = append(args, "--checkpoint-dir", filepath.Join(dir, "ckpt"))
+		st = checkpoint.DirStore{Dir: filepath.Join(dir, "ckpt")}
+	} else {
+		args = append(args, "--checkpoint-topic", "ckpt")
+		ts := &checkpoint.TopicStore{Brokers: []string{addr}, Topic: "ckpt"}
+		t.Cleanup(func() { ts.Close() })
+		st = ts
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill times drawn with seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	runLog := filepath.Join(dir, "run.log")
+	for kill := range 20 {
+		p := start(t, runLog, bin, args...)
+		time.Sleep(time.Duration(1000+r.IntN(2500)) * time.Millisecond)
+		p.kill()
+		if kill == 19 {
+			t.Logf("killed 20 times")
+		}
+	}
+	select {
+	case <-producer.done:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("the producer did not finish")
+	}
+	final := start(t, runLog, bin, args...)
+	ends := partitionEnds(t, addr)
+	if sum(ends) != int64(total) {
+		t.Fatalf("input holds %d records, produced %d", sum(ends), total)
+	}
+	var snaps map[int]*checkpoint.Snapshot
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(runLog)
+			lines := strings.Split(string(b), "\n")
+			t.Logf("last lines of the service's log:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+			for p, s := range snaps {
+				t.Logf("partition %d: newest snapshot %s at %d of %d", p, s.Name(), s.NextOffset, ends[p])
+			}
+		}
+	})
+	waitFor(t, "the final snapshots to reach the end of every partition", 2*time.Minute, func() bool {
+		snaps = newest(t, st)
+		for p, end := range ends {
+			if snaps[p] == nil || snaps[p].NextOffset != end {
+				return false
+			}
+		}
+		return true
+	})
+	final.stop(t, 20*time.Second)
+
+	k, _ := learners.ParseKernel(kern)
+	preds := readAll(t, addr, "out", nil)
+	dups := 0
+	for p := range 4 {
+		l, _ := learners.New(spec, k, 3+uint64(p))
+		var ev prequential.Evaluator
+		n := 0
+		readAll(t, addr, "in", func(m kafka.Message) {
+			if m.Partition != p {
+				return
+			}
+			ex, err := codec.Decode(m.Value, codec.Limits{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			y, _, _ := codec.LabelMap{}.Map(ex.Label)
+			o := l.Round(ex.X, y)
+			ev.Observe(o, y != 0, l.Size())
+			vals := preds[codec.PredictionKey("in", int32(p), m.Offset)]
+			if len(vals) == 0 {
+				t.Fatalf("partition %d offset %d: no prediction", p, m.Offset)
+			}
+			for _, v := range vals[1:] {
+				if string(v) != string(vals[0]) {
+					t.Fatalf("partition %d offset %d: duplicate differs:\n%s\n%s", p, m.Offset, vals[0], v)
+				}
+			}
+			dups += len(vals) - 1
+			if pr, _ := codec.DecodePrediction(vals[0]); pr.Margin != o.Margin {
+				t.Fatalf("partition %d offset %d: margin %v, uninterrupted %v", p, m.Offset, pr.Margin, o.Margin)
+			}
+			n++
+		})
+		want, _ := l.MarshalBinary()
+		wantEval, _ := ev.MarshalBinary()
+		s := snaps[p]
+		if string(s.Model) != string(want) || string(s.Eval) != string(wantEval) {
+			t.Fatalf("partition %d: the final model differs from the uninterrupted run's", p)
+		}
+		var got prequential.Evaluator
+		got.UnmarshalBinary(s.Eval)
+		if got.Rounds != uint64(n) || got.Labeled != uint64(n) {
+			t.Fatalf("partition %d: evaluator counted %d rounds, %d learned, for %d records", p, got.Rounds, got.Labeled, n)
+		}
+	}
+	t.Logf("%d records, %d duplicate predictions (all byte-identical)", total, dups)
+	if dups == 0 {
+		t.Error("20 kills re-emitted no prediction: the kills missed the stream")
+	}
+}
+
+func partitionEnds(t *testing.T, addr string) map[int]int64 {
+	ends := map[int]int64{}
+	for p := range 4 {
+		c, err := kafka.DialLeader(context.Background(), "tcp", addr, "in", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ends[p], err = c.ReadLastOffset()
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ends
+}
+
+func sum(m map[int]int64) (s int64) {
+	for _, v := range m {
+		s += v
+	}
+	return s
+}
+
+// newest returns each partition's newest intact snapshot.
+func newest(t *testing.T, st checkpoint.Store) map[int]*checkpoint.Snapshot {
+	out := map[int]*checkpoint.Snapshot{}
+	names, err := st.List(context.Background(), "in/")
+	if err != nil {
+		return out
+	}
+	for _, n := range names { // oldest first
+		b, err := st.Load(context.Background(), n)
+		if err != nil {
+			continue
+		}
+		if s, err := checkpoint.Decode(b); err == nil {
+			out[s.Partition] = s
+		}
+	}
+	return out
+}
+
+// readAll reads every partition of topic to its current end; with each
+// nil it returns the values by key.
+func readAll(t *testing.T, addr, topic string, each func(kafka.Message)) map[string][][]byte {
+	byKey := map[string][][]byte{}
+	for p := range 4 {
+		c, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, _ := c.ReadLastOffset()
+		c.Close()
+		rd := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: topic, Partition: p, MaxWait: time.Second, MaxBytes: 16 << 20})
+		for off := int64(0); off < end; {
+			m, err := rd.ReadMessage(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			off = m.Offset + 1
+			if each != nil {
+				each(m)
+			} else {
+				byKey[string(m.Key)] = append(byKey[string(m.Key)], m.Value)
+			}
+		}
+		rd.Close()
+	}
+	return byKey
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
