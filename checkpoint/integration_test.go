@@ -38,7 +38,7 @@ func (c *crashable) Save(ctx context.Context, p pipeline.Partition, g int32, st 
 func member(t *testing.T, b *embedded.Broker, cp pipeline.Checkpointer, spec string, k learners.Kernel) (stop func()) {
 	cfg := pipeline.Config{
 		Conn: kafkaconn.Config{Brokers: []string{b.Addr()}}, Topic: "in", Group: "g", OutputTopic: "out",
-		Learner: spec, Kernel: k, Seed: 5, FlushInterval: 20 * time.Millisecond, CheckpointEvery: 300,
+		Learner: spec, Kernel: k, Seed: 5, FlushInterval: 20 * time.Millisecond, CheckpointEvery: 300, CheckpointInterval: time.Hour,
 		HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 3 * time.Second, RebalanceTimeout: 3 * time.Second,
 		ShutdownTimeout: 3 * time.Second, Checkpoints: cp, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,8 +32,9 @@ type Protocol struct {
 	// Now stamps snapshots; default time.Now.
 	Now func() time.Time
 
-	mu  sync.Mutex
-	seq map[pipeline.Partition]uint64
+	mu    sync.Mutex
+	seq   map[pipeline.Partition]uint64
+	known map[pipeline.Partition][]string // snapshots in the store, oldest first, as far as this member knows
 }
 
 var _ pipeline.Checkpointer = (*Protocol)(nil)
@@ -63,6 +65,19 @@ func (p *Protocol) setSeq(part pipeline.Partition, seq uint64) {
 // its offset, which rebuilds the same model); with none, Restore fails and
 // the partition is not served — never silently an empty model.
 func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committed int64, metadata string) (*pipeline.State, error) {
+	// What the store holds for the partition, once per assignment: later
+	// collections work from this list plus this member's own saves,
+	// without reading the store again.
+	names, err := p.Store.List(ctx, fmt.Sprintf("%s/%d/", part.Topic, part.ID))
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if p.known == nil {
+		p.known = map[pipeline.Partition][]string{}
+	}
+	p.known[part] = names
+	p.mu.Unlock()
 	if metadata == "" {
 		if committed >= 0 {
 			p.Log.Warn().Str("topic", part.Topic).Int("partition", part.ID).Int64("offset", committed).
@@ -179,26 +194,43 @@ func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation
 	if err := p.Store.Save(ctx, snap.Name(), snap.Encode()); err != nil {
 		return "", err
 	}
+	p.mu.Lock()
+	if p.known == nil {
+		p.known = map[pipeline.Partition][]string{}
+	}
+	p.known[part] = append(p.known[part], snap.Name())
+	p.mu.Unlock()
 	return snap.Name(), nil
 }
 
 // Committed deletes the partition's snapshots older than the Keep newest
 // up to the committed one.
 func (p *Protocol) Committed(ctx context.Context, part pipeline.Partition, name string) {
-	names, err := p.Store.List(ctx, fmt.Sprintf("%s/%d/", part.Topic, part.ID))
-	if err != nil {
-		p.Log.Warn().Err(err).Msg("list snapshots for cleanup")
-		return
-	}
-	var upTo []string
+	p.mu.Lock()
+	names := slices.Clone(p.known[part])
+	p.mu.Unlock()
+	sortNames(names)
+	var upTo, rest []string
 	for _, n := range names {
 		if n == name || nameLess(n, name) {
 			upTo = append(upTo, n)
+		} else {
+			rest = append(rest, n)
 		}
 	}
-	for _, n := range upTo[:max(0, len(upTo)-p.keep())] {
-		if err := p.Store.Delete(ctx, n); err != nil {
-			p.Log.Warn().Err(err).Str("snapshot", n).Msg("delete old snapshot")
+	cut := max(0, len(upTo)-p.keep())
+	var kept []string
+	for i, n := range upTo {
+		if i < cut {
+			if err := p.Store.Delete(ctx, n); err != nil {
+				p.Log.Warn().Err(err).Str("snapshot", n).Msg("delete old snapshot; will try again at the next commit")
+				kept = append(kept, n)
+			}
+			continue
 		}
+		kept = append(kept, n)
 	}
+	p.mu.Lock()
+	p.known[part] = append(kept, rest...)
+	p.mu.Unlock()
 }

@@ -96,6 +96,13 @@ func (s *TopicStore) Save(ctx context.Context, name string, data []byte) error {
 			return fmt.Errorf("save snapshot %s to topic %s: %w", name, s.Topic, err)
 		}
 	}
+	// Remember what was written, so that deleting it later needs no read.
+	if s.index == nil {
+		s.index, s.next = map[string][]byte{}, map[int]int64{}
+	}
+	for _, msg := range msgs {
+		s.index[string(msg.Key)] = msg.Value
+	}
 	return nil
 }
 
@@ -138,8 +145,17 @@ func (s *TopicStore) catchUp(ctx context.Context) error {
 			return err
 		}
 		for from < last {
-			m, err := r.ReadMessage(ctx)
+			// Compaction can leave the end of the log without a record
+			// (a tombstone removed after a delete): a read that finds
+			// nothing more within a short wait has read all there is.
+			rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			m, err := r.ReadMessage(rctx)
+			cancel()
 			if err != nil {
+				if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+					from = last
+					break
+				}
 				r.Close()
 				return fmt.Errorf("read checkpoint topic %s: %w", s.Topic, err)
 			}
@@ -208,12 +224,14 @@ func (s *TopicStore) List(ctx context.Context, prefix string) ([]string, error) 
 func (s *TopicStore) Delete(ctx context.Context, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.catchUp(ctx); err != nil {
-		return err
-	}
 	m, ok := s.index[name]
-	if !ok {
-		return nil
+	if !ok { // not written by this store: read what others wrote
+		if err := s.catchUp(ctx); err != nil {
+			return err
+		}
+		if m, ok = s.index[name]; !ok {
+			return nil
+		}
 	}
 	n := uint64(0)
 	if len(m) > len(manifestMagic) {
@@ -227,6 +245,9 @@ func (s *TopicStore) Delete(ctx context.Context, name string) error {
 	}
 	if err := s.w().WriteMessages(ctx, msgs...); err != nil {
 		return fmt.Errorf("delete snapshot %s: %w", name, err)
+	}
+	for _, msg := range msgs {
+		delete(s.index, string(msg.Key))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/streamlearner/streamlearner/embedded"
 )
@@ -65,5 +66,42 @@ func TestTopicStoreChunksLargeSnapshots(t *testing.T) {
 	}
 	if list, _ := other.List(ctx, "in/0/"); !slices.Equal(list, names[1:2]) {
 		t.Fatalf("List after delete = %v", list)
+	}
+}
+
+// TestTopicStoreAfterCompaction: once compaction has removed the
+// tombstones at the end of the log, a new store still reads the topic to
+// its end instead of waiting for a record that will never come.
+func TestTopicStoreAfterCompaction(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, CompactionInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	st := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt", ChunkBytes: 10}
+	defer st.Close()
+	if err := st.Ensure(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	keep, gone := Name("in", 0, 1, 2), Name("in", 0, 1, 1)
+	st.Save(ctx, gone, []byte("old snapshot bytes"))
+	st.Save(ctx, keep, []byte("new snapshot bytes"))
+	if err := st.Delete(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // compaction runs every 100 ms
+	fresh := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
+	defer fresh.Close()
+	start := time.Now()
+	names, err := fresh.List(ctx, "")
+	if err != nil || !slices.Equal(names, []string{keep}) {
+		t.Fatalf("List = %v, %v", names, err)
+	}
+	if got, err := fresh.Load(ctx, keep); err != nil || string(got) != "new snapshot bytes" {
+		t.Fatalf("Load = %q, %v", got, err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("reading the compacted topic took %v", d)
 	}
 }

@@ -119,7 +119,7 @@ func crashRecovery(t *testing.T, bin, store string) {
 	args := []string{"run", "--brokers", addr, "--topic", "in", "--group", "g", "--output-topic", "out", "--auto-create",
 		"--learner", spec, "--kernel", kern, "--seed", "3", "--checkpoint-every", "2000", "--checkpoint-interval", "500ms",
 		"--flush-interval", "50ms", "--heartbeat-interval", "200ms", "--session-timeout", "2s", "--rebalance-timeout", "2s",
-		"--log-format", "json", "--log-level", "warn"}
+		"--log-format", "json", "--log-level", "info"}
 	var st checkpoint.Store
 	if store == "dir" {
 		args = append(args, "--checkpoint-dir", filepath.Join(dir, "ckpt"))
@@ -157,7 +157,7 @@ func crashRecovery(t *testing.T, bin, store string) {
 		if t.Failed() {
 			b, _ := os.ReadFile(runLog)
 			lines := strings.Split(string(b), "\n")
-			t.Logf("last lines of the service's log:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+			t.Logf("last lines of the service's log:\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
 			for p, s := range snaps {
 				t.Logf("partition %d: newest snapshot %s at %d of %d", p, s.Name(), s.NextOffset, ends[p])
 			}
