@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -188,5 +189,68 @@ func TestNewOwnerContinuesTheSameModel(t *testing.T) {
 				t.Fatalf("%d duplicates after a graceful handover", dups)
 			}
 		})
+	}
+}
+
+// TestRebalanceKeepsTheModels: three members share the partitions; one
+// crashes and a fourth joins mid-stream. Every prediction (duplicates
+// included) equals the uninterrupted model's, and each partition's final
+// snapshot holds exactly the uninterrupted model.
+func TestRebalanceKeepsTheModels(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 4, Topics: []string{"in", "out", "in.dlq"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const spec = "forgetron:budget=30"
+	k, _ := learners.ParseKernel("rbf:gamma=0.02")
+	store := DirStore{Dir: t.TempDir()}
+	proto := func() *crashable {
+		return &crashable{Protocol: &Protocol{Store: store, Learner: spec, Kernel: k, Seed: 5, Log: zerolog.Nop()}}
+	}
+	a := proto()
+	stopA := member(t, b, a, spec, k)
+	stopB := member(t, b, proto(), spec, k)
+	stopC := member(t, b, proto(), spec, k)
+	produceA9A(t, b, 0, 2000)
+	outputs(t, b, 2000)
+	a.crashed.Store(true) // A dies between checkpoints
+	stopA()
+	produceA9A(t, b, 2000, 3500)
+	stopD := member(t, b, proto(), spec, k)
+	produceA9A(t, b, 3500, 5000)
+	preds := outputs(t, b, 5000)
+	stopB()
+	stopC()
+	stopD()
+	checkAgainstOffline(t, b, preds, spec, k)
+
+	// Each partition's newest snapshot is the model after all its records.
+	for p := range 4 {
+		names, _ := store.List(context.Background(), fmt.Sprintf("in/%d/", p))
+		raw, err := store.Load(context.Background(), names[len(names)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := Decode(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := learners.New(spec, k, 5+uint64(p))
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: "in", Partition: p, MaxWait: time.Second})
+		for off := int64(0); off < snap.NextOffset; off++ {
+			m, err := r.ReadMessage(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, _ := codec.Decode(m.Value, codec.Limits{})
+			y, _, _ := codec.LabelMap{}.Map(ex.Label)
+			l.Round(ex.X, y)
+		}
+		r.Close()
+		want, _ := l.MarshalBinary()
+		if snap.NextOffset != 1250 || string(snap.Model) != string(want) {
+			t.Fatalf("partition %d: final snapshot at %d differs from the uninterrupted model", p, snap.NextOffset)
+		}
 	}
 }
