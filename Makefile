@@ -32,6 +32,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./offline/
 	$(GO) test -run '^$$' -bench . ./learners/ ./codec/
 	$(GO) test -run '^$$' -bench EndToEnd -benchtime 2x ./pipeline/
+	$(GO) test -run '^$$' -bench 'Snapshot|CheckpointCost' -benchtime 5x ./checkpoint/
 
 ## demo: an offline run on the bundled a9a files (the Kafka demo comes with the service).
 demo: build
