@@ -175,9 +175,13 @@ func TestNewOwnerContinuesTheSameModel(t *testing.T) {
 			stopA := member(t, b, first, spec, k)
 			produceA9A(t, b, 0, 3000)
 			outputs(t, b, 3000)
+			// 100 more: 25 a partition, below the 300-record cadence, so
+			// they are predicted but not checkpointed before the crash.
+			produceA9A(t, b, 3000, 3100)
+			outputs(t, b, 3100)
 			first.crashed.Store(crash)
 			stopA()
-			produceA9A(t, b, 3000, 6000)
+			produceA9A(t, b, 3100, 6000)
 			second := &Protocol{Store: store, Learner: spec, Kernel: k, Seed: 5, Log: zerolog.Nop()}
 			member(t, b, second, spec, k)
 			preds := outputs(t, b, 6000)
