@@ -34,10 +34,9 @@ bench:
 	$(GO) test -run '^$$' -bench EndToEnd -benchtime 2x ./pipeline/
 	$(GO) test -run '^$$' -bench 'Snapshot|CheckpointCost' -benchtime 5x ./checkpoint/
 
-## demo: an offline run on the bundled a9a files (the Kafka demo comes with the service).
+## demo: the service on the embedded broker: a stream of a9a records, one group member with checkpoints, live progress (under a minute).
 demo: build
-	$(BIN) eval --data testdata/a9a.gz --test testdata/a9a.t.gz --kernel rbf:sigma2=25 --orders 2 \
-	  --learner perceptron --learner stoptron:budget=500 --learner forgetron:budget=500 --learner rbp:budget=500 --learner lbp:budget=500
+	$(BIN) demo
 
 ## reproduce: the papers' tables (needs ../shared/datasets; minutes).
 reproduce:

@@ -105,3 +105,15 @@ func TestServiceFlagsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+func TestDemoRunsAndCleansUp(t *testing.T) {
+	out, err := execute(t, "demo", "--data", "../../testdata/a9a.t.gz", "--rate", "0", "--learner", "lbp:budget=50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"16281 records predicted then learned", "lbp:budget=50", "50 SVs", "nothing left running"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
