@@ -31,8 +31,8 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./offline/
 	$(GO) test -run '^$$' -bench . ./learners/ ./codec/
-	$(GO) test -run '^$$' -bench EndToEnd -benchtime 2x ./pipeline/
-	$(GO) test -run '^$$' -bench 'Snapshot|CheckpointCost' -benchtime 5x ./checkpoint/
+	$(GO) test -run '^$$' -bench EndToEnd -benchtime 3x ./pipeline/
+	$(GO) test -run '^$$' -bench Snapshot -benchtime 5x ./checkpoint/
 
 ## demo: the service on the embedded broker: a stream of a9a records, one group member with checkpoints, live progress (under a minute).
 demo: build

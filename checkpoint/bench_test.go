@@ -3,21 +3,12 @@ package checkpoint
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/rs/zerolog"
-	kafka "github.com/segmentio/kafka-go"
-
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
-	"github.com/streamlearner/streamlearner/embedded"
-	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/pipeline"
 )
 
 // BenchmarkSnapshot reports the size of a full-budget model's snapshot
@@ -77,62 +68,5 @@ func BenchmarkSnapshot(b *testing.B) {
 				}
 			})
 		}
-	}
-}
-
-// BenchmarkCheckpointCost runs the service end to end (a9a in 4
-// partitions, one member, rbp:budget=100) without checkpoints and with a
-// snapshot and commit every 1,000 records of each partition, and reports
-// records/s of each.
-func BenchmarkCheckpointCost(b *testing.B) {
-	set, err := dataset.Load(context.Background(), "../testdata/a9a.gz", dataset.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	msgs := make([]kafka.Message, set.Len())
-	for i := range msgs {
-		msgs[i] = kafka.Message{Value: codec.AppendJSON(nil, codec.Example{X: set.X[i], Label: strconv.Itoa(set.Y[i])})}
-	}
-	k, _ := learners.ParseKernel("rbf:gamma=0.01")
-	for _, every := range []int{0, 1000} {
-		b.Run(fmt.Sprintf("every=%d", every), func(b *testing.B) {
-			var total time.Duration
-			for b.Loop() {
-				br, err := embedded.Start(embedded.Config{Partitions: 4, Topics: []string{"in", "out", "in.dlq"}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				w := &kafka.Writer{Addr: kafka.TCP(br.Addr()), Topic: "in", Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000}
-				for i := 0; i < len(msgs); i += 1000 {
-					w.WriteMessages(context.Background(), msgs[i:min(i+1000, len(msgs))]...)
-				}
-				w.Close()
-				metrics := pipeline.NewMetrics(nil)
-				started := make(chan time.Time, 4)
-				cfg := pipeline.Config{
-					Conn: kafkaconn.Config{Brokers: []string{br.Addr()}}, Topic: "in", Group: "bench", OutputTopic: "out",
-					Learner: "rbp:budget=100", Kernel: k, Metrics: metrics, HeartbeatInterval: 500 * time.Millisecond, Log: zerolog.Nop(),
-					OnAssign: func(int32, []int) { started <- time.Now() },
-				}
-				if every > 0 {
-					dir, _ := os.MkdirTemp("", "ckpt")
-					defer os.RemoveAll(dir)
-					cfg.CheckpointEvery = every
-					cfg.Checkpoints = &Protocol{Store: DirStore{Dir: dir}, Learner: cfg.Learner, Kernel: k, Seed: 1, Log: zerolog.Nop()}
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { pipeline.Run(ctx, cfg); close(done) }()
-				t0 := <-started
-				for testutil.ToFloat64(metrics.Produced) < float64(len(msgs)) {
-					time.Sleep(2 * time.Millisecond)
-				}
-				total += time.Since(t0)
-				cancel()
-				<-done
-				br.Close()
-			}
-			b.ReportMetric(float64(b.N*len(msgs))/total.Seconds(), "records/s")
-		})
 	}
 }

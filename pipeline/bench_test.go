@@ -1,7 +1,8 @@
-package pipeline
+package pipeline_test
 
 import (
 	"context"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -10,18 +11,22 @@ import (
 	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/pipeline"
 )
 
 // BenchmarkEndToEnd measures records/s through the embedded broker: a9a
 // (32,561 records) in a 4-partition topic, one member, from assignment to
-// the last prediction acknowledged; "learn" runs rbp with B=100 and
-// rbf γ=0.01, "passthrough" the same consume/decode/produce path without a
-// learner, so the cost of learning is the difference.
+// the last prediction acknowledged. "learn" runs rbp with B=100 and
+// rbf γ=0.01 (commits every 10,000 records, no snapshots); "passthrough"
+// the same consume/decode/produce path without a learner, so the cost of
+// learning is the difference; "checkpoint1000" learns and saves a snapshot
+// to a directory and commits every 1,000 records of each partition.
 func BenchmarkEndToEnd(b *testing.B) {
 	set, err := dataset.Load(context.Background(), "../testdata/a9a.gz", dataset.Options{})
 	if err != nil {
@@ -32,7 +37,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		msgs[i] = kafka.Message{Value: codec.AppendJSON(nil, codec.Example{X: set.X[i], Label: strconv.Itoa(set.Y[i])})}
 	}
 	k, _ := learners.ParseKernel("rbf:gamma=0.01")
-	for _, mode := range []string{"learn", "passthrough"} {
+	for _, mode := range []string{"learn", "passthrough", "checkpoint1000"} {
 		b.Run(mode, func(b *testing.B) {
 			var total time.Duration
 			for b.Loop() {
@@ -47,17 +52,23 @@ func BenchmarkEndToEnd(b *testing.B) {
 					}
 				}
 				w.Close()
-				metrics := NewMetrics(nil)
+				metrics := pipeline.NewMetrics(nil)
 				started := make(chan time.Time, 4)
-				cfg := Config{
+				cfg := pipeline.Config{
 					Conn: kafkaconn.Config{Brokers: []string{br.Addr()}}, Topic: "in", Group: "bench", OutputTopic: "out",
 					Learner: "rbp:budget=100", Kernel: k, PassThrough: mode == "passthrough", Metrics: metrics,
 					HeartbeatInterval: 500 * time.Millisecond, Log: zerolog.Nop(),
 					OnAssign: func(int32, []int) { started <- time.Now() },
 				}
+				if mode == "checkpoint1000" {
+					dir, _ := os.MkdirTemp("", "ckpt")
+					defer os.RemoveAll(dir)
+					cfg.CheckpointEvery = 1000
+					cfg.Checkpoints = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: dir}, Learner: cfg.Learner, Kernel: k, Seed: 1, Log: zerolog.Nop()}
+				}
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan struct{})
-				go func() { Run(ctx, cfg); close(done) }()
+				go func() { pipeline.Run(ctx, cfg); close(done) }()
 				t0 := <-started
 				for testutil.ToFloat64(metrics.Produced) < float64(len(msgs)) {
 					time.Sleep(2 * time.Millisecond)
