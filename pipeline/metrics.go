@@ -1,6 +1,9 @@
 package pipeline
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
 
 // Metrics are the service's Prometheus series. Partition labels are the
 // input partition number.
@@ -17,6 +20,7 @@ type Metrics struct {
 	Commits       *prometheus.CounterVec // streamlearner_offset_commits_total{result}
 	Rebalances    prometheus.Counter     // streamlearner_rebalances_total
 	AssignedGauge prometheus.Gauge       // streamlearner_assigned_partitions
+	ReadyGauge    prometheus.Gauge       // streamlearner_ready_partitions
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not
@@ -36,14 +40,31 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Commits:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_offset_commits_total", Help: "Offset commits by result (ok, fenced, error)."}, []string{"result"}),
 		Rebalances:    prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_rebalances_total", Help: "Group generations this member joined."}),
 		AssignedGauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_assigned_partitions", Help: "Input partitions assigned to this member."}),
+		ReadyGauge:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_ready_partitions", Help: "Assigned partitions whose model is restored and being served."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,
-			m.Produced, m.ProduceErrors, m.Commits, m.Rebalances, m.AssignedGauge)
+			m.Produced, m.ProduceErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge)
 	}
 	// Series that should read 0 rather than be absent before the first event.
 	for _, r := range []string{"ok", "fenced", "error"} {
 		m.Commits.WithLabelValues(r)
 	}
 	return m
+}
+
+// Ready reports whether the member serves every partition it is assigned:
+// at least one is assigned and each has restored its model. It is what
+// /readyz answers.
+func (m *Metrics) Ready() bool {
+	a := gaugeValue(m.AssignedGauge)
+	return a > 0 && gaugeValue(m.ReadyGauge) == a
+}
+
+func gaugeValue(g prometheus.Gauge) float64 {
+	var d dto.Metric
+	if err := g.Write(&d); err != nil {
+		return 0
+	}
+	return d.GetGauge().GetValue()
 }

@@ -334,3 +334,23 @@ func TestIdlePartitionCommitsByTime(t *testing.T) {
 		return err == nil && len(resp.Topics["in"]) == 1 && resp.Topics["in"][0].CommittedOffset == int64(len(msgs))
 	})
 }
+
+// TestReadyFlipsWithRestoredPartitions: a member is ready only while every
+// assigned partition has restored its model.
+func TestReadyFlipsWithRestoredPartitions(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	cfg := testConfig(t, b, "perceptron")
+	cfg.Metrics = NewMetrics(nil)
+	if cfg.Metrics.Ready() {
+		t.Fatal("ready before joining")
+	}
+	stop, assigned := runMember(t, cfg)
+	waitFor(t, "readiness", 30*time.Second, cfg.Metrics.Ready)
+	if _, parts := assigned(); len(parts) != 4 || gaugeValue(cfg.Metrics.ReadyGauge) != 4 {
+		t.Fatalf("ready with %d partitions restored of %v", int(gaugeValue(cfg.Metrics.ReadyGauge)), parts)
+	}
+	stop()
+	if cfg.Metrics.Ready() || gaugeValue(cfg.Metrics.ReadyGauge) != 0 {
+		t.Fatal("still ready after leaving the group")
+	}
+}

@@ -57,6 +57,8 @@ func (w *worker) run(gctx context.Context) {
 		return
 	}
 	w.log.Info().Int64("offset", w.st.NextOffset).Int("support", w.st.Learner.Size()).Msg("partition assigned")
+	cfg.Metrics.ReadyGauge.Inc()
+	defer cfg.Metrics.ReadyGauge.Dec()
 
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:     cfg.Conn.Brokers,

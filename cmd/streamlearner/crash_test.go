@@ -119,7 +119,7 @@ func crashRecovery(t *testing.T, bin, store string) {
 	args := []string{"run", "--brokers", addr, "--topic", "in", "--group", "g", "--output-topic", "out", "--auto-create",
 		"--learner", spec, "--kernel", kern, "--seed", "3", "--checkpoint-every", "2000", "--checkpoint-interval", "500ms",
 		"--flush-interval", "50ms", "--heartbeat-interval", "200ms", "--session-timeout", "2s", "--rebalance-timeout", "2s",
-		"--log-format", "json", "--log-level", "info"}
+		"--log-format", "json", "--log-level", "info", "--metrics-addr", ""}
 	var st checkpoint.Store
 	if store == "dir" {
 		args = append(args, "--checkpoint-dir", filepath.Join(dir, "ckpt"))

@@ -106,6 +106,7 @@ type runCmd struct {
 	HeartbeatInterval  time.Duration `default:"1s" help:"Group heartbeat: how soon a member notices a rebalance."`
 	SessionTimeout     time.Duration `default:"10s" help:"How long a silent member keeps its partitions."`
 	RebalanceTimeout   time.Duration `default:"10s" help:"How long members get to stop their workers in a rebalance."`
+	MetricsAddr        string        `default:"127.0.0.1:9464" help:"Serve /metrics, /healthz and /readyz here (empty: off)."`
 	ResetModel         bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
 }
 
@@ -154,7 +155,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if store != nil {
 		cp = &checkpoint.Protocol{Store: store, Learner: c.Learner, Kernel: kern, Seed: c.Seed, ResetModel: c.ResetModel, Log: log}
 	}
-	return pipeline.Run(ctx, pipeline.Config{
+	cfg := pipeline.Config{
 		Conn: c.config(), Topic: c.Topic, Group: c.Group, OutputTopic: c.OutputTopic, DLQTopic: c.DLQTopic,
 		Learner: c.Learner, Kernel: kern, Seed: c.Seed, Labels: labels, StartOffset: c.Start,
 		Limits:       codec.Limits{MaxBytes: c.MaxRecordBytes, MaxIndex: c.MaxFeatureIndex, MaxNonZeros: c.MaxNonZeros},
@@ -162,7 +163,21 @@ func (c *runCmd) Run(ctx context.Context) error {
 		CheckpointEvery: c.CheckpointEvery, CheckpointInterval: c.CheckpointInterval, Checkpoints: cp,
 		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
 		Log: log,
-	})
+	}
+	// Invalid combinations fail here, before anything is started.
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx) // also stops the metrics server
+	defer stop()
+	if c.MetricsAddr != "" {
+		reg := newRegistry()
+		cfg.Metrics = pipeline.NewMetrics(reg)
+		if err := serveOps(ctx, c.MetricsAddr, reg, cfg.Metrics, log); err != nil {
+			return err
+		}
+	}
+	return pipeline.Run(ctx, cfg)
 }
 
 type produceCmd struct {

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,19 +29,53 @@ func TestProduceRunTail(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	dir := t.TempDir()
+	ops := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	go func() {
 		_, err := executeCtx(t, ctx, "run", "--brokers", b.Addr(), "--topic", "in", "--group", "g", "--output-topic", "out",
 			"--learner", "forgetron:budget=50", "--kernel", "rbf:gamma=0.02", "--log-level", "warn", "--flush-interval", "50ms",
-			"--checkpoint-dir", dir, "--checkpoint-every", "100")
+			"--checkpoint-dir", dir, "--checkpoint-every", "100", "--metrics-addr", ops)
 		done <- err
 	}()
 	tctx, tcancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer tcancel()
 	out, err = executeCtx(t, tctx, "tail", "--brokers", b.Addr(), "--topic", "out", "--limit", "500", "--format", "json")
-	cancel()
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
+	// The metrics say what happened: 500 records consumed, predicted and
+	// learned over two partitions, support within the budget; ready.
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + ops + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Errorf("/healthz: %d", code)
+	}
+	if code, body := get("/readyz"); code != 200 {
+		t.Errorf("/readyz: %d %s", code, body)
+	}
+	_, metrics := get("/metrics")
+	for name, want := range map[string]float64{
+		"streamlearner_records_consumed_total": 500, "streamlearner_records_predicted_total": 500,
+		"streamlearner_records_learned_total": 500, "streamlearner_assigned_partitions": 2, "streamlearner_ready_partitions": 2,
+	} {
+		if got := sumSeries(metrics, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if s := sumSeries(metrics, "streamlearner_support_vectors"); s < 2 || s > 100 {
+		t.Errorf("support vectors over two partitions: %v", s)
+	}
+	if !strings.Contains(metrics, "streamlearner_build_info{") {
+		t.Error("no build info")
+	}
+	cancel()
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 500 {
 		t.Fatalf("tail printed %d lines", len(lines))
@@ -116,4 +154,20 @@ func TestDemoRunsAndCleansUp(t *testing.T) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
+}
+
+// sumSeries adds up every sample of a metric in Prometheus text format.
+func sumSeries(text, name string) float64 {
+	total := 0.0
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err == nil {
+			total += v
+		}
+	}
+	return total
 }

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+
+	"github.com/streamlearner/streamlearner/pipeline"
+)
+
+// serveOps serves /metrics, /healthz (the process is up) and /readyz
+// (every assigned partition has restored its model) on addr until ctx
+// ends. It returns once the listener is bound, so a bad address fails at
+// start.
+func serveOps(ctx context.Context, addr string, reg *prometheus.Registry, m *pipeline.Metrics, log zerolog.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !m.Ready() {
+			http.Error(w, "not ready: partitions assigned but not all restored, or none assigned", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics address: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("metrics server")
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	log.Info().Str("addr", l.Addr().String()).Msg("serving /metrics, /healthz, /readyz")
+	return nil
+}
+
+// newRegistry holds the service's series plus the Go runtime's, the
+// process's and the build's.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "streamlearner_build_info", Help: "Build information; the value is 1.", ConstLabels: prometheus.Labels{"version": version},
+	}, func() float64 { return 1 }))
+	return reg
+}
