@@ -109,47 +109,56 @@ func TestStoptronStopsWhenFull(t *testing.T) {
 	}
 }
 
-func TestLBPKeepsTheMostRecentMistakes(t *testing.T) {
-	xs, ys := stream(5, 1500)
-	l := mustNew(t, "lbp:budget=25", mustKernel(t, "rbf:gamma=0.5"), 1)
-	var mistakes []uint64
-	for i := range xs {
-		if l.Round(xs[i], ys[i]).Updated {
-			mistakes = append(mistakes, uint64(i+1))
+// TestOldestRemovalKeepsTheMostRecentMistakes: LBP and LBSOP hold exactly
+// the last B mistaken examples.
+func TestOldestRemovalKeepsTheMostRecentMistakes(t *testing.T) {
+	for i, spec := range []string{"lbp:budget=25", "lbsop:budget=25"} {
+		xs, ys := stream(uint64(5+29*i), 1500)
+		l := mustNew(t, spec, mustKernel(t, "rbf:gamma=0.5"), 1)
+		var mistakes []uint64
+		for i := range xs {
+			if l.Round(xs[i], ys[i]).Updated {
+				mistakes = append(mistakes, uint64(i+1))
+			}
+			want := mistakes[max(0, len(mistakes)-25):]
+			if got := l.(*model).sv.born; !slices.Equal(got, want) {
+				t.Fatalf("%s round %d: active set born at %v, want the last 25 mistakes %v", spec, i, got, want)
+			}
 		}
-		want := mistakes[max(0, len(mistakes)-25):]
-		if got := l.(*model).sv.born; !slices.Equal(got, want) {
-			t.Fatalf("round %d: active set born at %v, want the last 25 mistakes %v", i, got, want)
+		if len(mistakes) < 100 {
+			t.Fatalf("%s: only %d mistakes: the test proves little", spec, len(mistakes))
 		}
-	}
-	if len(mistakes) < 100 {
-		t.Fatalf("only %d mistakes: the test proves little", len(mistakes))
 	}
 }
 
-func TestRBPIsReproducibleFromItsSeed(t *testing.T) {
-	xs, ys := stream(6, 1500)
-	k := mustKernel(t, "rbf:gamma=0.5")
-	run := func(spec string, seed uint64) ([]float64, []uint64) {
-		l := mustNew(t, spec, k, seed)
-		var ms []float64
-		for i := range xs {
-			ms = append(ms, l.Round(xs[i], ys[i]).Margin)
+// TestRandomRemovalIsReproducibleFromItsSeed: RBP and RBSOP repeat a run
+// exactly for one seed, differ for another, and name the seed in the spec.
+func TestRandomRemovalIsReproducibleFromItsSeed(t *testing.T) {
+	for i, c := range []struct{ name, wantSpec string }{{"rbp", "rbp:budget=20,seed=7"}, {"rbsop", "rbsop:a=1,budget=20,seed=7"}} {
+		xs, ys := stream(uint64(6+29*i), 1500)
+		k := mustKernel(t, "rbf:gamma=0.5")
+		spec := c.name + ":budget=20"
+		run := func(spec string, seed uint64) ([]float64, []uint64) {
+			l := mustNew(t, spec, k, seed)
+			var ms []float64
+			for i := range xs {
+				ms = append(ms, l.Round(xs[i], ys[i]).Margin)
+			}
+			return ms, slices.Clone(l.(*model).sv.born)
 		}
-		return ms, slices.Clone(l.(*model).sv.born)
-	}
-	a, aset := run("rbp:budget=20", 1)
-	b, bset := run("rbp:budget=20", 1)
-	_, cset := run("rbp:budget=20", 2)
-	d, _ := run("rbp:budget=20,seed=1", 99) // the spec's seed wins
-	if !slices.Equal(a, b) || !slices.Equal(a, d) || !slices.Equal(aset, bset) {
-		t.Fatal("same seed gave different runs")
-	}
-	if slices.Equal(aset, cset) {
-		t.Fatal("different seeds kept the same active set")
-	}
-	if s := mustNew(t, "rbp:budget=20", k, 7).Spec(); s != "rbp:budget=20,seed=7" {
-		t.Fatalf("spec %q does not record the seed", s)
+		a, aset := run(spec, 1)
+		b, bset := run(spec, 1)
+		_, cset := run(spec, 2)
+		d, _ := run(spec+",seed=1", 99) // the spec's seed wins
+		if !slices.Equal(a, b) || !slices.Equal(a, d) || !slices.Equal(aset, bset) {
+			t.Fatalf("%s: same seed gave different runs", c.name)
+		}
+		if slices.Equal(aset, cset) {
+			t.Fatalf("%s: different seeds kept the same active set", c.name)
+		}
+		if s := mustNew(t, spec, k, 7).Spec(); s != c.wantSpec {
+			t.Fatalf("spec %q, want %q", s, c.wantSpec)
+		}
 	}
 }
 
@@ -311,13 +320,22 @@ func TestRoundPanicsOnInvalidLabel(t *testing.T) {
 func TestLearnerSpecs(t *testing.T) {
 	k := mustKernel(t, "linear")
 	for spec, want := range map[string]string{
-		"perceptron":          "perceptron:max=0",
-		"forgetron:budget=50": "forgetron:budget=50",
-		"CKS:beta=0.5":        "cks:beta=0.5,budget=100",
-		"spa:lambda=0.50":     "spa:lambda=0.5,max=0",
-		"pa1":                 "pa1:c=1,max=0",
+		"perceptron":                     "perceptron:max=0",
+		"forgetron:budget=50":            "forgetron:budget=50",
+		"CKS:beta=0.5":                   "cks:beta=0.5,budget=100",
+		"spa:lambda=0.50":                "spa:lambda=0.5,max=0",
+		"pa1":                            "pa1:c=1,max=0",
+		"sop":                            "sop:a=1,max=0",
+		"SOP:a=2.50":                     "sop:a=2.5,max=0",
+		"lbsop:budget=50":                "lbsop:a=1,budget=50",
+		"rbsop:budget=5,a=0.1":           "rbsop:a=0.1,budget=5,seed=7",
+		"tighter0":                       "tighter0:budget=100",
+		"tighter:budget=20":              "tighter:budget=20,seed=7,validation=20",
+		"tighter:validation=5,budget=10": "tighter:budget=10,seed=7,validation=5",
+		"tighter:seed=3":                 "tighter:budget=100,seed=3,validation=100",
+		"tightest":                       "tightest:budget=100",
 	} {
-		if got := mustNew(t, spec, k, 1).Spec(); got != want {
+		if got := mustNew(t, spec, k, 7).Spec(); got != want {
 			t.Errorf("New(%q).Spec() = %q, want %q", spec, got, want)
 		}
 	}
@@ -331,6 +349,17 @@ func TestLearnerSpecs(t *testing.T) {
 		"forgetron:budget=1.5":   "not an integer",
 		"rbp:seed=-3":            "not a non-negative integer",
 		"cks:budget=10,beta=inf": "not a finite number",
+		"sop:a=0":                "out of range",
+		"sop:a=-1":               "out of range",
+		"sop:budget=10":          "unknown parameter budget",
+		"lbsop:budget=0":         "out of range",
+		"rbsop:a=nan":            "not a finite number",
+		"lbsop:seed=3":           "unknown parameter seed",
+		"rbsop:budget=10,a=":     "not key=value",
+		"tighter:validation=0":   "out of range",
+		"tighter0:validation=3":  "unknown parameter validation",
+		"tighter0:seed=3":        "unknown parameter seed",
+		"tightest:seed=1":        "unknown parameter seed",
 	} {
 		_, err := New(spec, k, 1)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -344,7 +373,8 @@ func TestLearnerSpecs(t *testing.T) {
 			t.Errorf("%s: undocumented", info.Name)
 		}
 	}
-	for _, n := range []string{"perceptron", "stoptron", "cks", "forgetron", "rbp", "lbp", "spa", "pa1"} {
+	for _, n := range []string{"perceptron", "stoptron", "cks", "forgetron", "rbp", "lbp", "spa", "pa1", "projectron", "projectron++",
+		"tighter0", "tighter", "tightest", "sop", "rbsop", "lbsop"} {
 		if !names[n] {
 			t.Errorf("learner %s not registered", n)
 		}

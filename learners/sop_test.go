@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/rng"
@@ -351,50 +350,6 @@ func TestSOPWithLargeAIsThePerceptron(t *testing.T) {
 	}
 }
 
-func TestLBSOPKeepsTheMostRecentMistakes(t *testing.T) {
-	xs, ys := stream(34, 1500)
-	l := mustNew(t, "lbsop:budget=25", mustKernel(t, "rbf:gamma=0.5"), 1)
-	var mistakes []uint64
-	for i := range xs {
-		if l.Round(xs[i], ys[i]).Updated {
-			mistakes = append(mistakes, uint64(i+1))
-		}
-		want := mistakes[max(0, len(mistakes)-25):]
-		if got := l.(*model).sv.born; !slices.Equal(got, want) {
-			t.Fatalf("round %d: active set born at %v, want the last 25 mistakes %v", i, got, want)
-		}
-	}
-	if len(mistakes) < 100 {
-		t.Fatalf("only %d mistakes: the test proves little", len(mistakes))
-	}
-}
-
-func TestRBSOPIsReproducibleFromItsSeed(t *testing.T) {
-	xs, ys := stream(35, 1500)
-	k := mustKernel(t, "rbf:gamma=0.5")
-	run := func(spec string, seed uint64) ([]float64, []uint64) {
-		l := mustNew(t, spec, k, seed)
-		var ms []float64
-		for i := range xs {
-			ms = append(ms, l.Round(xs[i], ys[i]).Margin)
-		}
-		return ms, slices.Clone(l.(*model).sv.born)
-	}
-	a, aset := run("rbsop:budget=20", 1)
-	b, bset := run("rbsop:budget=20", 1)
-	_, cset := run("rbsop:budget=20", 2)
-	d, _ := run("rbsop:budget=20,seed=1", 99) // the spec's seed wins
-	if !slices.Equal(a, b) || !slices.Equal(a, d) || !slices.Equal(aset, bset) {
-		t.Fatal("same seed gave different runs")
-	}
-	if slices.Equal(aset, cset) {
-		t.Fatal("different seeds kept the same active set")
-	}
-	if s := mustNew(t, "rbsop:budget=20", k, 7).Spec(); s != "rbsop:a=1,budget=20,seed=7" {
-		t.Fatalf("spec %q does not record the seed", s)
-	}
-}
-
 // maxRelDiff returns max |got − want| / max |want| over the entries.
 func maxRelDiff(got, want [][]float64) float64 {
 	diff, scale := 0.0, 0.0
@@ -512,43 +467,6 @@ func TestCholeskyInverse(t *testing.T) {
 	s.rebuild(l)
 	if d := maxRelDiff(denseM(s, len(xs)), inverse(regularizedGram(k, xs, 0.7))); d > 1e-12 {
 		t.Fatalf("rebuilt M off by %.1e", d)
-	}
-}
-
-func TestSOPSpecs(t *testing.T) {
-	k := mustKernel(t, "linear")
-	for spec, want := range map[string]string{
-		"sop":                  "sop:a=1,max=0",
-		"SOP:a=2.50":           "sop:a=2.5,max=0",
-		"lbsop:budget=50":      "lbsop:a=1,budget=50",
-		"rbsop:budget=5,a=0.1": "rbsop:a=0.1,budget=5,seed=1",
-	} {
-		if got := mustNew(t, spec, k, 1).Spec(); got != want {
-			t.Errorf("New(%q).Spec() = %q, want %q", spec, got, want)
-		}
-	}
-	for spec, want := range map[string]string{
-		"sop:a=0":            "out of range",
-		"sop:a=-1":           "out of range",
-		"sop:budget=10":      "unknown parameter budget",
-		"lbsop:budget=0":     "out of range",
-		"rbsop:a=nan":        "not a finite number",
-		"lbsop:seed=3":       "unknown parameter seed",
-		"rbsop:budget=10,a=": "not key=value",
-	} {
-		_, err := New(spec, k, 1)
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("New(%q) = %v, want error containing %q", spec, err, want)
-		}
-	}
-	names := map[string]bool{}
-	for _, info := range Available() {
-		names[info.Name] = true
-	}
-	for _, n := range []string{"sop", "rbsop", "lbsop"} {
-		if !names[n] {
-			t.Errorf("learner %s not registered", n)
-		}
 	}
 }
 

@@ -195,29 +195,6 @@ func TestTighterReservoirIsUniform(t *testing.T) {
 	}
 }
 
-func TestTighterSpecs(t *testing.T) {
-	k := mustKernel(t, "linear")
-	for spec, want := range map[string]string{
-		"tighter0":                       "tighter0:budget=100",
-		"tighter:budget=20":              "tighter:budget=20,seed=7,validation=20",
-		"tighter:validation=5,budget=10": "tighter:budget=10,seed=7,validation=5",
-		"tighter:seed=3":                 "tighter:budget=100,seed=3,validation=100",
-	} {
-		if got := mustNew(t, spec, k, 7).Spec(); got != want {
-			t.Errorf("New(%q).Spec() = %q, want %q", spec, got, want)
-		}
-	}
-	for spec, want := range map[string]string{
-		"tighter:validation=0":  "out of range",
-		"tighter0:validation=3": "unknown parameter validation",
-		"tighter0:seed=3":       "unknown parameter seed",
-	} {
-		if _, err := New(spec, k, 1); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("New(%q) = %v, want error containing %q", spec, err, want)
-		}
-	}
-}
-
 func TestTighterRejectsInconsistentReservoir(t *testing.T) {
 	xs, ys := stream(32, 100)
 	l := mustNew(t, "tighter:budget=5,validation=10", mustKernel(t, "rbf:gamma=0.5"), 1)

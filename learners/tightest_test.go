@@ -480,15 +480,6 @@ func TestTightestRejectsInvalidCounts(t *testing.T) {
 	}
 }
 
-func TestTightestSpecs(t *testing.T) {
-	if got := mustNew(t, "tightest", mustKernel(t, "linear"), 1).Spec(); got != "tightest:budget=100" {
-		t.Fatalf("spec %q", got)
-	}
-	if _, err := New("tightest:seed=1", mustKernel(t, "linear"), 1); err == nil {
-		t.Fatal("tightest accepted a seed")
-	}
-}
-
 // BenchmarkTightestRoundFullBudget is BenchmarkRoundFullBudget for
 // Tightest: one steady-state round at B = 100.
 func BenchmarkTightestRoundFullBudget(b *testing.B) {
