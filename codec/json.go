@@ -109,16 +109,13 @@ func (d *jsonDecoder) record() (Example, *Error) {
 			if err != nil {
 				return ex, err
 			}
-			d.skipWS()
-			if c := d.peek(); c == ',' {
-				d.i++
-				d.skipWS()
-				continue
-			} else if c == '}' {
-				d.i++
+			more, err := d.afterMember()
+			if err != nil {
+				return ex, err
+			}
+			if !more {
 				break
 			}
-			return ex, d.unexpected("',' or '}'")
 		}
 	}
 	d.skipWS()
@@ -269,17 +266,26 @@ func (d *jsonDecoder) featureObject() (sorted bool, err *Error) {
 			sorted = false
 		}
 		ents = append(ents, entry{idx, v})
-		d.skipWS()
-		if c := d.peek(); c == ',' {
-			d.i++
-			d.skipWS()
-			continue
-		} else if c == '}' {
-			d.i++
-			return sorted, nil
+		if more, err := d.afterMember(); err != nil || !more {
+			return sorted, err
 		}
-		return sorted, d.unexpected("',' or '}'")
 	}
+}
+
+// afterMember consumes what follows an object member: ',' (more members,
+// reported true) or '}' (the end of the object).
+func (d *jsonDecoder) afterMember() (more bool, err *Error) {
+	d.skipWS()
+	switch d.peek() {
+	case ',':
+		d.i++
+		d.skipWS()
+		return true, nil
+	case '}':
+		d.i++
+		return false, nil
+	}
+	return false, d.unexpected("',' or '}'")
 }
 
 func (d *jsonDecoder) featureArray() *Error {
