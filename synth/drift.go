@@ -10,6 +10,24 @@ import (
 // reads it to find where the concept changed.
 const SegmentHeader = "streamlearner.segment"
 
+// ShiftsSuffix is appended to a generated LIBSVM file's name to name its
+// sidecar, a [ShiftsFile] in JSON.
+const ShiftsSuffix = ".shifts.json"
+
+// ShiftsFile is the sidecar that tells an evaluation where a generated
+// file's concept changed, written as
+//
+//	{"generator":"sea","n":50000,"shifts":[12500,25000,37500],
+//	 "segments":[{"start":0,"concept":"theta=8"},...]}
+//
+// with the meaning of [Stream]'s fields; shifts is [] when there is none.
+type ShiftsFile struct {
+	Generator string        `json:"generator"`
+	N         int64         `json:"n"`
+	Shifts    []int64       `json:"shifts"`
+	Segments  []SegmentInfo `json:"segments"`
+}
+
 // SegmentInfo describes one concept of a drifting stream.
 type SegmentInfo struct {
 	// Start is where the concept takes over: the position of its first
