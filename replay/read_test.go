@@ -1,8 +1,8 @@
 package replay
 
 import (
-	"context"
 	"compress/gzip"
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
