@@ -17,7 +17,8 @@
 //     Offsets are reported beside rounds.
 //   - A shift is the round of the first record of a new segment: the
 //     first record at or past a known shift offset, or the first record
-//     whose segment header differs from its predecessor's.
+//     whose segment header is higher than any before it (in a gradual
+//     drift, where the new concept first appears).
 //   - Recovery after a shift is the number of records from the shift until
 //     the mistake rate over the last RecoveryWindow labeled post-shift
 //     records is back within Tolerance of the pre-shift level (the

@@ -49,8 +49,9 @@ type Config struct {
 	// ShiftOffsets are known shift offsets (in the partition's offsets);
 	// a shift is marked at the first record at or past each one.
 	ShiftOffsets []int64
-	// ShiftsFromSegments marks a shift wherever a record's segment differs
-	// from its predecessor's (records without a segment are never shifts).
+	// ShiftsFromSegments marks a shift at the first record of each new
+	// segment: one whose segment number is higher than any before it
+	// (records without a segment are never shifts).
 	ShiftsFromSegments bool
 }
 
@@ -129,7 +130,7 @@ type Stream struct {
 	bad         map[string]int64
 	shifts      []Shift
 	nextShift   int // index into cfg.ShiftOffsets
-	lastSegment int
+	maxSegment  int
 }
 
 // Shift is a known change point.
@@ -146,7 +147,7 @@ func NewStream(cfg Config, partition int) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Stream{cfg: cfg, partition: partition, firstOffset: -1, lastOffset: -1, lastSegment: -1, bad: map[string]int64{}}
+	s := &Stream{cfg: cfg, partition: partition, firstOffset: -1, lastOffset: -1, maxSegment: -1, bad: map[string]int64{}}
 	seed := cfg.Seed + uint64(partition)
 	for _, spec := range cfg.Learners {
 		l, err := learners.New(spec, cfg.Kernel, seed)
@@ -212,10 +213,13 @@ func (s *Stream) Play(recs []Record) {
 			shift = round > 0 // a shift before the first record is no change
 		}
 		if s.cfg.ShiftsFromSegments && r.Segment >= 0 {
-			if s.lastSegment >= 0 && r.Segment != s.lastSegment {
+			// Segments only grow: a gradual drift mixes records of the old
+			// and the new segment, and its shift is where the new one first
+			// appears, not every switch back and forth.
+			if s.maxSegment >= 0 && r.Segment > s.maxSegment {
 				shift = true
 			}
-			s.lastSegment = r.Segment
+			s.maxSegment = max(s.maxSegment, r.Segment)
 		}
 		if shift {
 			marks[i] = true

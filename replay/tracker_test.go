@@ -132,7 +132,7 @@ func TestStreamSegmentsFromHeadersBadAndUnlabeledRecords(t *testing.T) {
 	if l.Labeled != 19 || l.Rounds != 20 || l.Seed != 1+3 {
 		t.Fatalf("labeled %d rounds %d seed %d", l.Labeled, l.Rounds, l.Seed)
 	}
-	if l.Segments[0].Segment != 4 || l.Segments[1].Segment != 5 || l.Segments[0].Labeled != 9 {
+	if l.Segments[0].Segment != 4 || l.Segments[1].Segment != 5 || l.Segments[0].Labeled != 9 || l.Segments[1].Rounds != 10 {
 		t.Fatalf("segments %+v", l.Segments)
 	}
 }
