@@ -8,12 +8,12 @@ import (
 // at or after it and before the next known point (and within maxDelay rounds if maxDelay > 0);
 // detections not matched to any known point are false alarms.
 type Match struct {
-	Known       []int64 // known change points (positions in the stream, 0-based round index), sorted, without repeats
-	Detected    []int64 // detections, sorted
-	Delays      []int64 // per known point: rounds from the known point to its detection, -1 if missed
-	FalseAlarms int
-	Missed      int
-	MeanDelay   float64 // over detected known points; 0 if none
+	Known       []int64 `json:"known"`        // known change points (positions in the stream, 0-based round index), sorted, without repeats
+	Detected    []int64 `json:"detected"`     // detections, sorted
+	Delays      []int64 `json:"delays"`       // per known point: rounds from the known point to its detection, -1 if missed
+	FalseAlarms int     `json:"false_alarms"` // detections matched to no known point
+	Missed      int     `json:"missed"`       // known points never detected
+	MeanDelay   float64 `json:"mean_delay"`   // over detected known points; 0 if none
 }
 
 // Evaluate matches detections to known change points as Match describes.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/rng"
 	"github.com/streamlearner/streamlearner/sparse"
 )
 
@@ -192,5 +193,44 @@ func TestConfigValidate(t *testing.T) {
 		if err := c.withDefaults().Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
+	}
+}
+
+func TestDetectorsFindTheShiftOfAFrozenModel(t *testing.T) {
+	// A Stoptron with budget 1 keeps its first support vector (+1) for
+	// ever: 10 % mistakes (the label noise) before the shift at round
+	// 3000, 90 % after. Every detector must see it.
+	src := rng.New(7, 1)
+	var recs []Record
+	for i := range 6000 {
+		y := 1
+		if i >= 3000 {
+			y = -1
+		}
+		if i > 0 && src.Float64() < 0.1 {
+			y = -y
+		}
+		recs = append(recs, one(int64(i), y))
+	}
+	cfg := Config{Learners: []string{"stoptron:budget=1"}, Kernel: linear(t), ShiftOffsets: []int64{3000}}
+	s, err := NewStream(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Play(recs)
+	l := s.Report().Learners[0]
+	if len(l.Detectors) != 3 {
+		t.Fatalf("%d detectors, want the three defaults", len(l.Detectors))
+	}
+	for _, d := range l.Detectors {
+		if d.Missed != 0 || len(d.Delays) != 1 || d.Delays[0] < 0 || d.Delays[0] > 300 {
+			t.Errorf("%s: missed %d, delays %v (detections %v)", d.Name, d.Missed, d.Delays, d.Detected)
+		}
+	}
+	if r := l.Recovery[0]; r.Records != nil {
+		t.Errorf("a frozen model recovered after %d records", *r.Records)
+	}
+	if seg := l.Segments; seg[0].MistakeRate > 0.13 || seg[1].MistakeRate < 0.87 {
+		t.Errorf("segment rates %v and %v, want about 0.1 and 0.9", seg[0].MistakeRate, seg[1].MistakeRate)
 	}
 }
