@@ -104,6 +104,24 @@ func (r Recovery) MarshalJSON() ([]byte, error) {
 	}{plain(r), pre})
 }
 
+// UnmarshalJSON reads what MarshalJSON writes (null: NaN).
+func (r *Recovery) UnmarshalJSON(b []byte) error {
+	type plain Recovery
+	var v struct {
+		plain
+		PreRate *float64 `json:"pre_rate"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = Recovery(v.plain)
+	r.PreRate = math.NaN()
+	if v.PreRate != nil {
+		r.PreRate = *v.PreRate
+	}
+	return nil
+}
+
 // DetectorReport is what one drift detector made of a learner's mistakes.
 type DetectorReport struct {
 	Name string `json:"name"`

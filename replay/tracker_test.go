@@ -170,7 +170,7 @@ func TestBatchingDoesNotChangeTheReport(t *testing.T) {
 	}
 }
 
-func TestRecoveryJSONWritesNullForUndefinedPreRate(t *testing.T) {
+func TestRecoveryJSONRoundTripsAnUndefinedPreRateAsNull(t *testing.T) {
 	n := int64(7)
 	b, err := json.Marshal([]Recovery{{ShiftRound: 3, PreRate: math.NaN()}, {ShiftRound: 9, PreRate: 0.25, Records: &n}})
 	if err != nil {
@@ -178,6 +178,13 @@ func TestRecoveryJSONWritesNullForUndefinedPreRate(t *testing.T) {
 	}
 	if got, want := string(b), `[{"shift_round":3,"records":null,"pre_rate":null},{"shift_round":9,"records":7,"pre_rate":0.25}]`; got != want {
 		t.Fatalf("got %s\nwant %s", got, want)
+	}
+	var back []Recovery
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back) != 2 || !math.IsNaN(back[0].PreRate) || back[1].PreRate != 0.25 || *back[1].Records != 7 || back[1].ShiftRound != 9 {
+		t.Fatalf("read back %+v", back)
 	}
 }
 
