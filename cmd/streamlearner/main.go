@@ -23,6 +23,7 @@ type cli struct {
 	Broker     brokerCmd     `cmd:"" help:"Run a development Kafka broker (embedded, 127.0.0.1 only)."`
 	Produce    produceCmd    `cmd:"" help:"Load a LIBSVM or JSON file into a topic as JSON records."`
 	Tail       tailCmd       `cmd:"" help:"Follow a prediction topic with running and windowed accuracy."`
+	Replay     replayCmd     `cmd:"" help:"Replay a topic through several learners side by side: mistake rates per segment between shifts, recovery, drift detectors, a plot."`
 	Checkpoint checkpointCmd `cmd:"" help:"Look at stored partition models."`
 	Eval       evalCmd       `cmd:"" help:"Run learners over a data file, predict-then-learn, and report mistake rate, support size, test accuracy and speed."`
 	Gen        genCmd        `cmd:"" help:"Generate the papers' synthetic data sets as LIBSVM files."`
