@@ -150,7 +150,7 @@ func (s *genSink) emit(ctx context.Context, out io.Writer, g genStream) error {
 		return nil
 	case s.Out != "":
 		if err := writeFile(s.Out, g.writeLIBSVM); err != nil {
-			return err
+			return fmt.Errorf("gen: %w", err)
 		}
 		side, err := json.Marshal(g.sidecar())
 		if err != nil {
@@ -160,7 +160,7 @@ func (s *genSink) emit(ctx context.Context, out io.Writer, g genStream) error {
 			_, err := w.Write(append(side, '\n'))
 			return err
 		}); err != nil {
-			return err
+			return fmt.Errorf("gen: %w", err)
 		}
 		fmt.Fprintln(os.Stderr, g.summary(s.Out))
 		return nil
@@ -199,20 +199,18 @@ func (s *genSink) produce(ctx context.Context, g genStream) error {
 	return nil
 }
 
-// writeFile creates path and fills it with write.
+// writeFile creates path and fills it with write, reporting the first
+// error of creating, writing or closing.
 func writeFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
-		return fmt.Errorf("gen: %w", err)
+		return err // names the path
 	}
 	if err := write(f); err != nil {
 		f.Close()
-		return fmt.Errorf("gen: %s: %w", path, err)
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("gen: %w", err)
-	}
-	return nil
+	return f.Close()
 }
 
 type genGaussCmd struct {

@@ -126,17 +126,3 @@ func writeReplay(out io.Writer, rep replay.Report, reportPath, plotPath string) 
 	}
 	return nil
 }
-
-// writeFile creates path and writes it with write, reporting the first
-// error of writing or closing.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
