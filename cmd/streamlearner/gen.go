@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strconv"
 	"strings"
@@ -172,6 +173,20 @@ func (s *genSink) emit(ctx context.Context, out io.Writer, g genStream) error {
 	return nil
 }
 
+// messages are the stream's records as JSON examples, each with its
+// segment header.
+func (g *genStream) messages() iter.Seq2[feed.Message, error] {
+	return func(yield func(feed.Message, error) bool) {
+		for i := range g.len() {
+			ex, seg := g.record(i)
+			h := []kafka.Header{{Key: synth.SegmentHeader, Value: strconv.AppendInt(nil, int64(seg), 10)}}
+			if !yield(feed.Message{Example: ex, Headers: h}, nil) {
+				return
+			}
+		}
+	}
+}
+
 func (s *genSink) produce(ctx context.Context, g genStream) error {
 	var balancer kafka.Balancer = feed.OnePartition
 	if s.Spread {
@@ -180,19 +195,10 @@ func (s *genSink) produce(ctx context.Context, g genStream) error {
 	n := g.len()
 	bar := progress.New(os.Stderr, "gen "+g.generator)
 	defer bar.Done()
-	records := func(yield func(feed.Message, error) bool) {
-		for i := range n {
-			ex, seg := g.record(i)
-			h := []kafka.Header{{Key: synth.SegmentHeader, Value: strconv.AppendInt(nil, int64(seg), 10)}}
-			if !yield(feed.Message{Example: ex, Headers: h}, nil) {
-				return
-			}
-		}
-	}
 	sent, err := feed.ProduceExamples(ctx, feed.WriterConfig{
 		Conn: s.withBrokers(s.Brokers), Topic: s.Topic, Rate: s.Rate, Balancer: balancer, AutoCreateTopic: s.AutoCreate,
 		Progress: func(sent int64) { bar.Update(sent, int64(n)) },
-	}, records)
+	}, g.messages())
 	if err != nil {
 		return fmt.Errorf("gen: %d of %d records sent: %w", sent, n, err)
 	}
