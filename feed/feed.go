@@ -129,6 +129,11 @@ type WriterConfig struct {
 	// AutoCreateTopic creates the topic if missing (with the broker's
 	// default partition count). Default false.
 	AutoCreateTopic bool
+	// MaxBatchBytes bounds one produce request's record batch. Default
+	// 1 MiB, just under Kafka's default message.max.bytes (1,048,588):
+	// brokers refuse a larger batch whole, which wide records (a few KB
+	// each, dense data) reach long before BatchSize records.
+	MaxBatchBytes int
 	// Progress, if set, is called now and then with the records sent.
 	Progress func(sent int64)
 }
@@ -164,10 +169,13 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 	if balancer == nil {
 		balancer = &kafka.RoundRobin{}
 	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = 1 << 20
+	}
 	w := &kafka.Writer{
 		Addr: kafka.TCP(cfg.Conn.Brokers...), Topic: cfg.Topic, Balancer: balancer,
 		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 1000,
-		BatchBytes: 16 << 20, AllowAutoTopicCreation: cfg.AutoCreateTopic, Transport: transport,
+		BatchBytes: int64(cfg.MaxBatchBytes), AllowAutoTopicCreation: cfg.AutoCreateTopic, Transport: transport,
 	}
 	defer w.Close()
 
@@ -179,7 +187,7 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 			return nil
 		}
 		if err := w.WriteMessages(ctx, batch...); err != nil {
-			return fmt.Errorf("produce to %s: %w", cfg.Topic, err)
+			return fmt.Errorf("produce to %s: %w", cfg.Topic, summarize(err))
 		}
 		sent += int64(len(batch))
 		batch = batch[:0]
@@ -213,6 +221,21 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 		}
 	}
 	return sent, flush()
+}
+
+// summarize shortens kafka-go's per-message errors, which repeat one
+// cause for each of up to a thousand records, to a count and the first.
+func summarize(err error) error {
+	var we kafka.WriteErrors
+	if !errors.As(err, &we) {
+		return err
+	}
+	for _, e := range we {
+		if e != nil {
+			return fmt.Errorf("%d of %d records refused, the first: %w", we.Count(), len(we), e)
+		}
+	}
+	return err
 }
 
 // jsonField returns the raw text of a top-level field of a JSON record

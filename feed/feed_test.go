@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,37 @@ func TestProduceExamplesKeepsOrderOnOnePartition(t *testing.T) {
 	stop()
 	if _, err := ProduceExamples(cctx, WriterConfig{Conn: conn, Topic: "drift"}, msgs); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+func TestProduceExamplesSplitsWideRecordsUnderTheBrokerLimit(t *testing.T) {
+	// 1000 records of about 20 KB: one batch would be 20 MB, far over the
+	// broker's 1 MiB; the writer must send them in batches it accepts.
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"wide"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	idx := make([]uint32, 1500)
+	val := make([]float64, 1500)
+	for i := range idx {
+		idx[i], val[i] = uint32(i+1), 0.123456789+float64(i)
+	}
+	msgs := func(yield func(Message, error) bool) {
+		for range 1000 {
+			if !yield(Message{Example: codec.Example{Label: "1", X: sparse.Vector{Idx: idx, Val: val}}}, nil) {
+				return
+			}
+		}
+	}
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	n, err := ProduceExamples(context.Background(), WriterConfig{Conn: conn, Topic: "wide", Balancer: OnePartition}, msgs)
+	if err != nil || n != 1000 {
+		t.Fatalf("sent %d: %v", n, err)
+	}
+	// With a batch limit above the broker's, the refusal is one short line.
+	_, err = ProduceExamples(context.Background(), WriterConfig{Conn: conn, Topic: "wide", Balancer: OnePartition, MaxBatchBytes: 64 << 20}, msgs)
+	if err == nil || !strings.Contains(err.Error(), "records refused, the first:") || len(err.Error()) > 400 {
+		t.Fatalf("over-limit batch: %v", err)
 	}
 }
