@@ -60,6 +60,26 @@ type supportSet struct {
 	free   []int
 
 	scatter []float64 // dense copy of the query, all zero between uses
+
+	// exps remembers recent RBF exponentials by the exact bits of their
+	// argument: on data with few distinct distances (binary features) most
+	// of a row's exponentials repeat. A row in which fewer than a quarter
+	// repeat turns it off for the next expMemoRest rows. It only returns
+	// what math.Exp returned for the same argument, so it changes no bit.
+	exps    *expMemo
+	expSkip int
+}
+
+const (
+	expMemoBits = 8
+	expMemoRest = 64
+)
+
+// expMemo is a direct-mapped table of exp(a): key is ^bits(a), so that
+// the zero entry matches no argument but a NaN, which never hits.
+type expMemo [1 << expMemoBits]struct {
+	key uint64
+	val float64
 }
 
 func (s *supportSet) len() int { return len(s.x) }
@@ -86,12 +106,38 @@ func (s *supportSet) row(q query, out []float64) []float64 {
 		// Kernel.value for this kernel, spelled out so that the loop has no
 		// call and no switch: the same operations in the same order, so
 		// the same bits.
+		if s.expSkip > 0 {
+			s.expSkip--
+			for j, dot := range out {
+				d := q.norm + s.norm[j] - 2*dot
+				if d < 0 {
+					d = 0
+				}
+				out[j] = math.Exp(-k.Gamma * d)
+			}
+			return out
+		}
+		if s.exps == nil {
+			s.exps = new(expMemo)
+		}
+		hits := 0
 		for j, dot := range out {
 			d := q.norm + s.norm[j] - 2*dot
 			if d < 0 {
 				d = 0
 			}
-			out[j] = math.Exp(-k.Gamma * d)
+			a := -k.Gamma * d
+			e := &s.exps[(math.Float64bits(a)*0x9e3779b97f4a7c15)>>(64-expMemoBits)]
+			if e.key == ^math.Float64bits(a) && a == a {
+				out[j] = e.val
+				hits++
+				continue
+			}
+			e.key, e.val = ^math.Float64bits(a), math.Exp(a)
+			out[j] = e.val
+		}
+		if hits < len(out)/4 {
+			s.expSkip = expMemoRest
 		}
 		return out
 	}

@@ -89,3 +89,36 @@ func TestSupportLayoutsGiveEvalBits(t *testing.T) {
 		}
 	}
 }
+
+// TestExpMemoGivesExpBits: on binary features the RBF row takes most of
+// its exponentials from the memo, and every value is still math.Exp's.
+func TestExpMemoGivesExpBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	bin := func() sparse.Vector {
+		d := make([]float64, 30)
+		for i := range d {
+			if r.IntN(3) == 0 {
+				d[i] = 1
+			}
+		}
+		return sparse.FromDense(d)
+	}
+	k := mustKernel(t, "rbf:gamma=0.3")
+	s := supportSet{kern: k}
+	for i := range 200 {
+		s.add(s.newQuery(bin()), 1, 1, uint64(i))
+	}
+	var row []float64
+	for range 100 {
+		q := bin()
+		row = s.row(s.newQuery(q), row)
+		for j := range row {
+			if e := k.Eval(q, s.x[j]); !sameBits(row[j], e) {
+				t.Fatalf("row[%d] = %v, Eval %v", j, row[j], e)
+			}
+		}
+	}
+	if s.exps == nil || s.expSkip != 0 {
+		t.Fatalf("the memo is not in use on binary data (skip %d)", s.expSkip)
+	}
+}
