@@ -18,6 +18,7 @@ import (
 var version = "dev"
 
 type cli struct {
+	Bench      benchCmd      `cmd:"" help:"Measure the service end to end on the embedded broker: records/s, CPU per record and memory, learning beside pass-through."`
 	Demo       demoCmd       `cmd:"" help:"A one-command demo: embedded broker, a stream, the service with checkpoints, live progress; leaves nothing running."`
 	Run        runCmd        `cmd:"" help:"Serve as a consumer-group member: predict, then learn, each record of the input topic; emit predictions."`
 	Broker     brokerCmd     `cmd:"" help:"Run a development Kafka broker (embedded, 127.0.0.1 only)."`
