@@ -60,7 +60,11 @@ func (r Report) WritePlot(w io.Writer, partition int, format string) error {
 		for j, t := range l.Trace {
 			rates[j] = plotter.XY{X: float64(t.Round), Y: t.WindowRate}
 			sizes[j] = plotter.XY{X: float64(t.Round), Y: float64(t.Support)}
-			maxRate = max(maxRate, t.WindowRate)
+			// The first rounds' rates (1 after one mistake) would squash
+			// the rest of the plot: scale to the rates of full windows.
+			if t.Round >= int64(r.Window) || pr.Rounds < int64(2*r.Window) {
+				maxRate = max(maxRate, t.WindowRate)
+			}
 			maxSupport = max(maxSupport, float64(t.Support))
 		}
 		for _, s := range []struct {

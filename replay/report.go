@@ -173,8 +173,10 @@ func (s *Stream) Report() PartitionReport {
 			}
 		}
 		for d, det := range ln.dets {
-			lr.Detectors = append(lr.Detectors, DetectorReport{Name: det.Name(), Spec: s.cfg.Detectors[d],
-				Match: drift.Evaluate(known, slices.Clone(ln.detected[d]), s.cfg.MaxDelay)})
+			m := drift.Evaluate(known, ln.detected[d], s.cfg.MaxDelay)
+			// Empty lists, not nulls, for the readers of the JSON report.
+			m.Known, m.Detected = nonNil(m.Known), nonNil(m.Detected)
+			lr.Detectors = append(lr.Detectors, DetectorReport{Name: det.Name(), Spec: s.cfg.Detectors[d], Match: m})
 		}
 		if lr.Detectors == nil {
 			lr.Detectors = []DetectorReport{}
@@ -182,6 +184,13 @@ func (s *Stream) Report() PartitionReport {
 		pr.Learners = append(pr.Learners, lr)
 	}
 	return pr
+}
+
+func nonNil(xs []int64) []int64 {
+	if xs == nil {
+		return []int64{}
+	}
+	return xs
 }
 
 // Assemble builds the report of a replay from its streams' reports.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/learners"
@@ -239,5 +240,22 @@ func TestDetectorsFindTheShiftOfAFrozenModel(t *testing.T) {
 	}
 	if seg := l.Segments; seg[0].MistakeRate > 0.13 || seg[1].MistakeRate < 0.87 {
 		t.Errorf("segment rates %v and %v, want about 0.1 and 0.9", seg[0].MistakeRate, seg[1].MistakeRate)
+	}
+}
+
+func TestReportWritesEmptyListsNotNulls(t *testing.T) {
+	s, err := NewStream(Config{Learners: []string{"perceptron"}, Kernel: linear(t), Detectors: []string{"ddm"}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Play(flipStream()[:5])
+	b, err := json.Marshal(s.Report())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"shifts":[]`, `"recovery":[]`, `"known":[]`, `"detected":[]`, `"delays":[]`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("report lacks %s: %s", want, b)
+		}
 	}
 }
