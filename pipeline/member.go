@@ -106,7 +106,7 @@ func Run(ctx context.Context, cfg Config) error {
 			ids = append(ids, a.ID)
 		}
 		cfg.Metrics.AssignedGauge.Set(float64(len(ids)))
-		cfg.Log.Info().Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
+		cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
 		for _, id := range ids {
 			w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
 			w.log = cfg.Log.With().Str("topic", cfg.Topic).Int("partition", id).Int32("generation", gen.ID).Logger()
@@ -121,7 +121,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// then the member leaves. Bound it: Close can hang on a dead broker.
 	closeWithin(cg, 2*cfg.ShutdownTimeout, cfg.Log)
 	cfg.Metrics.AssignedGauge.Set(0)
-	cfg.Log.Info().Msg("left group")
+	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Msg("left group")
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
 
@@ -352,5 +354,12 @@ func TestReadyFlipsWithRestoredPartitions(t *testing.T) {
 	stop()
 	if cfg.Metrics.Ready() || gaugeValue(cfg.Metrics.ReadyGauge) != 0 {
 		t.Fatal("still ready after leaving the group")
+	}
+	// The gauges of partitions it no longer serves are gone; no checkpoint
+	// series exist without checkpoints.
+	for name, g := range map[string]*prometheus.GaugeVec{"support": cfg.Metrics.Support, "window": cfg.Metrics.WindowRate, "checkpoint time": cfg.Metrics.CheckpointTime} {
+		if n := testutil.CollectAndCount(g); n != 0 {
+			t.Errorf("%d %s series after leaving the group", n, name)
+		}
 	}
 }
