@@ -27,6 +27,7 @@ import (
 )
 
 type member struct {
+	ctx    context.Context // Run's: done once the member is leaving for good
 	cfg    *Config
 	dialer *kafka.Dialer
 	client *kafka.Client
@@ -50,7 +51,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	m := &member{cfg: &cfg, dialer: dialer, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, Timeout: 10 * time.Second}}
+	m := &member{ctx: ctx, cfg: &cfg, dialer: dialer, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, Timeout: 10 * time.Second}}
 	newWriter := func(topic string) *kafka.Writer {
 		return &kafka.Writer{
 			Addr:                   kafka.TCP(cfg.Conn.Brokers...),

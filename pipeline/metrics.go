@@ -8,14 +8,15 @@ import (
 // Metrics are the service's Prometheus series. Partition labels are the
 // input partition number.
 //
-// When a worker gives up its partition (revoke, shutdown), the partition's
-// gauges are deleted — support size, windowed mistake rate, lag and the
+// When a rebalance takes a partition from a worker, the partition's gauges
+// are deleted — support size, windowed mistake rate, lag and the
 // checkpoint gauges describe a model this member no longer holds, and a
 // stale copy would be double-counted beside the new owner's or, for the
-// checkpoint timestamp, look like a checkpoint that stopped. The
-// per-partition counters stay: they count what this member did, which
-// remains true, and deleting them would reset them at every (eager)
-// rebalance.
+// checkpoint timestamp, look like a checkpoint that stopped. At shutdown
+// they keep their last values, for callers that read them after Run
+// returns. The per-partition counters always stay: they count what this
+// member did, which remains true, and deleting them would reset them at
+// every (eager) rebalance.
 type Metrics struct {
 	Consumed      *prometheus.CounterVec // streamlearner_records_consumed_total{partition}
 	Predicted     *prometheus.CounterVec // streamlearner_records_predicted_total{partition}
@@ -96,7 +97,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// forget deletes the gauges of a partition this member no longer serves.
+// forget deletes the gauges of a partition a rebalance took away.
 func (m *Metrics) forget(partition string) {
 	for _, g := range []*prometheus.GaugeVec{m.Support, m.WindowRate, m.Lag, m.CheckpointBytes, m.CheckpointTime} {
 		g.DeleteLabelValues(partition)

@@ -79,7 +79,14 @@ func (w *worker) run(gctx context.Context) {
 	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Learner.Size()))
 	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Eval.WindowRate())
 	w.markDurable() // the model is what the store holds
-	defer mt.forget(w.label)
+	defer func() {
+		// Revoked in a rebalance: the gauges would describe a model held
+		// elsewhere now. Shutting down: keep the last values, for whoever
+		// reads them after Run returns; the process is leaving anyway.
+		if w.m.ctx.Err() == nil {
+			mt.forget(w.label)
+		}
+	}()
 	mt.ReadyGauge.Inc()
 	defer mt.ReadyGauge.Dec()
 
