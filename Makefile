@@ -27,10 +27,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLIBSVM$$' -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./learners/
 
-## bench: speed of every learner on a9a (B=100, rbf γ=0.01, parsing included) beside the C++ peer, steady-state rounds, decoding, and the service end to end beside a pass-through.
+## bench: every speed and memory target beside its measured value and ratio (scripts/bench.sh; raw outputs in out/bench; COUNT, E2E_RUNS, RSS_RECORDS=0 to skip the 10M-record memory run), then the other benchmarks.
 bench:
+	scripts/bench.sh
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./offline/
-	$(GO) test -run '^$$' -bench . ./learners/ ./codec/
 	$(GO) test -run '^$$' -bench EndToEnd -benchtime 3x ./pipeline/
 	$(GO) test -run '^$$' -bench Snapshot -benchtime 5x ./checkpoint/
 

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/json"
 	"strconv"
 	"testing"
 )
@@ -67,4 +68,24 @@ func BenchmarkAppendJSON(b *testing.B) {
 	for b.Loop() {
 		buf = AppendJSON(buf[:0], ex)
 	}
+}
+
+// BenchmarkAppendPrediction is the encoding of one prediction record, the
+// service's per-record output; beside it, json.Marshal of the same value.
+func BenchmarkAppendPrediction(b *testing.B) {
+	yes := true
+	p := Prediction{Topic: "in", Partition: 3, Offset: 1234567, Key: "", Predicted: -1, Margin: -0.4123456789012345, Label: 1, Mistake: &yes, Learner: "rbp:budget=100,seed=1", Support: 100, ModelSeq: 4321}
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		buf := make([]byte, 0, 512)
+		for b.Loop() {
+			buf, _ = AppendPrediction(buf[:0], &p)
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_, _ = json.Marshal(&p)
+		}
+	})
 }

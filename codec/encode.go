@@ -73,12 +73,17 @@ const hexDigits = "0123456789abcdef"
 
 // appendJSONString appends s as a JSON string. Bytes that are not UTF-8
 // become U+FFFD, as encoding/json writes them, so the output stays valid.
-func appendJSONString(dst []byte, s string) []byte {
+func appendJSONString(dst []byte, s string) []byte { return appendString(dst, s, false) }
+
+// appendString appends s as a JSON string; with asEncodingJSON it also
+// escapes <, >, & and U+2028, U+2029 the way encoding/json does by
+// default, so that its output is json.Marshal's byte for byte.
+func appendString(dst []byte, s string, asEncodingJSON bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf && !(asEncodingJSON && (c == '<' || c == '>' || c == '&')) {
 			i++
 			continue
 		}
@@ -109,6 +114,13 @@ func appendJSONString(dst []byte, s string) []byte {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, `\ufffd`...)
 			i++
+			start = i
+			continue
+		}
+		if asEncodingJSON && (r == '\u2028' || r == '\u2029') {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
 			start = i
 			continue
 		}

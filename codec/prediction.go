@@ -3,6 +3,8 @@ package codec
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 )
 
 // Prediction is what the service emits for one input record. Its Kafka key
@@ -29,17 +31,69 @@ type Prediction struct {
 // PredictionKey is the Kafka key of a prediction: topic/partition/offset of
 // its input record (topic names cannot contain '/').
 func PredictionKey(topic string, partition int32, offset int64) string {
-	return fmt.Sprintf("%s/%d/%d", topic, partition, offset)
+	b := make([]byte, 0, len(topic)+24)
+	b = append(b, topic...)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(partition), 10)
+	b = append(b, '/')
+	return string(strconv.AppendInt(b, offset, 10))
 }
 
-// AppendPrediction encodes p as one JSON object. The encoding is
-// deterministic: equal predictions give equal bytes.
+// AppendPrediction encodes p as one JSON object, exactly the bytes
+// json.Marshal(p) gives (the tests check it), written by hand because the
+// service encodes one per record and encoding/json's reflection cost as
+// much as a budget learner's round. The encoding is deterministic: equal
+// predictions give equal bytes. A NaN or infinite margin is an error, as
+// with encoding/json.
 func AppendPrediction(dst []byte, p *Prediction) ([]byte, error) {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return dst, fmt.Errorf("encode prediction: %w", err)
+	if math.IsNaN(p.Margin) || math.IsInf(p.Margin, 0) {
+		return dst, fmt.Errorf("encode prediction: margin %v is not a JSON number", p.Margin)
 	}
-	return append(dst, b...), nil
+	dst = append(dst, `{"topic":`...)
+	dst = appendString(dst, p.Topic, true)
+	dst = append(dst, `,"partition":`...)
+	dst = strconv.AppendInt(dst, int64(p.Partition), 10)
+	dst = append(dst, `,"offset":`...)
+	dst = strconv.AppendInt(dst, p.Offset, 10)
+	if p.Key != "" {
+		dst = append(dst, `,"key":`...)
+		dst = appendString(dst, p.Key, true)
+	}
+	dst = append(dst, `,"prediction":`...)
+	dst = strconv.AppendInt(dst, int64(p.Predicted), 10)
+	dst = append(dst, `,"margin":`...)
+	dst = appendFloatAsEncodingJSON(dst, p.Margin)
+	if p.Label != 0 {
+		dst = append(dst, `,"label":`...)
+		dst = strconv.AppendInt(dst, int64(p.Label), 10)
+	}
+	if p.Mistake != nil {
+		dst = append(dst, `,"mistake":`...)
+		dst = strconv.AppendBool(dst, *p.Mistake)
+	}
+	dst = append(dst, `,"learner":`...)
+	dst = appendString(dst, p.Learner, true)
+	dst = append(dst, `,"support":`...)
+	dst = strconv.AppendInt(dst, int64(p.Support), 10)
+	dst = append(dst, `,"model_seq":`...)
+	dst = strconv.AppendUint(dst, p.ModelSeq, 10)
+	return append(dst, '}'), nil
+}
+
+// appendFloatAsEncodingJSON writes a finite f as encoding/json does: the
+// shortest decimal that reads back to f, in exponent form only below 1e-6
+// or from 1e21 on, with a one-digit negative exponent unpadded.
+func appendFloatAsEncodingJSON(dst []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if n := len(dst); format == 'e' && n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+		dst[n-2] = dst[n-1]
+		dst = dst[:n-1]
+	}
+	return dst
 }
 
 // DecodePrediction parses a prediction written by AppendPrediction.

@@ -72,26 +72,82 @@ func Load(ctx context.Context, path string, opts Options) (*Set, error) {
 
 // Read is Load on an open reader.
 func Read(ctx context.Context, r io.Reader, opts Options) (*Set, error) {
+	s := &Set{}
+	err := scan(ctx, r, opts.Limits, func(line int, ex codec.Example) (bool, error) {
+		y, keep, err := opts.Labels.Map(ex.Label)
+		if err != nil {
+			return false, fmt.Errorf("line %d: %w", line, err)
+		}
+		if !keep {
+			s.Dropped++
+			return true, nil
+		}
+		s.X = append(s.X, ex.X)
+		s.Y = append(s.Y, y)
+		s.Dim = max(s.Dim, int(ex.X.MaxIndex()))
+		return opts.Limit <= 0 || len(s.X) < opts.Limit, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// RawSet is a loaded data set with its labels as they are in the file,
+// for constructions that choose their own binarization (such as the
+// chunks of synth.Chunks).
+type RawSet struct {
+	Path   string
+	X      []sparse.Vector
+	Labels []string // canonical label tokens (codec.CanonicalLabel); "" for an unlabeled record
+	Dim    int      // largest feature index seen
+}
+
+// Len is the number of examples.
+func (s *RawSet) Len() int { return len(s.X) }
+
+// LoadRaw reads a whole file keeping every record and its label token;
+// opts.Labels is not used, and opts.Limit keeps the first Limit records.
+func LoadRaw(ctx context.Context, path string, opts Options) (*RawSet, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("load data: %w", err)
+	}
+	defer f.Close()
+	s := &RawSet{Path: path}
+	err = scan(ctx, f, opts.Limits, func(_ int, ex codec.Example) (bool, error) {
+		s.X = append(s.X, ex.X)
+		s.Labels = append(s.Labels, ex.Label)
+		s.Dim = max(s.Dim, int(ex.X.MaxIndex()))
+		return opts.Limit <= 0 || len(s.X) < opts.Limit, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// scan decodes every record of r, gunzipping it if needed, and passes it
+// with its line number to fn until fn returns false or an error.
+func scan(ctx context.Context, r io.Reader, lim codec.Limits, fn func(line int, ex codec.Example) (more bool, err error)) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("gzip: %w", err)
+			return fmt.Errorf("gzip: %w", err)
 		}
 		defer zr.Close()
 		br = bufio.NewReaderSize(zr, 1<<16)
 	}
-	lim := opts.Limits
 	lim.AllowEmpty = true
 	if lim.MaxBytes == 0 {
 		lim.MaxBytes = maxLine
 	}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 1<<16), maxLine+1)
-	s := &Set{}
 	for line := 1; sc.Scan(); line++ {
 		if line%4096 == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 || b[0] == '#' {
@@ -99,27 +155,20 @@ func Read(ctx context.Context, r io.Reader, opts Options) (*Set, error) {
 		}
 		ex, err := codec.Decode(b, lim)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+			return fmt.Errorf("line %d: %w", line, err)
 		}
-		y, keep, err := opts.Labels.Map(ex.Label)
+		more, err := fn(line, ex)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+			return err
 		}
-		if !keep {
-			s.Dropped++
-			continue
-		}
-		s.X = append(s.X, ex.X)
-		s.Y = append(s.Y, y)
-		s.Dim = max(s.Dim, int(ex.X.MaxIndex()))
-		if opts.Limit > 0 && len(s.X) == opts.Limit {
-			break
+		if !more {
+			return nil
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read: %w", err)
+		return fmt.Errorf("read: %w", err)
 	}
-	return s, nil
+	return nil
 }
 
 // Stats are per-feature means and standard deviations; index i holds

@@ -120,3 +120,33 @@ func TestStatsCountAbsentEntriesAsZero(t *testing.T) {
 		t.Fatalf("stats %+v, want mean 1 std 1 for values {2, 0}", st)
 	}
 }
+
+func TestLoadRawKeepsClassLabels(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte("3 1:0.5\n# comment\n10 2:1 7:2\n3.0 1:1\n{\"label\": \"A\", \"features\": {\"4\": 1}}\n{\"features\": {\"2\": 4}}\n2 1:9\n"))
+	zw.Close()
+	path := filepath.Join(t.TempDir(), "multi.gz")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadRaw(context.Background(), path, Options{Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Labels are canonical tokens, "" for the unlabeled record; the limit
+	// counts records whatever their label.
+	if want := []string{"3", "10", "3", "A", ""}; !slices.Equal(s.Labels, want) {
+		t.Fatalf("labels %q, want %q", s.Labels, want)
+	}
+	if s.Len() != 5 || s.Dim != 7 || s.Path != path || s.X[1].Idx[1] != 7 || s.X[1].Val[1] != 2 {
+		t.Fatalf("%+v", s)
+	}
+	// The same file through Load with the default map fails: not binary.
+	if _, err := Load(context.Background(), path, Options{}); err == nil {
+		t.Fatal("multi-class labels accepted as binary")
+	}
+	if _, err := LoadRaw(context.Background(), filepath.Join(t.TempDir(), "none"), Options{}); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}

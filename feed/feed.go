@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"strconv"
 	"time"
@@ -57,10 +58,6 @@ func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
 	if cfg.Key == "" {
 		cfg.Key = "round-robin"
 	}
-	transport, err := cfg.Conn.Transport()
-	if err != nil {
-		return 0, err
-	}
 	f, err := os.Open(cfg.Data)
 	if err != nil {
 		return 0, fmt.Errorf("produce: %w", err)
@@ -80,16 +77,108 @@ func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
 	if cfg.Key != "round-robin" {
 		balancer = &kafka.Hash{}
 	}
+	lines := func(yield func(Message, error) bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 1<<16), 16<<20)
+		lim := codec.Limits{AllowEmpty: true, MaxBytes: 16 << 20}
+		n := 0
+		for line := 1; sc.Scan(); line++ {
+			b := bytes.TrimSpace(sc.Bytes())
+			if len(b) == 0 || b[0] == '#' {
+				continue
+			}
+			ex, err := codec.Decode(b, lim)
+			if err != nil {
+				yield(Message{}, fmt.Errorf("%s line %d: %w", cfg.Data, line, err))
+				return
+			}
+			msg := Message{Example: ex}
+			switch cfg.Key {
+			case "round-robin":
+			case "line":
+				msg.Key = strconv.AppendInt(nil, int64(line), 10)
+			default:
+				msg.Key = jsonField(b, cfg.Key)
+			}
+			if !yield(msg, nil) {
+				return
+			}
+			if n++; cfg.Limit > 0 && n >= cfg.Limit {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield(Message{}, fmt.Errorf("read %s: %w", cfg.Data, err))
+		}
+	}
+	return ProduceExamples(ctx, WriterConfig{
+		Conn: cfg.Conn, Topic: cfg.Topic, Rate: cfg.Rate, Balancer: balancer,
+		AutoCreateTopic: cfg.AutoCreateTopic, Progress: cfg.Progress,
+	}, lines)
+}
+
+// WriterConfig says where and how ProduceExamples writes.
+type WriterConfig struct {
+	Conn  kafkaconn.Config
+	Topic string // required
+	// Rate limits records per second; 0 sends as fast as the broker takes them.
+	Rate float64
+	// Balancer chooses each record's partition; nil spreads records
+	// round-robin. Use OnePartition to keep a stream in order.
+	Balancer kafka.Balancer
+	// AutoCreateTopic creates the topic if missing (with the broker's
+	// default partition count). Default false.
+	AutoCreateTopic bool
+	// MaxBatchBytes bounds one produce request's record batch. Default
+	// 1 MiB, just under Kafka's default message.max.bytes (1,048,588):
+	// brokers refuse a larger batch whole, which wide records (a few KB
+	// each, dense data) reach long before BatchSize records.
+	MaxBatchBytes int
+	// Progress, if set, is called now and then with the records sent.
+	Progress func(sent int64)
+}
+
+// Message is one record to produce: the example, written as JSON with
+// codec.AppendJSON, and optionally a key and headers.
+type Message struct {
+	Example codec.Example
+	Key     []byte
+	Headers []kafka.Header
+}
+
+// OnePartition sends every record to partition 0, so that consumers read
+// the stream in the order it was produced: what drift evaluation needs.
+var OnePartition kafka.Balancer = kafka.BalancerFunc(func(kafka.Message, ...int) int { return 0 })
+
+// ProduceExamples writes the messages of msgs, in order, in batches, each
+// acknowledged by all in-sync replicas before the next is sent. It stops at
+// the first error msgs yields, or when ctx is cancelled, and returns the
+// number of records acknowledged.
+func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Message, error]) (int64, error) {
+	if err := cfg.Conn.Validate(); err != nil {
+		return 0, err
+	}
+	if cfg.Topic == "" {
+		return 0, errors.New("produce needs a topic")
+	}
+	transport, err := cfg.Conn.Transport()
+	if err != nil {
+		return 0, err
+	}
+	balancer := cfg.Balancer
+	if balancer == nil {
+		balancer = &kafka.RoundRobin{}
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = 1 << 20
+	}
 	w := &kafka.Writer{
 		Addr: kafka.TCP(cfg.Conn.Brokers...), Topic: cfg.Topic, Balancer: balancer,
 		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 1000,
-		BatchBytes: 16 << 20, AllowAutoTopicCreation: cfg.AutoCreateTopic, Transport: transport,
+		BatchBytes: int64(cfg.MaxBatchBytes), AllowAutoTopicCreation: cfg.AutoCreateTopic, Transport: transport,
 	}
 	defer w.Close()
 
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<16), 16<<20)
-	lim := codec.Limits{AllowEmpty: true, MaxBytes: 16 << 20}
 	batch := make([]kafka.Message, 0, 1000)
 	var sent int64
 	start := time.Now()
@@ -98,7 +187,7 @@ func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
 			return nil
 		}
 		if err := w.WriteMessages(ctx, batch...); err != nil {
-			return fmt.Errorf("produce to %s: %w", cfg.Topic, err)
+			return fmt.Errorf("produce to %s: %w", cfg.Topic, summarize(err))
 		}
 		sent += int64(len(batch))
 		batch = batch[:0]
@@ -120,37 +209,33 @@ func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
 	if cfg.Rate > 0 {
 		batchSize = max(1, min(1000, int(cfg.Rate/10)))
 	}
-	for line := 1; sc.Scan(); line++ {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 || b[0] == '#' {
-			continue
-		}
-		ex, err := codec.Decode(b, lim)
+	for m, err := range msgs {
 		if err != nil {
-			return sent, fmt.Errorf("%s line %d: %w", cfg.Data, line, err)
+			return sent, err
 		}
-		msg := kafka.Message{Value: codec.AppendJSON(nil, ex)}
-		switch cfg.Key {
-		case "round-robin":
-		case "line":
-			msg.Key = strconv.AppendInt(nil, int64(line), 10)
-		default:
-			msg.Key = jsonField(b, cfg.Key)
-		}
-		batch = append(batch, msg)
+		batch = append(batch, kafka.Message{Key: m.Key, Value: codec.AppendJSON(nil, m.Example), Headers: m.Headers})
 		if len(batch) >= batchSize {
 			if err := flush(); err != nil {
 				return sent, err
 			}
 		}
-		if cfg.Limit > 0 && sent+int64(len(batch)) >= int64(cfg.Limit) {
-			break
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return sent, fmt.Errorf("read %s: %w", cfg.Data, err)
 	}
 	return sent, flush()
+}
+
+// summarize shortens kafka-go's per-message errors, which repeat one
+// cause for each of up to a thousand records, to a count and the first.
+func summarize(err error) error {
+	var we kafka.WriteErrors
+	if !errors.As(err, &we) {
+		return err
+	}
+	for _, e := range we {
+		if e != nil {
+			return fmt.Errorf("%d of %d records refused, the first: %w", we.Count(), len(we), e)
+		}
+	}
+	return err
 }
 
 // jsonField returns the raw text of a top-level field of a JSON record

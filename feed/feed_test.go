@@ -2,9 +2,11 @@ package feed
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/sparse"
 )
 
 func TestProduceLoadsAFileAsJSONRecords(t *testing.T) {
@@ -97,5 +100,89 @@ func TestTailSkipsDuplicatesAndCountsAccuracy(t *testing.T) {
 	// 5 distinct predictions, 4 labeled, 1 mistake.
 	if n != 5 || last.Predictions != 5 || last.Labeled != 4 || last.Accuracy != 0.75 {
 		t.Fatalf("emitted %d, stats %+v", n, last)
+	}
+}
+
+func TestProduceExamplesKeepsOrderOnOnePartition(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 3, Topics: []string{"drift"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	const n = 2500 // more than one batch
+	msgs := func(yield func(Message, error) bool) {
+		for i := range n {
+			ex := codec.Example{Label: "1", X: sparse.Vector{Idx: []uint32{1}, Val: []float64{float64(i + 1)}}}
+			if !yield(Message{Example: ex, Headers: []kafka.Header{{Key: "i", Value: strconv.AppendInt(nil, int64(i), 10)}}}, nil) {
+				return
+			}
+		}
+	}
+	var progressed int64
+	sent, err := ProduceExamples(context.Background(), WriterConfig{Conn: conn, Topic: "drift", Balancer: OnePartition,
+		Progress: func(s int64) { progressed = s }}, msgs)
+	if err != nil || sent != n || progressed != n {
+		t.Fatalf("sent %d (progress %d): %v", sent, progressed, err)
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: "drift", Partition: 0, MaxWait: time.Second})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range n {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		ex, err := codec.DecodeJSON(m.Value, codec.Limits{})
+		if err != nil || len(m.Headers) != 1 || string(m.Headers[0].Value) != strconv.Itoa(i) || ex.X.Val[0] != float64(i+1) {
+			t.Fatalf("record %d out of order or damaged: %s %v %v", i, m.Value, m.Headers, err)
+		}
+	}
+
+	// An error from the sequence stops production and is returned.
+	bad := errors.New("bad record")
+	_, err = ProduceExamples(context.Background(), WriterConfig{Conn: conn, Topic: "drift"},
+		func(yield func(Message, error) bool) { yield(Message{}, bad) })
+	if !errors.Is(err, bad) {
+		t.Fatalf("got %v, want %v", err, bad)
+	}
+	// A cancelled context stops it too.
+	cctx, stop := context.WithCancel(context.Background())
+	stop()
+	if _, err := ProduceExamples(cctx, WriterConfig{Conn: conn, Topic: "drift"}, msgs); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+func TestProduceExamplesSplitsWideRecordsUnderTheBrokerLimit(t *testing.T) {
+	// 1000 records of about 20 KB: one batch would be 20 MB, far over the
+	// broker's 1 MiB; the writer must send them in batches it accepts.
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"wide"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	idx := make([]uint32, 1500)
+	val := make([]float64, 1500)
+	for i := range idx {
+		idx[i], val[i] = uint32(i+1), 0.123456789+float64(i)
+	}
+	msgs := func(yield func(Message, error) bool) {
+		for range 1000 {
+			if !yield(Message{Example: codec.Example{Label: "1", X: sparse.Vector{Idx: idx, Val: val}}}, nil) {
+				return
+			}
+		}
+	}
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	n, err := ProduceExamples(context.Background(), WriterConfig{Conn: conn, Topic: "wide", Balancer: OnePartition}, msgs)
+	if err != nil || n != 1000 {
+		t.Fatalf("sent %d: %v", n, err)
+	}
+	// With a batch limit above the broker's, the refusal is one short line.
+	_, err = ProduceExamples(context.Background(), WriterConfig{Conn: conn, Topic: "wide", Balancer: OnePartition, MaxBatchBytes: 64 << 20}, msgs)
+	if err == nil || !strings.Contains(err.Error(), "records refused, the first:") || len(err.Error()) > 400 {
+		t.Fatalf("over-limit batch: %v", err)
 	}
 }

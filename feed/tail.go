@@ -64,7 +64,7 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 	if err != nil {
 		return err
 	}
-	parts, err := partitions(ctx, dialer, cfg.Conn.Brokers, cfg.Topic)
+	parts, err := Partitions(ctx, dialer, cfg.Conn.Brokers, cfg.Topic)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,9 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 	return ctx.Err()
 }
 
-func partitions(ctx context.Context, d *kafka.Dialer, brokers []string, topic string) ([]int, error) {
+// Partitions lists the partition numbers of topic, asking the brokers in
+// turn until one answers.
+func Partitions(ctx context.Context, d *kafka.Dialer, brokers []string, topic string) ([]int, error) {
 	var lastErr error
 	for _, b := range brokers {
 		conn, err := d.DialContext(ctx, "tcp", b)

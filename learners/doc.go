@@ -24,7 +24,8 @@
 //     corrupt encoded state is an error wrapping ErrCorrupt, never a panic.
 //
 // Cost: one round is one kernel row, O(nnz(x) + Σ_j nnz(x_j)) with a dense
-// scatter of x, plus the update: O(1) amortized for perceptron, stoptron,
+// scatter of x (O(n·d) over a dense mirror of the support vectors when they
+// fill a third or more of their d columns), plus the update: O(1) amortized for perceptron, stoptron,
 // rbp, lbp, O(B) for forgetron, spa and pa1 (a weight rescale or a second
 // kernel row), O(B²) per removal for cks (exact margins from a cached
 // kernel matrix), O(n²) per update for projectron and projectron++ (the
@@ -34,6 +35,16 @@
 // second-order learners ((aI + K)⁻¹ kept incrementally). Squared norms and
 // k(x_j, x_j) are cached per support vector, so every kernel costs one
 // sparse dot product.
+//
+// Summation order: every dot product is one running sum over the common
+// indices in increasing index order, the order of sparse.Vector.Dot, on
+// every path (scatter, dense mirror, merge); the paths differ only in
+// products with a zero, which leave such a sum unchanged. Kernel rows
+// overlap the sums of several support vectors, never split one, and
+// margins add α_j k(x_j, x) oldest first. So the kernel values and margins
+// are those of the naive algorithms of the papers computed with
+// Kernel.Eval, bit for bit, which the reference tests check; nothing here
+// trades that for speed (no reassociated sums, no approximate exp).
 //
 // Removal searches that tie (a9a has many duplicate rows) choose the oldest
 // candidate.

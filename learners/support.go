@@ -1,6 +1,9 @@
 package learners
 
 import (
+	"math"
+	"unsafe"
+
 	"github.com/streamlearner/streamlearner/sparse"
 )
 
@@ -9,23 +12,74 @@ import (
 // merge of the two index lists, which gives the same bits, only slower.
 const scatterLimit = 1 << 22
 
+// The dense mirror (see supportSet) is built when the stored vectors fill
+// at least 1/denseOn of the columns up to their largest index, and dropped
+// below 1/denseOff: the gap keeps a set near the threshold from rebuilding
+// on every insertion. Below a third, the scatter path reads fewer bytes.
+const (
+	denseOn    = 3
+	denseOff   = 5
+	denseMinSV = 8 // a handful of vectors is not worth a matrix
+)
+
 // supportSet is the active set: support vectors in insertion order (index 0
 // is the oldest), stored column-wise so that a margin is one pass over
 // contiguous weights. It owns copies of its vectors.
+//
+// The vectors' entries live in two pooled arrays, idx and val, one vector
+// after the other in insertion order, so that a kernel row streams through
+// memory. x[j] is a view of vector j's entries, with its capacity clipped;
+// it stays valid only until the set next changes.
+//
+// When the vectors are dense (see denseOn), a mirror keeps each of them as a
+// row of a row-major matrix with stride columns, in a slot that removal
+// frees and the next insertion reuses, so the kernel row is a plain
+// dense dot product per vector.
 type supportSet struct {
 	kern  Kernel
-	x     []sparse.Vector
-	norm  []float64 // ‖x_j‖²
-	self  []float64 // unnormalized k(x_j, x_j)
-	alpha []float64 // signed weight of x_j in f = Σ alpha_j k(x_j, ·)
-	label []int8    // y_j; kept apart from alpha, whose sign a shrinking learner can round away
-	born  []uint64  // round in which x_j entered (its age)
+	x     []sparse.Vector // views into idx, val
+	off   []int           // x[j]'s entries are idx[off[j] : off[j]+len(x[j].Idx)]
+	norm  []float64       // ‖x_j‖²
+	self  []float64       // unnormalized k(x_j, x_j)
+	alpha []float64       // signed weight of x_j in f = Σ alpha_j k(x_j, ·)
+	label []int8          // y_j; kept apart from alpha, whose sign a shrinking learner can round away
+	born  []uint64        // round in which x_j entered (its age)
 
-	// recycled holds the storage of removed vectors, reused by the next
-	// insertion so that a full budget learner allocates nothing per round.
-	recycled []sparse.Vector
+	idx []uint32  // pooled indices of every stored vector
+	val []float64 // pooled values, parallel to idx
+
+	maxIdx uint32 // the largest index ever stored, far vectors excluded
+	far    int    // vectors with an index ≥ scatterLimit: they force the branchy paths
+
+	// The dense mirror, in use when dense is set: vector j is
+	// rows[slot[j]*stride:][:stride]; free lists unused slots.
+	dense  bool
+	stride int
+	rows   []float64
+	slot   []int
+	free   []int
 
 	scatter []float64 // dense copy of the query, all zero between uses
+
+	// exps remembers recent RBF exponentials by the exact bits of their
+	// argument: on data with few distinct distances (binary features) most
+	// of a row's exponentials repeat. A row in which fewer than a quarter
+	// repeat turns it off for the next expMemoRest rows. It only returns
+	// what math.Exp returned for the same argument, so it changes no bit.
+	exps    *expMemo
+	expSkip int
+}
+
+const (
+	expMemoBits = 8
+	expMemoRest = 64
+)
+
+// expMemo is a direct-mapped table of exp(a): key is ^bits(a), so that
+// the zero entry matches no argument but a NaN, which never hits.
+type expMemo [1 << expMemoBits]struct {
+	key uint64
+	val float64
 }
 
 func (s *supportSet) len() int { return len(s.x) }
@@ -45,9 +99,48 @@ func (s *supportSet) newQuery(x sparse.Vector) query {
 func (s *supportSet) diag(q query) float64 { return s.kern.diag(q.norm, q.self) }
 
 // row fills out[j] = k(q, x_j) for every support vector and returns out.
-// It costs O(nnz(q) + Σ_j nnz(x_j)).
+// It costs O(nnz(q) + Σ_j nnz(x_j)), or O(n·stride) with the dense mirror.
 func (s *supportSet) row(q query, out []float64) []float64 {
 	out = s.dotRow(q, out)
+	if k := &s.kern; k.Kind == RBF && !k.Normalize {
+		// Kernel.value for this kernel, spelled out so that the loop has no
+		// call and no switch: the same operations in the same order, so
+		// the same bits.
+		if s.expSkip > 0 {
+			s.expSkip--
+			for j, dot := range out {
+				d := q.norm + s.norm[j] - 2*dot
+				if d < 0 {
+					d = 0
+				}
+				out[j] = math.Exp(-k.Gamma * d)
+			}
+			return out
+		}
+		if s.exps == nil {
+			s.exps = new(expMemo)
+		}
+		hits := 0
+		for j, dot := range out {
+			d := q.norm + s.norm[j] - 2*dot
+			if d < 0 {
+				d = 0
+			}
+			a := -k.Gamma * d
+			e := &s.exps[(math.Float64bits(a)*0x9e3779b97f4a7c15)>>(64-expMemoBits)]
+			if e.key == ^math.Float64bits(a) && a == a {
+				out[j] = e.val
+				hits++
+				continue
+			}
+			e.key, e.val = ^math.Float64bits(a), math.Exp(a)
+			out[j] = e.val
+		}
+		if hits < len(out)/4 {
+			s.expSkip = expMemoRest
+		}
+		return out
+	}
 	for j, dot := range out {
 		out[j] = s.kern.value(dot, q.norm, s.norm[j], q.self, s.self[j])
 	}
@@ -55,42 +148,135 @@ func (s *supportSet) row(q query, out []float64) []float64 {
 }
 
 // dotRow fills out[j] = q·x_j for every support vector: q is scattered
-// into a dense array once, and each support vector's entries index it.
-// row() is this followed by the kernel, so dot products and kernel values
-// always come from the same arithmetic.
+// into a dense array once, and each support vector's entries index it (or,
+// with the dense mirror, each row is multiplied with it). row() is this
+// followed by the kernel, so dot products and kernel values always come
+// from the same arithmetic.
+//
+// Every dot product is one running sum in increasing index order, the
+// order of sparse.Vector.Dot, so every path gives Dot's bits: the entries
+// the paths add beyond Dot's common indices are products with a zero,
+// which leave a sum that starts at +0 unchanged. The loops work on several
+// support vectors at once with one accumulator each, which lets the
+// additions overlap without reordering any sum.
 func (s *supportSet) dotRow(q query, out []float64) []float64 {
 	n := len(s.x)
 	out = resize(out, n)
 	if n == 0 {
 		return out
 	}
-	if m := q.x.MaxIndex(); m < scatterLimit {
-		if int(m) >= len(s.scatter) {
-			s.scatter = make([]float64, min(int(m)+1+int(m)/2, scatterLimit))
-		}
-		w := s.scatter
-		for i, idx := range q.x.Idx {
-			w[idx] = q.x.Val[i]
-		}
-		lim := uint32(len(w))
+	qmax := q.x.MaxIndex()
+	if qmax >= scatterLimit {
 		for j, v := range s.x {
-			dot := 0.0
-			for i, idx := range v.Idx {
-				if idx < lim {
-					dot += w[idx] * v.Val[i]
-				}
-			}
-			out[j] = dot
-		}
-		for _, idx := range q.x.Idx {
-			w[idx] = 0
+			out[j] = q.x.Dot(v)
 		}
 		return out
 	}
-	for j, v := range s.x {
-		out[j] = q.x.Dot(v)
+	need := int(max(qmax, s.maxIdx)) + 1
+	if s.far > 0 {
+		need = int(qmax) + 1
+	}
+	if s.dense {
+		need = max(need, s.stride)
+	}
+	if need > len(s.scatter) {
+		s.scatter = make([]float64, min(need+need/2, scatterLimit))
+	}
+	w := s.scatter
+	for i, idx := range q.x.Idx {
+		w[idx] = q.x.Val[i]
+	}
+	switch {
+	case s.far > 0:
+		s.dotsChecked(w, out)
+	case s.dense:
+		s.dotsDense(w[:s.stride], out)
+	default:
+		s.dotsSparse(w, out)
+	}
+	for _, idx := range q.x.Idx {
+		w[idx] = 0
 	}
 	return out
+}
+
+// dotsChecked is the scatter path when some vector has indices beyond the
+// scatter array: those entries meet a zero of the query and are skipped.
+func (s *supportSet) dotsChecked(w, out []float64) {
+	lim := uint32(len(w))
+	for j, v := range s.x {
+		dot := 0.0
+		for i, idx := range v.Idx {
+			if idx < lim {
+				dot += w[idx] * v.Val[i]
+			}
+		}
+		out[j] = dot
+	}
+}
+
+// dotsSparse is the scatter path when w covers every stored index: two
+// vectors at a time, each with its own running sum.
+func (s *supportSet) dotsSparse(w, out []float64) {
+	n := len(s.x)
+	j := 0
+	for ; j+1 < n; j += 2 {
+		i0, v0 := s.x[j].Idx, s.x[j].Val
+		i1, v1 := s.x[j+1].Idx, s.x[j+1].Val
+		v0 = v0[:len(i0)]
+		v1 = v1[:len(i1)]
+		m := min(len(i0), len(i1))
+		d0, d1 := 0.0, 0.0
+		for k := 0; k < m; k++ {
+			d0 += w[i0[k]] * v0[k]
+			d1 += w[i1[k]] * v1[k]
+		}
+		for k := m; k < len(i0); k++ {
+			d0 += w[i0[k]] * v0[k]
+		}
+		for k := m; k < len(i1); k++ {
+			d1 += w[i1[k]] * v1[k]
+		}
+		out[j], out[j+1] = d0, d1
+	}
+	if j < n {
+		i0, v0 := s.x[j].Idx, s.x[j].Val
+		v0 = v0[:len(i0)]
+		d0 := 0.0
+		for k, idx := range i0 {
+			d0 += w[idx] * v0[k]
+		}
+		out[j] = d0
+	}
+}
+
+// dotsDense multiplies the dense query q (stride entries) with every row
+// of the mirror, four rows at a time, each with its own running sum.
+func (s *supportSet) dotsDense(q, out []float64) {
+	n, d := len(s.x), s.stride
+	j := 0
+	for ; j+3 < n; j += 4 {
+		r0 := s.rows[s.slot[j]*d:][:len(q)]
+		r1 := s.rows[s.slot[j+1]*d:][:len(q)]
+		r2 := s.rows[s.slot[j+2]*d:][:len(q)]
+		r3 := s.rows[s.slot[j+3]*d:][:len(q)]
+		var d0, d1, d2, d3 float64
+		for c, qc := range q {
+			d0 += qc * r0[c]
+			d1 += qc * r1[c]
+			d2 += qc * r2[c]
+			d3 += qc * r3[c]
+		}
+		out[j], out[j+1], out[j+2], out[j+3] = d0, d1, d2, d3
+	}
+	for ; j < n; j++ {
+		r := s.rows[s.slot[j]*d:][:len(q)]
+		d0 := 0.0
+		for c, qc := range q {
+			d0 += qc * r[c]
+		}
+		out[j] = d0
+	}
 }
 
 // rowOf fills out with the kernel row of support vector i.
@@ -109,28 +295,153 @@ func (s *supportSet) margin(row []float64) float64 {
 
 // add appends a copy of q's vector with label y and weight alpha.
 func (s *supportSet) add(q query, y int, alpha float64, born uint64) {
-	var v sparse.Vector
-	if k := len(s.recycled); k > 0 {
-		v = s.recycled[k-1]
-		s.recycled = s.recycled[:k-1]
-	}
-	s.x = append(s.x, q.x.CopyInto(v))
+	s.x = append(s.x, sparse.Vector{})
+	s.off = append(s.off, len(s.idx))
+	s.put(len(s.x)-1, q.x)
 	s.norm = append(s.norm, q.norm)
 	s.self = append(s.self, q.self)
 	s.alpha = append(s.alpha, alpha)
 	s.label = append(s.label, int8(y))
 	s.born = append(s.born, born)
+	if !s.chooseLayout() && s.dense {
+		s.slot = append(s.slot, s.takeSlot())
+		s.fillRow(len(s.x) - 1)
+	}
+}
+
+// set replaces support vector i's point by q's, keeping its place, weight
+// and the rest of its record.
+func (s *supportSet) set(i int, q query) {
+	s.put(i, q.x)
+	s.norm[i], s.self[i] = q.norm, q.self
+	if !s.chooseLayout() && s.dense {
+		s.fillRow(i)
+	}
 }
 
 // remove deletes support vector i, keeping the others in insertion order.
 func (s *supportSet) remove(i int) {
-	s.recycled = append(s.recycled, s.x[i])
+	s.put(i, sparse.Vector{})
+	if s.dense {
+		s.free = append(s.free, s.slot[i])
+		s.slot = del(s.slot, i)
+	}
 	s.x = del(s.x, i)
+	s.off = del(s.off, i)
 	s.norm = del(s.norm, i)
 	s.self = del(s.self, i)
 	s.alpha = del(s.alpha, i)
 	s.label = del(s.label, i)
 	s.born = del(s.born, i)
+}
+
+// put makes v the entries of vector i in the pool: the entries of the
+// vectors after i move to make room or close the gap, and the views follow.
+// v may be a view into the pool itself (rowOf's query is one).
+func (s *supportSet) put(i int, v sparse.Vector) {
+	old := s.x[i]
+	if far(old) {
+		s.far--
+	}
+	if far(v) {
+		s.far++
+	} else {
+		s.maxIdx = max(s.maxIdx, v.MaxIndex())
+	}
+	if len(v.Idx) > 0 && len(s.idx) > 0 {
+		// The move below may overwrite a view into the pool: copy it out.
+		p := uintptr(unsafe.Pointer(&v.Idx[0]))
+		lo := uintptr(unsafe.Pointer(&s.idx[0]))
+		if p >= lo && p < lo+uintptr(len(s.idx))*unsafe.Sizeof(s.idx[0]) {
+			v = v.Clone()
+		}
+	}
+	a, b, nb := s.off[i], s.off[i]+len(old.Idx), s.off[i]+len(v.Idx)
+	tail := len(s.idx) - b
+	grown := cap(s.idx) < nb+tail || cap(s.val) < nb+tail
+	s.idx = resizeKeep(s.idx, nb+tail)
+	s.val = resizeKeep(s.val, nb+tail)
+	// Slicing up to the capacity reaches the tail when the pool shrank.
+	copy(s.idx[nb:], s.idx[b:b+tail])
+	copy(s.val[nb:], s.val[b:b+tail])
+	copy(s.idx[a:], v.Idx)
+	copy(s.val[a:], v.Val)
+	for j := i + 1; j < len(s.off); j++ {
+		s.off[j] += nb - b
+	}
+	from := i
+	if grown {
+		from = 0
+	}
+	s.views(from)
+}
+
+// views points x[j] at its entries in the pool for every j ≥ from.
+func (s *supportSet) views(from int) {
+	for j := from; j < len(s.x); j++ {
+		a, e := s.off[j], len(s.idx)
+		if j+1 < len(s.off) {
+			e = s.off[j+1]
+		}
+		s.x[j] = sparse.Vector{Idx: s.idx[a:e:e], Val: s.val[a:e:e]}
+	}
+}
+
+// far reports whether v has an index beyond the scatter array's reach.
+func far(v sparse.Vector) bool { return v.MaxIndex() >= scatterLimit }
+
+// chooseLayout builds or drops the dense mirror as the stored vectors'
+// density crosses denseOn or denseOff, and widens it (by a quarter at
+// least, so that a slowly growing index rebuilds O(log d) times) when a
+// vector brings a larger index. A rebuild costs O(n·stride). It reports
+// whether it rebuilt the mirror, which then holds every vector; otherwise
+// the caller mirrors the vector it just stored.
+func (s *supportSet) chooseLayout() bool {
+	n, cols := len(s.x), int(s.maxIdx)+1
+	want := s.far == 0 && n >= denseMinSV && len(s.idx)*denseOn >= n*cols
+	if s.dense && s.far == 0 && len(s.idx)*denseOff >= n*cols {
+		want = true
+	}
+	if !want {
+		s.dense = false
+		s.rows, s.slot, s.free = s.rows[:0], s.slot[:0], s.free[:0]
+		return false
+	}
+	if s.dense && cols <= s.stride {
+		return false
+	}
+	if s.dense {
+		cols = max(cols, s.stride+s.stride/4)
+	}
+	s.dense, s.stride = true, cols
+	s.rows, s.slot, s.free = s.rows[:0], s.slot[:0], s.free[:0]
+	for j := range n {
+		s.slot = append(s.slot, s.takeSlot())
+		s.fillRow(j)
+	}
+	return true
+}
+
+// takeSlot returns an unused row of the mirror, growing it if none is free.
+func (s *supportSet) takeSlot() int {
+	if k := len(s.free); k > 0 {
+		r := s.free[k-1]
+		s.free = s.free[:k-1]
+		return r
+	}
+	r := len(s.rows) / s.stride
+	s.rows = resizeKeep(s.rows, len(s.rows)+s.stride)
+	return r
+}
+
+// fillRow writes vector j into its row of the mirror.
+func (s *supportSet) fillRow(j int) {
+	r := s.rows[s.slot[j]*s.stride:][:s.stride]
+	clear(r)
+	v := s.x[j]
+	for k, idx := range v.Idx {
+		r[idx] = v.Val[k]
+	}
 }
 
 // scale multiplies every weight by c.
@@ -153,6 +464,16 @@ func del[T any](xs []T, i int) []T {
 func resize[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n, n+n/2+1)
+	}
+	return s[:n]
+}
+
+// resizeKeep is resize that keeps the first min(len(s), n) elements.
+func resizeKeep[T any](s []T, n int) []T {
+	if cap(s) < n {
+		t := make([]T, n, n+n/2+1)
+		copy(t, s)
+		return t
 	}
 	return s[:n]
 }

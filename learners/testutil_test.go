@@ -106,3 +106,13 @@ func solve(a [][]float64, b []float64) []float64 {
 	}
 	return z
 }
+
+// cloneVectors deep-copies vs: a support set's x are views into its pooled
+// storage, which its next change rewrites.
+func cloneVectors(vs []sparse.Vector) []sparse.Vector {
+	out := make([]sparse.Vector, len(vs))
+	for i, v := range vs {
+		out[i] = v.Clone()
+	}
+	return out
+}

@@ -182,8 +182,7 @@ func (a *tighter) sample(m *model, q query, y int) {
 		return
 	}
 	v := int(j)
-	a.val.x[v] = q.x.CopyInto(a.val.x[v])
-	a.val.norm[v], a.val.self[v] = q.norm, q.self
+	a.val.set(v, q)
 	a.val.label[v], a.val.born[v] = int8(y), m.rounds
 	a.cross[v] = append(a.cross[v][:0], m.row...)
 }

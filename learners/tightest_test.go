@@ -165,7 +165,7 @@ func TestTightestDefiningBehaviours(t *testing.T) {
 	for i := range xs {
 		x, y := xs[i], ys[i]
 		born := slices.Clone(m.sv.born)
-		svx := slices.Clone(m.sv.x)
+		svx := cloneVectors(m.sv.x) // the set's views change with it
 		cp, cn := slices.Clone(a.cpos), slices.Clone(a.cneg)
 		o := l.Round(x, y)
 		unit := func(y int) (float64, float64) {

@@ -31,7 +31,11 @@ type Config struct {
 	// Seed derives every order's permutation and every learner's own seed,
 	// so a run is reproducible from (data, specs, kernel, Seed).
 	Seed uint64
-	// KeepOrder runs once in file order instead of random orders.
+	// KeepOrder runs once in file order instead of random orders, and
+	// seeds each learner with Seed itself — as the service seeds the
+	// learner of partition p with its --seed plus p — so that a service
+	// partition (or a replay of it) and eval on the same records agree
+	// round for round.
 	KeepOrder bool
 	// Jobs is how many runs (learner × order) go at once; default 1, which
 	// keeps the examples/s figures free of contention.
@@ -170,7 +174,11 @@ feed:
 
 func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm []int, done *atomic.Int64, total int64) error {
 	spec := cfg.Learners[r.learner]
-	l, err := learners.New(spec, cfg.Kernel, OrderSeed(cfg.Seed, r.order))
+	seed := OrderSeed(cfg.Seed, r.order)
+	if perm == nil { // file order: the service's seeding, see KeepOrder
+		seed = cfg.Seed
+	}
+	l, err := learners.New(spec, cfg.Kernel, seed)
 	if err != nil {
 		return err
 	}

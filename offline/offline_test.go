@@ -92,3 +92,24 @@ func TestStd(t *testing.T) {
 		t.Fatal("one value has no spread")
 	}
 }
+
+func TestKeepOrderSeedsLearnersLikeTheService(t *testing.T) {
+	// With KeepOrder the learner seed is Seed itself, as the service seeds
+	// partition p with seed+p: replaying by hand in file order agrees.
+	train := load(t, "../testdata/a9a.gz", 1500)
+	k, _ := learners.ParseKernel("rbf:gamma=0.05")
+	res, err := Run(context.Background(), train, nil, Config{Learners: []string{"rbp:budget=30"}, Kernel: k, KeepOrder: true, Seed: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := learners.New("rbp:budget=30", k, 12)
+	mistakes := 0
+	for j := range train.Len() {
+		if l.Round(train.X[j], train.Y[j]).Mistake {
+			mistakes++
+		}
+	}
+	if got := float64(mistakes) / float64(train.Len()); got != res[0].MistakeRate {
+		t.Fatalf("hand replay with seed 12: %v, eval --keep-order --seed 12: %v", got, res[0].MistakeRate)
+	}
+}

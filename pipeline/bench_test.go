@@ -3,21 +3,10 @@ package pipeline_test
 import (
 	"context"
 	"os"
-	"strconv"
 	"testing"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/rs/zerolog"
-	kafka "github.com/segmentio/kafka-go"
-
-	"github.com/streamlearner/streamlearner/checkpoint"
-	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/dataset"
-	"github.com/streamlearner/streamlearner/embedded"
-	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/benchrun"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/pipeline"
 )
 
 // BenchmarkEndToEnd measures records/s through the embedded broker: a9a
@@ -27,58 +16,31 @@ import (
 // the same consume/decode/produce path without a learner, so the cost of
 // learning is the difference; "checkpoint1000" learns and saves a snapshot
 // to a directory and commits every 1,000 records of each partition.
+// `streamlearner bench` runs the same harness at a million records.
 func BenchmarkEndToEnd(b *testing.B) {
-	set, err := dataset.Load(context.Background(), "../testdata/a9a.gz", dataset.Options{})
+	msgs, err := benchrun.LoadA9A(context.Background(), "../testdata/a9a.gz")
 	if err != nil {
 		b.Fatal(err)
-	}
-	msgs := make([]kafka.Message, set.Len())
-	for i := range msgs {
-		msgs[i] = kafka.Message{Value: codec.AppendJSON(nil, codec.Example{X: set.X[i], Label: strconv.Itoa(set.Y[i])})}
 	}
 	k, _ := learners.ParseKernel("rbf:gamma=0.01")
 	for _, mode := range []string{"learn", "passthrough", "checkpoint1000"} {
 		b.Run(mode, func(b *testing.B) {
-			var total time.Duration
+			var recs, secs, cpu float64
 			for b.Loop() {
-				br, err := embedded.Start(embedded.Config{Partitions: 4, Topics: []string{"in", "out", "in.dlq"}})
-				if err != nil {
-					b.Fatal(err)
-				}
-				w := &kafka.Writer{Addr: kafka.TCP(br.Addr()), Topic: "in", Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000}
-				for i := 0; i < len(msgs); i += 1000 {
-					if err := w.WriteMessages(context.Background(), msgs[i:min(i+1000, len(msgs))]...); err != nil {
-						b.Fatal(err)
-					}
-				}
-				w.Close()
-				metrics := pipeline.NewMetrics(nil)
-				started := make(chan time.Time, 4)
-				cfg := pipeline.Config{
-					Conn: kafkaconn.Config{Brokers: []string{br.Addr()}}, Topic: "in", Group: "bench", OutputTopic: "out",
-					Learner: "rbp:budget=100", Kernel: k, PassThrough: mode == "passthrough", Metrics: metrics,
-					HeartbeatInterval: 500 * time.Millisecond, Log: zerolog.Nop(),
-					OnAssign: func(int32, []int) { started <- time.Now() },
-				}
+				cfg := benchrun.Config{Input: msgs, Learner: "rbp:budget=100", Kernel: k, PassThrough: mode == "passthrough", CheckpointEvery: 10000}
 				if mode == "checkpoint1000" {
 					dir, _ := os.MkdirTemp("", "ckpt")
 					defer os.RemoveAll(dir)
-					cfg.CheckpointEvery = 1000
-					cfg.Checkpoints = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: dir}, Learner: cfg.Learner, Kernel: k, Seed: 1, Log: zerolog.Nop()}
+					cfg.CheckpointEvery, cfg.CheckpointDir = 1000, dir
 				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { pipeline.Run(ctx, cfg); close(done) }()
-				t0 := <-started
-				for testutil.ToFloat64(metrics.Produced) < float64(len(msgs)) {
-					time.Sleep(2 * time.Millisecond)
+				res, err := benchrun.Run(context.Background(), cfg)
+				if err != nil {
+					b.Fatal(err)
 				}
-				total += time.Since(t0)
-				cancel()
-				<-done
-				br.Close()
+				recs, secs, cpu = recs+float64(res.Records), secs+res.Elapsed.Seconds(), cpu+res.CPU.Seconds()
 			}
-			b.ReportMetric(float64(b.N*len(msgs))/total.Seconds(), "records/s")
+			b.ReportMetric(recs/secs, "records/s")
+			b.ReportMetric(cpu/recs*1e6, "cpu-µs/record")
 		})
 	}
 }

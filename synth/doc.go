@@ -9,6 +9,16 @@
 //     Representation and Validation"; with Noise 0 it gives the noise-free
 //     set used for testing.
 //
+// Drifting streams, for evaluating how learners track a changing target
+// (see drift.go): [SEA] (Street and Kim, KDD 2001), [Hyperplane] (the
+// rotating hyperplane of Hulten, Spencer and Domingos, KDD 2001),
+// [GaussDrift] (the two-Gaussian set with rotating means),
+// [RotatingCheckerboard] (Elwell and Polikar's rotating checkerboard), and
+// [Chunks], the construction of Cavallanti, Cesa-Bianchi and Gentile,
+// "Tracking the best hyperplane with a simple budget Perceptron": a
+// multi-class data set cut into consecutive chunks, each binarized against
+// its own target.
+//
 // Configurations have no hidden defaults: every zero value means what it
 // says (in particular Noise 0 means no label noise). [DefaultGauss] and
 // [DefaultCheckerboard] return the papers' settings, and invalid
@@ -33,4 +43,9 @@ type Point struct {
 	X []float64
 	// Y is the label, +1 or -1.
 	Y int
+	// Segment is the 0-based index of the concept the point was drawn
+	// from: always 0 in the stationary sets, and in a drifting stream the
+	// concept actually used, so that during a gradual drift it may go back
+	// and forth between two neighbours.
+	Segment int
 }

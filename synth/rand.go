@@ -15,6 +15,17 @@ const (
 	streamGaussFlips  = 0x67617573666c6970 // "gausflip"
 	streamCheckPoints = 0x636865636b707473 // "checkpts"
 	streamCheckFlips  = 0x636865636b666c70 // "checkflp"
+
+	// The drifting Gauss set and the rotating checkerboard reuse their
+	// stationary sets' streams, so that without drift they place the same
+	// points; gradual Gauss drifts pick concepts from a stream of their own.
+	streamGaussConcept = 0x676175736370636e // "gauscpcn"
+
+	streamSEAPoints = 0x736561706f696e74 // "seapoint"
+	streamSEAFlips  = 0x736561666c697073 // "seaflips"
+	streamHypPoints = 0x687970706f696e74 // "hyppoint"
+	streamHypDrift  = 0x6879706472696674 // "hypdrift"
+	streamHypFlips  = 0x687970666c697073 // "hypflips"
 )
 
 // source is the generator every draw comes from.

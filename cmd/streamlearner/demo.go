@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
+	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/embedded"
@@ -19,48 +22,75 @@ import (
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/pipeline"
+	"github.com/streamlearner/streamlearner/replay"
+	"github.com/streamlearner/streamlearner/synth"
 )
 
 type demoCmd struct {
-	Data    string  `default:"testdata/a9a.gz" type:"existingfile" help:"Records to stream (LIBSVM or JSON lines)."`
-	Learner string  `default:"rbp:budget=200" placeholder:"SPEC" help:"Learner spec."`
-	Kernel  string  `default:"rbf:sigma2=25" placeholder:"SPEC" help:"Kernel spec."`
+	N       int     `default:"40000" help:"Records in the drifting stream: a noisy 4×4 checkerboard that turns by 30° three times."`
+	Learner string  `default:"rbp:budget=200" placeholder:"SPEC" help:"Learner the service runs."`
+	Compare string  `default:"perceptron,forgetron:budget=200" placeholder:"SPECS" help:"Learners the closing drift report runs beside it (comma-separated; empty: none)."`
+	Kernel  string  `default:"rbf:sigma2=0.1" placeholder:"SPEC" help:"Kernel spec."`
 	Rate    float64 `default:"5000" help:"Records per second fed to the stream (0: as fast as possible)."`
+	OutDir  string  `default:"out/demo" placeholder:"DIR" help:"Where the drift report (report.json) and plot (drift.png) go."`
 }
 
-// Run starts the embedded broker, feeds it a stream, serves it as a group
-// member with checkpoints, shows live progress, and cleans everything up.
+// demoPartitions is the input topic's partition count: enough to show the
+// group spreading work, few enough to read the progress line.
+const demoPartitions = 4
+
+// Run starts the embedded broker, feeds it a drifting stream, serves it as
+// a group member with checkpoints while showing live progress, replays the
+// topic for a drift report and a plot, and cleans everything up.
 func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 	kern, err := learners.ParseKernel(c.Kernel)
 	if err != nil {
 		return err
+	}
+	compare := []string{c.Learner}
+	for _, s := range strings.Split(c.Compare, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			compare = append(compare, s)
+		}
+	}
+	rcfg := replay.Config{Learners: compare, Kernel: kern, Seed: 1, Window: 500, ShiftsFromSegments: true}
+	if err := rcfg.Validate(); err != nil {
+		return err
+	}
+	stream, err := synth.RotatingCheckerboard(synth.RotatingCheckerboardConfig{
+		N: c.N, Cells: 4, CellSize: 1, Noise: 0.05, Seed: 1, Rotation: 90, Shifts: 3})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
 	dir, err := os.MkdirTemp("", "streamlearner-demo-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	b, err := embedded.Start(embedded.Config{Partitions: 4, Topics: []string{"demo-in", "demo-out", "demo-in.dlq"}})
+	b, err := embedded.Start(embedded.Config{Partitions: demoPartitions, Topics: []string{"demo-in", "demo-out", "demo-in.dlq"}})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	fmt.Fprintf(out, "embedded broker on %s; topic demo-in (4 partitions) → demo-out; checkpoints in %s\n", b.Addr(), dir)
+	fmt.Fprintf(out, "embedded broker on %s; topic demo-in (%d partitions) → demo-out; checkpoints in %s\n", b.Addr(), demoPartitions, dir)
+	fmt.Fprintf(out, "stream: %d records of a rotating checkerboard, shifts at %v (spread over the partitions)\n", c.N, stream.Shifts)
 
 	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
-	ctx, cancel := context.WithCancel(ctx)
+	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	produced := make(chan error, 1)
-	var total int64
 	go func() {
-		n, err := feed.Produce(ctx, feed.ProduceConfig{Conn: conn, Topic: "demo-in", Data: c.Data, Rate: c.Rate})
-		total = n
+		g := pointsStream("checkerboard", stream)
+		_, err := feed.ProduceExamples(sctx, feed.WriterConfig{Conn: conn, Topic: "demo-in", Rate: c.Rate, Balancer: &kafka.RoundRobin{}}, g.messages())
 		produced <- err
 	}()
 	metrics := pipeline.NewMetrics(nil)
 	served := make(chan error, 1)
 	go func() {
-		served <- pipeline.Run(ctx, pipeline.Config{
+		served <- pipeline.Run(sctx, pipeline.Config{
 			Conn: conn, Topic: "demo-in", Group: "demo", OutputTopic: "demo-out", Learner: c.Learner, Kernel: kern,
 			Checkpoints:     &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: dir}, Learner: c.Learner, Kernel: kern, Seed: 1, Log: zerolog.Nop()},
 			CheckpointEvery: 5000, HeartbeatInterval: 300 * time.Millisecond, Metrics: metrics, Log: zerolog.Nop(),
@@ -71,15 +101,16 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	producing := true
-	for {
+	for producing || testutil.ToFloat64(metrics.Produced) < float64(c.N) {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-produced:
 			if err != nil {
-				return err
+				return fmt.Errorf("demo: feeding the stream: %w", err)
 			}
 			producing = false
+			continue
 		case err := <-served:
 			return fmt.Errorf("service stopped: %w", err)
 		case <-tick.C:
@@ -87,21 +118,47 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 		done := testutil.ToFloat64(metrics.Produced)
 		fmt.Fprintf(out, "%5.1fs  %7.0f predictions  %6.0f records/s  %s\n", time.Since(start).Seconds(), done,
 			done/time.Since(start).Seconds(), partitionLine(metrics))
-		if !producing && done >= float64(total) {
-			break
-		}
 	}
 	cancel()
-	<-served
-	fmt.Fprintf(out, "\n%d records predicted then learned in %.1fs, %s\n", total, time.Since(start).Seconds(), c.Learner)
-	fmt.Fprintf(out, "final: %s\nbroker stopped, nothing left running.\n", partitionLine(metrics))
+	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("service stopped: %w", err)
+	}
+	fmt.Fprintf(out, "\n%d records predicted then learned in %.1fs by %s; final: %s\n", c.N, time.Since(start).Seconds(), c.Learner, partitionLine(metrics))
+
+	// The drift report replays the input topic: the service's learner
+	// again (seeded as the service seeds each partition, so it must find
+	// the service's mistakes exactly) beside the others.
+	fmt.Fprintf(out, "\ndrift report: replaying demo-in with %s\n", strings.Join(compare, ", "))
+	rep, err := replay.Run(ctx, replay.Source{Conn: conn, Topic: "demo-in"}, rcfg)
+	if err != nil {
+		return fmt.Errorf("demo: replay: %w", err)
+	}
+	if err := rep.WriteTable(out); err != nil {
+		return err
+	}
+	agree := true
+	for _, p := range rep.Partitions {
+		service := testutil.ToFloat64(metrics.Mistakes.WithLabelValues(strconv.Itoa(p.Partition)))
+		if float64(p.Learners[0].Mistakes) != service {
+			agree = false
+			fmt.Fprintf(out, "partition %d: the replay of %s made %d mistakes, the service %.0f\n", p.Partition, c.Learner, p.Learners[0].Mistakes, service)
+		}
+	}
+	if agree {
+		fmt.Fprintf(out, "the replay of %s made exactly the service's mistakes on every partition\n", c.Learner)
+	}
+	reportPath, plotPath := filepath.Join(c.OutDir, "report.json"), filepath.Join(c.OutDir, "drift.png")
+	if err := writeReplay(io.Discard, rep, reportPath, plotPath); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "report: %s\nplot (partition %d): %s\nbroker stopped, nothing left running.\n", reportPath, rep.Partitions[0].Partition, plotPath)
 	return nil
 }
 
 // partitionLine shows each partition's windowed mistake rate and support.
 func partitionLine(m *pipeline.Metrics) string {
 	var parts []string
-	for p := range 4 {
+	for p := range demoPartitions {
 		l := strconv.Itoa(p)
 		if testutil.ToFloat64(m.Predicted.WithLabelValues(l)) == 0 {
 			continue

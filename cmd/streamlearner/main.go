@@ -20,11 +20,13 @@ var version = "dev"
 type cli struct {
 	Config configFlag `placeholder:"FILE" help:"Read flag values from a JSON file ({\"brokers\": [\"kafka:9092\"], \"checkpoint-topic\": \"models\"}); the command line and STREAMLEARNER_* variables take precedence."`
 
+	Bench      benchCmd      `cmd:"" help:"Measure the service end to end on the embedded broker: records/s, CPU per record and memory, learning beside pass-through."`
 	Demo       demoCmd       `cmd:"" help:"A one-command demo: embedded broker, a stream, the service with checkpoints, live progress; leaves nothing running."`
 	Run        runCmd        `cmd:"" help:"Serve as a consumer-group member: predict, then learn, each record of the input topic; emit predictions."`
 	Broker     brokerCmd     `cmd:"" help:"Run a development Kafka broker (embedded, 127.0.0.1 only)."`
 	Produce    produceCmd    `cmd:"" help:"Load a LIBSVM or JSON file into a topic as JSON records."`
 	Tail       tailCmd       `cmd:"" help:"Follow a prediction topic with running and windowed accuracy."`
+	Replay     replayCmd     `cmd:"" help:"Replay a topic through several learners side by side: mistake rates per segment between shifts, recovery, drift detectors, a plot."`
 	Checkpoint checkpointCmd `cmd:"" help:"Look at stored partition models."`
 	Eval       evalCmd       `cmd:"" help:"Run learners over a data file, predict-then-learn, and report mistake rate, support size, test accuracy and speed."`
 	Gen        genCmd        `cmd:"" help:"Generate the papers' synthetic data sets as LIBSVM files."`

@@ -23,22 +23,31 @@ import (
 
 // connFlags are the connection options every Kafka-facing command shares.
 type connFlags struct {
-	Brokers       []string `required:"" placeholder:"HOST:PORT" help:"Bootstrap brokers."`
-	ClientID      string   `default:"streamlearner" help:"Client id sent to the brokers."`
-	TLS           bool     `name:"tls" help:"Connect with TLS."`
-	TLSCA         string   `name:"tls-ca" type:"existingfile" placeholder:"FILE" help:"CA bundle (PEM) to trust instead of the system's."`
-	TLSCert       string   `name:"tls-cert" type:"existingfile" placeholder:"FILE" help:"Client certificate (PEM), with --tls-key."`
-	TLSKey        string   `name:"tls-key" type:"existingfile" placeholder:"FILE" help:"Client key (PEM), with --tls-cert."`
-	TLSInsecure   bool     `name:"tls-insecure" help:"Accept any server certificate (testing only)."`
-	SASLMechanism string   `name:"sasl-mechanism" enum:",plain,scram-sha-256,scram-sha-512" default:"" help:"SASL mechanism: plain, scram-sha-256 or scram-sha-512 (empty: none)."`
-	SASLUsername  string   `name:"sasl-username" help:"SASL user."`
-	SASLPassword  string   `name:"sasl-password" help:"SASL password (prefer the environment variable)."`
+	Brokers  []string `required:"" placeholder:"HOST:PORT" help:"Bootstrap brokers."`
+	connOpts `embed:""`
 }
 
-func (c *connFlags) config() kafkaconn.Config {
+// connOpts are the connection options besides the brokers, apart so that
+// gen, whose brokers are optional (a file is the other output), can share
+// them.
+type connOpts struct {
+	ClientID      string `default:"streamlearner" help:"Client id sent to the brokers."`
+	TLS           bool   `name:"tls" help:"Connect with TLS."`
+	TLSCA         string `name:"tls-ca" type:"existingfile" placeholder:"FILE" help:"CA bundle (PEM) to trust instead of the system's."`
+	TLSCert       string `name:"tls-cert" type:"existingfile" placeholder:"FILE" help:"Client certificate (PEM), with --tls-key."`
+	TLSKey        string `name:"tls-key" type:"existingfile" placeholder:"FILE" help:"Client key (PEM), with --tls-cert."`
+	TLSInsecure   bool   `name:"tls-insecure" help:"Accept any server certificate (testing only)."`
+	SASLMechanism string `name:"sasl-mechanism" enum:",plain,scram-sha-256,scram-sha-512" default:"" help:"SASL mechanism: plain, scram-sha-256 or scram-sha-512 (empty: none)."`
+	SASLUsername  string `name:"sasl-username" help:"SASL user."`
+	SASLPassword  string `name:"sasl-password" help:"SASL password (prefer the environment variable)."`
+}
+
+func (c *connFlags) config() kafkaconn.Config { return c.withBrokers(c.Brokers) }
+
+func (o *connOpts) withBrokers(brokers []string) kafkaconn.Config {
 	return kafkaconn.Config{
-		Brokers: c.Brokers, ClientID: c.ClientID, TLS: c.TLS, CAFile: c.TLSCA, CertFile: c.TLSCert, KeyFile: c.TLSKey,
-		InsecureSkipVerify: c.TLSInsecure, Mechanism: c.SASLMechanism, Username: c.SASLUsername, Password: c.SASLPassword,
+		Brokers: brokers, ClientID: o.ClientID, TLS: o.TLS, CAFile: o.TLSCA, CertFile: o.TLSCert, KeyFile: o.TLSKey,
+		InsecureSkipVerify: o.TLSInsecure, Mechanism: o.SASLMechanism, Username: o.SASLUsername, Password: o.SASLPassword,
 	}
 }
 

@@ -4,9 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +22,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/replay"
 )
 
 // TestProduceRunTail wires the three service commands together on the
@@ -246,14 +253,57 @@ func TestServiceFlagsAreChecked(t *testing.T) {
 }
 
 func TestDemoRunsAndCleansUp(t *testing.T) {
-	out, err := execute(t, "demo", "--data", "../../testdata/a9a.t.gz", "--rate", "0", "--learner", "lbp:budget=50")
-	if err != nil {
-		t.Fatal(err)
+	// The README's first command, as a user runs it: the binary, default
+	// stream and learners (faster than real time), from a fresh directory.
+	bin := filepath.Join(t.TempDir(), "streamlearner")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
 	}
-	for _, want := range []string{"16281 records predicted then learned", "lbp:budget=50", "50 SVs", "nothing left running"} {
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "demo", "--rate", "20000")
+	cmd.Dir = dir
+	outb, err := cmd.CombinedOutput()
+	out := string(outb)
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"40000 records predicted then learned", "records/s", "window", "200 SVs",
+		"shifts at [10000 20000 30000]", "segments (mistakes %)", "perceptron", "forgetron:budget=200",
+		"made exactly the service's mistakes on every partition", "nothing left running",
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+	// Every partition's line of the report has a number in each column.
+	rows := regexp.MustCompile(`(?m)^[0-3] +rbp:budget=200 +\d+\.\d\d +200 +(\d+\.\d ){4}`).FindAllString(out, -1)
+	if len(rows) != 4 {
+		t.Errorf("%d report rows for the service's learner, want one per partition:\n%s", len(rows), out)
+	}
+	f, err := os.Open(filepath.Join(dir, "out/demo/drift.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Fatalf("drift.png: %v", err)
+	}
+	var rep replay.Report
+	if b, err := os.ReadFile(filepath.Join(dir, "out/demo/report.json")); err != nil || json.Unmarshal(b, &rep) != nil {
+		t.Fatalf("report.json: %v", err)
+	}
+	if len(rep.Partitions) != 4 || len(rep.Partitions[0].Shifts) != 3 {
+		t.Fatalf("report: %d partitions, %d shifts in the first", len(rep.Partitions), len(rep.Partitions[0].Shifts))
+	}
+	// Nothing left running: the broker's port is closed.
+	addr := regexp.MustCompile(`embedded broker on (127\.0\.0\.1:\d+)`).FindStringSubmatch(out)
+	if addr == nil {
+		t.Fatalf("no broker address in the output:\n%s", out)
+	}
+	if c, err := net.DialTimeout("tcp", addr[1], time.Second); err == nil {
+		c.Close()
+		t.Fatalf("%s still accepts connections after the demo", addr[1])
 	}
 }
 

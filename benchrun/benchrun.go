@@ -1,0 +1,288 @@
+// Package benchrun measures the service end to end: it loads records into
+// a topic of a broker (the embedded one, in process, unless an address is
+// given), runs one consumer-group member over them with pipeline.Run, and
+// reports records/s from the member's assignment to the last acknowledged
+// prediction, with the CPU time and resident memory of this process over
+// that window. It is shared by the end-to-end Go benchmark and by
+// `streamlearner bench`, so both measure the same thing.
+package benchrun
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/checkpoint"
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/pipeline"
+)
+
+// Config says what to run.
+type Config struct {
+	// Broker is the address of a running broker; empty starts an embedded
+	// one in this process for the run (its work then counts in CPU and RSS).
+	Broker string
+	// Topic names the input topic (output Topic+".out"); it must be new on
+	// the broker. Default "bench".
+	Topic      string
+	Partitions int // of the input topic; default 4
+	// Records is how many records to load: Input over and over. Default
+	// len(Input).
+	Records int
+	Input   []kafka.Message
+	// Learner, Kernel and Seed configure the member; PassThrough runs the
+	// same consume/decode/produce path without learning.
+	Learner     string
+	Kernel      learners.Kernel
+	PassThrough bool
+	// CheckpointEvery > 0 saves a snapshot to CheckpointDir and commits
+	// every that many records of each partition; without a directory it
+	// only sets the commit cadence.
+	CheckpointEvery int
+	CheckpointDir   string
+	// Progress, if set, is called about once a second while loading
+	// (serving false) and serving, with the records done and the total.
+	Progress func(serving bool, done, total int64)
+	// SampleRSS reads VmRSS every second while serving.
+	SampleRSS bool
+}
+
+// Result is what one run measured.
+type Result struct {
+	Records int
+	Elapsed time.Duration // assignment to the last acknowledged prediction
+	CPU     time.Duration // user+system time of this process over Elapsed
+	// RSS holds one VmRSS sample (bytes) a second while serving, when
+	// sampled; PeakRSS is VmHWM at the end (the process's high-water mark).
+	RSS     []RSSSample
+	PeakRSS int64
+}
+
+// RSSSample is the resident memory at a moment of the run.
+type RSSSample struct {
+	At   time.Duration // since assignment
+	Done int64         // predictions acknowledged by then
+	RSS  int64         // bytes
+}
+
+// RecordsPerSecond is the throughput.
+func (r Result) RecordsPerSecond() float64 { return float64(r.Records) / r.Elapsed.Seconds() }
+
+// CPUPerRecord is this process's CPU time per record.
+func (r Result) CPUPerRecord() time.Duration { return r.CPU / time.Duration(max(r.Records, 1)) }
+
+// LoadA9A reads a LIBSVM or JSON data file into messages, one JSON record
+// each, as `streamlearner produce` writes them.
+func LoadA9A(ctx context.Context, path string) ([]kafka.Message, error) {
+	set, err := dataset.Load(ctx, path, dataset.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	msgs := make([]kafka.Message, set.Len())
+	for i := range msgs {
+		msgs[i] = kafka.Message{Value: codec.AppendJSON(nil, codec.Example{X: set.X[i], Label: strconv.Itoa(set.Y[i])})}
+	}
+	return msgs, nil
+}
+
+// Run loads the records and serves them once.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Topic == "" {
+		cfg.Topic = "bench"
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 4
+	}
+	if cfg.Records <= 0 {
+		cfg.Records = len(cfg.Input)
+	}
+	if len(cfg.Input) == 0 {
+		return Result{}, errors.New("bench: no input records")
+	}
+	out := cfg.Topic + ".out"
+	addr := cfg.Broker
+	if addr == "" {
+		br, err := embedded.Start(embedded.Config{Partitions: cfg.Partitions, Topics: []string{cfg.Topic, out, cfg.Topic + ".dlq"}})
+		if err != nil {
+			return Result{}, fmt.Errorf("bench: %w", err)
+		}
+		defer br.Close()
+		addr = br.Addr()
+	} else if err := createTopics(ctx, addr, cfg.Partitions, cfg.Topic, out, cfg.Topic+".dlq"); err != nil {
+		return Result{}, err
+	}
+	if err := load(ctx, addr, cfg); err != nil {
+		return Result{}, err
+	}
+	return serve(ctx, addr, out, cfg)
+}
+
+// createTopics makes the run's topics on an external broker.
+func createTopics(ctx context.Context, addr string, partitions int, names ...string) error {
+	c := &kafka.Client{Addr: kafka.TCP(addr)}
+	req := &kafka.CreateTopicsRequest{}
+	for _, n := range names {
+		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: 1})
+	}
+	resp, err := c.CreateTopics(ctx, req)
+	if err != nil {
+		return fmt.Errorf("bench: create topics: %w", err)
+	}
+	for n, err := range resp.Errors {
+		if err != nil {
+			return fmt.Errorf("bench: create topic %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// load writes Records messages, Input over and over, round-robin over the
+// partitions, in batches of 1,000.
+func load(ctx context.Context, addr string, cfg Config) error {
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: cfg.Topic, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll,
+		BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 4 << 20}
+	defer w.Close()
+	batch := make([]kafka.Message, 0, 1000)
+	last := time.Now()
+	for done := 0; done < cfg.Records; {
+		batch = batch[:0]
+		for len(batch) < cap(batch) && done+len(batch) < cfg.Records {
+			m := cfg.Input[(done+len(batch))%len(cfg.Input)]
+			batch = append(batch, kafka.Message{Value: m.Value, Key: m.Key})
+		}
+		if err := w.WriteMessages(ctx, batch...); err != nil {
+			return fmt.Errorf("bench: load: %w", err)
+		}
+		done += len(batch)
+		if cfg.Progress != nil && (time.Since(last) > time.Second || done == cfg.Records) {
+			cfg.Progress(false, int64(done), int64(cfg.Records))
+			last = time.Now()
+		}
+	}
+	return nil
+}
+
+// serve runs one member until every record's prediction is acknowledged.
+func serve(ctx context.Context, addr, out string, cfg Config) (Result, error) {
+	metrics := pipeline.NewMetrics(nil)
+	started := make(chan time.Time, cfg.Partitions)
+	pc := pipeline.Config{
+		Conn: kafkaconn.Config{Brokers: []string{addr}}, Topic: cfg.Topic, Group: cfg.Topic + "-bench", OutputTopic: out,
+		Learner: cfg.Learner, Kernel: cfg.Kernel, PassThrough: cfg.PassThrough, Metrics: metrics,
+		HeartbeatInterval: 500 * time.Millisecond, Log: zerolog.Nop(), CheckpointEvery: cfg.CheckpointEvery,
+		OnAssign: func(int32, []int) { started <- time.Now() },
+	}
+	if cfg.CheckpointDir != "" {
+		pc.Checkpoints = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: cfg.CheckpointDir}, Learner: cfg.Learner, Kernel: cfg.Kernel, Seed: 1, Log: zerolog.Nop()}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- pipeline.Run(ctx, pc) }()
+	var t0 time.Time
+	select {
+	case t0 = <-started:
+	case err := <-served:
+		return Result{}, fmt.Errorf("bench: service stopped before its assignment: %w", err)
+	case <-ctx.Done():
+		<-served
+		return Result{}, ctx.Err()
+	}
+	cpu0 := cpuTime()
+	var res Result
+	var done int64
+	total := int64(cfg.Records)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	lastSample := t0
+	for done < total {
+		select {
+		case <-ctx.Done():
+			<-served
+			return res, ctx.Err()
+		case err := <-served:
+			return res, fmt.Errorf("bench: service stopped: %w", err)
+		case now := <-tick.C:
+			done = int64(testutil.ToFloat64(metrics.Produced))
+			if now.Sub(lastSample) >= time.Second {
+				lastSample = now
+				if cfg.SampleRSS {
+					res.RSS = append(res.RSS, RSSSample{At: now.Sub(t0), Done: done, RSS: procStatus("VmRSS:")})
+				}
+				if cfg.Progress != nil {
+					cfg.Progress(true, done, total)
+				}
+			}
+		}
+	}
+	res.Elapsed = time.Since(t0)
+	res.CPU = cpuTime() - cpu0
+	res.Records = cfg.Records
+	res.PeakRSS = procStatus("VmHWM:")
+	if cfg.Progress != nil {
+		cfg.Progress(true, total, total)
+	}
+	cancel()
+	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+		return res, fmt.Errorf("bench: service: %w", err)
+	}
+	return res, nil
+}
+
+// cpuTime is this process's user plus system time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procStatus reads a "kB" line of /proc/self/status (VmRSS:, VmHWM:) in
+// bytes, or 0 where there is no /proc.
+func procStatus(field string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if rest, ok := bytes.CutPrefix(sc.Bytes(), []byte(field)); ok {
+			kb, _ := strconv.ParseInt(string(bytes.TrimSpace(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte("kB")))), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// Slope fits RSS = a + b·Done by least squares over the samples whose
+// Done is at least from, and returns b in bytes per record (0 with fewer
+// than three samples): memory that grows with the stream shows here.
+func Slope(samples []RSSSample, from int64) float64 {
+	var n, sx, sy, sxx, sxy float64
+	for _, s := range samples {
+		if s.Done < from {
+			continue
+		}
+		x, y := float64(s.Done), float64(s.RSS)
+		n, sx, sy, sxx, sxy = n+1, sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	if n < 3 || n*sxx-sx*sx == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / (n*sxx - sx*sx)
+}

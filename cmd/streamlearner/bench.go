@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/benchrun"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/progress"
+)
+
+// endToEndTarget is the issue's target: learning keeps at least this share
+// of the pass-through throughput.
+const endToEndTarget = 0.70
+
+type benchCmd struct {
+	Data            string `default:"testdata/a9a.gz" type:"existingfile" help:"Records to replicate (LIBSVM or JSON lines)."`
+	Records         int    `default:"1000000" help:"Records per run: the data over and over. From 10,000,000 on, resident memory is sampled and judged."`
+	Partitions      int    `default:"4" help:"Partitions of the input topic."`
+	Learner         string `default:"rbp:budget=100" placeholder:"SPEC" help:"Learner spec."`
+	Kernel          string `default:"rbf:gamma=0.01" placeholder:"SPEC" help:"Kernel spec."`
+	CheckpointEvery int    `default:"10000" help:"Snapshot and commit every this many records of a partition."`
+	Runs            int    `default:"1" help:"Runs of each mode; the report gives medians."`
+	InProcess       bool   `help:"Run the broker in this process (its CPU and memory then count as the service's)."`
+	LearnOnly       bool   `help:"Skip the pass-through runs (for a memory run, which needs no ratio)."`
+}
+
+// Run measures the service end to end: the embedded broker (a child
+// process, so that CPU and memory figures are the service's own), the data
+// replicated to --records records, then one member over them without
+// learning (pass-through) and one learning with checkpoints to a
+// temporary directory; it prints records/s, CPU per record and memory,
+// and the ratio against the target.
+func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
+	kern, err := learners.ParseKernel(c.Kernel)
+	if err != nil {
+		return err
+	}
+	msgs, err := benchrun.LoadA9A(ctx, c.Data)
+	if err != nil {
+		return err
+	}
+	sampleRSS := c.Records >= 10_000_000
+	fmt.Fprintf(out, "end to end: %s ×%.1f = %d records over %d partitions, %s %s, checkpoint every %d; broker %s\n",
+		c.Data, float64(c.Records)/float64(len(msgs)), c.Records, c.Partitions, c.Learner, kern, c.CheckpointEvery, brokerWhere(c.InProcess))
+	fmt.Fprintf(out, "%-12s %12s %14s %12s\n", "mode", "records/s", "cpu µs/record", "peak RSS MB")
+	rates := map[string][]float64{}
+	var lastLearn benchrun.Result
+	for run := range c.Runs {
+		modes := []string{"passthrough", "learn"}
+		if c.LearnOnly {
+			modes = modes[1:]
+		}
+		for _, mode := range modes {
+			res, err := c.runOnce(ctx, mode, run, msgs, kern, sampleRSS && mode == "learn")
+			if err != nil {
+				return err
+			}
+			rates[mode] = append(rates[mode], res.RecordsPerSecond())
+			fmt.Fprintf(out, "%-12s %12.0f %14.2f %12.0f\n", mode, res.RecordsPerSecond(), float64(res.CPUPerRecord().Nanoseconds())/1e3, float64(res.PeakRSS)/(1<<20))
+			if mode == "learn" {
+				lastLearn = res
+			}
+		}
+	}
+	if learn, pass := median(rates["learn"]), median(rates["passthrough"]); !c.LearnOnly {
+		verdict := "met"
+		if learn < endToEndTarget*pass {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(out, "learning/pass-through: %.0f / %.0f records/s = %.2f (target ≥ %.2f: %s)\n", learn, pass, learn/pass, endToEndTarget, verdict)
+	}
+	if sampleRSS {
+		half := int64(c.Records / 2)
+		slope := benchrun.Slope(lastLearn.RSS, half)
+		growth := slope * float64(c.Records-int(half))
+		flat := "flat"
+		if growth > 16<<20 {
+			flat = "GROWING"
+		}
+		fmt.Fprintf(out, "resident memory, learning: peak %.0f MB; over the second half %+.1f MB (%.2f bytes/record): %s\n",
+			float64(lastLearn.PeakRSS)/(1<<20), growth/(1<<20), slope, flat)
+	}
+	return nil
+}
+
+// runOnce serves the records once in one mode, on a broker of its own (a
+// fresh child process unless --in-process), with progress on a terminal.
+func (c *benchCmd) runOnce(ctx context.Context, mode string, run int, msgs []kafka.Message, kern learners.Kernel, sampleRSS bool) (benchrun.Result, error) {
+	addr := ""
+	if !c.InProcess {
+		stop, a, err := childBroker(ctx, c.Partitions)
+		if err != nil {
+			return benchrun.Result{}, err
+		}
+		defer stop()
+		addr = a
+	}
+	dir, err := os.MkdirTemp("", "streamlearner-bench-")
+	if err != nil {
+		return benchrun.Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	bar := progress.New(os.Stderr, mode)
+	defer bar.Done()
+	return benchrun.Run(ctx, benchrun.Config{
+		Broker: addr, Topic: fmt.Sprintf("bench-%s-%d", mode, run), Partitions: c.Partitions, Records: c.Records, Input: msgs,
+		Learner: c.Learner, Kernel: kern, PassThrough: mode == "passthrough",
+		CheckpointEvery: c.CheckpointEvery, CheckpointDir: dir, SampleRSS: sampleRSS,
+		Progress: func(serving bool, done, total int64) {
+			if serving { // loading is the first half of the bar
+				done += total
+			}
+			bar.Update(done, 2*total)
+		},
+	})
+}
+
+func brokerWhere(inProcess bool) string {
+	if inProcess {
+		return "in process (its work counts as the service's)"
+	}
+	return "in a child process per run"
+}
+
+// childBroker runs `streamlearner broker` from this executable on a free
+// port and returns its address and a function that stops it.
+func childBroker(ctx context.Context, partitions int) (stop func(), addr string, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, "", fmt.Errorf("bench: find this executable: %w", err)
+	}
+	cmd := exec.Command(exe, "broker", "--port=0", fmt.Sprintf("--partitions=%d", partitions))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", fmt.Errorf("bench: broker: %w", err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("bench: start broker: %w", err)
+	}
+	stop = func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		if sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case line, ok := <-lines:
+		const prefix = "broker listening on "
+		if a, found := strings.CutPrefix(line, prefix); ok && found {
+			return stop, strings.Fields(a)[0], nil
+		}
+		stop()
+		return nil, "", fmt.Errorf("bench: broker said %q", line)
+	case <-ctx.Done():
+		stop()
+		return nil, "", ctx.Err()
+	case <-time.After(30 * time.Second):
+		stop()
+		return nil, "", errors.New("bench: broker did not start within 30 s")
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/progress"
+	"github.com/streamlearner/streamlearner/replay"
+)
+
+type replayCmd struct {
+	connFlags      `embed:""`
+	Topic          string   `required:"" help:"Topic to replay (records as run reads them)."`
+	Partition      []int    `placeholder:"N" help:"Partitions to replay, repeatable (default: all, each its own stream)."`
+	From           string   `default:"earliest" placeholder:"BOUND" help:"First record: earliest, latest, an offset or an RFC 3339 time."`
+	To             string   `default:"latest" placeholder:"BOUND" help:"End, exclusive: latest (the end when the replay starts), an offset or an RFC 3339 time."`
+	Learner        []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec, repeatable: the learners run side by side (see 'streamlearner learners')."`
+	Kernel         string   `required:"" placeholder:"SPEC" help:"Kernel spec shared by the learners, e.g. poly:degree=4 or rbf:gamma=0.01."`
+	Seed           uint64   `default:"1" help:"Seed of randomized learners (partition p uses seed+p, as run does)."`
+	Positive       string   `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
+	Negative       string   `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`
+	Window         int      `default:"1000" help:"Labeled records in the windowed mistake rate."`
+	Shifts         string   `placeholder:"OFFSETS|from-headers" help:"Known shifts: comma-separated offsets, or from-headers (a change of the streamlearner.segment header)."`
+	RecoveryWindow int      `default:"200" help:"Labeled post-shift records whose mistake rate decides recovery."`
+	Tolerance      float64  `default:"0.05" help:"Recovered when the post-shift rate is at most the pre-shift rate plus this."`
+	Detector       []string `sep:"none" placeholder:"SPEC" help:"Drift detectors on each learner's mistakes, repeatable: adwin[:delta=D], ddm, page-hinkley[:lambda=L,delta=D]; 'none' for none (default: all three with default settings)."`
+	Report         string   `placeholder:"FILE.json" help:"Write the full report (segments, recovery, detections, trace) as JSON."`
+	Plot           string   `placeholder:"FILE.svg|.png" help:"Plot windowed mistake rate and support size over the stream, shifts marked (first replayed partition)."`
+}
+
+func (c *replayCmd) Validate() error {
+	if c.Plot != "" {
+		if _, err := replay.PlotFormat(c.Plot); err != nil {
+			return err
+		}
+	}
+	if c.Window < 1 || c.RecoveryWindow < 1 || c.Tolerance < 0 {
+		return errors.New("--window and --recovery-window must be ≥ 1, --tolerance ≥ 0")
+	}
+	_, _, err := c.shifts()
+	return err
+}
+
+// shifts parses --shifts.
+func (c *replayCmd) shifts() (offsets []int64, fromHeaders bool, err error) {
+	switch c.Shifts {
+	case "":
+		return nil, false, nil
+	case "from-headers":
+		return nil, true, nil
+	}
+	for _, f := range strings.Split(c.Shifts, ",") {
+		off, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || off < 0 {
+			return nil, false, fmt.Errorf("--shifts: %q is not an offset (want offsets like 1000,2000 or from-headers)", f)
+		}
+		if n := len(offsets); n > 0 && off <= offsets[n-1] {
+			return nil, false, fmt.Errorf("--shifts: offsets must increase (%d after %d)", off, offsets[n-1])
+		}
+		offsets = append(offsets, off)
+	}
+	return offsets, false, nil
+}
+
+func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
+	kern, err := learners.ParseKernel(c.Kernel)
+	if err != nil {
+		return err
+	}
+	labels, err := labelMap(c.Positive, c.Negative)
+	if err != nil {
+		return err
+	}
+	offsets, fromHeaders, err := c.shifts()
+	if err != nil {
+		return err
+	}
+	detectors := c.Detector
+	if len(detectors) == 1 && detectors[0] == "none" {
+		detectors = []string{}
+	}
+	cfg := replay.Config{Learners: c.Learner, Kernel: kern, Seed: c.Seed, Window: c.Window,
+		RecoveryWindow: c.RecoveryWindow, Tolerance: c.Tolerance, Detectors: detectors,
+		ShiftOffsets: offsets, ShiftsFromSegments: fromHeaders}
+	bar := progress.New(os.Stderr, "replay")
+	src := replay.Source{Conn: c.config(), Topic: c.Topic, Partitions: c.Partition, From: c.From, To: c.To,
+		Labels: labels, Progress: bar.Update}
+	rep, err := replay.Run(ctx, src, cfg)
+	bar.Done()
+	if err != nil && len(rep.Partitions) == 0 {
+		return err
+	}
+	// What was replayed before an interruption is still reported.
+	if werr := writeReplay(out, rep, c.Report, c.Plot); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+// writeReplay prints the summary table and writes the report and plot
+// files when asked for.
+func writeReplay(out io.Writer, rep replay.Report, reportPath, plotPath string) error {
+	if err := rep.WriteTable(out); err != nil {
+		return err
+	}
+	if reportPath != "" {
+		if err := writeFile(reportPath, rep.WriteJSON); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+	}
+	if plotPath != "" && len(rep.Partitions) > 0 {
+		format, err := replay.PlotFormat(plotPath)
+		if err != nil {
+			return err
+		}
+		part := rep.Partitions[0].Partition
+		if err := writeFile(plotPath, func(w io.Writer) error { return rep.WritePlot(w, part, format) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package replay
+
+import (
+	"compress/gzip"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/feed"
+	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/offline"
+)
+
+// a9aHead writes the first n lines of testdata's a9a to a file and loads
+// them.
+func a9aHead(t *testing.T, n int) (string, *dataset.Set) {
+	t.Helper()
+	ctx := context.Background()
+	set, err := dataset.Load(ctx, "../testdata/a9a.gz", dataset.Options{Limit: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open("../testdata/a9a.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "head.libsvm")
+	out, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1)
+	for lines := 0; lines < n; {
+		if _, err := zr.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		out.Write(buf)
+		if buf[0] == '\n' {
+			lines++
+		}
+	}
+	out.Close()
+	return path, set
+}
+
+func TestReplayEqualsEvalOnTheSameRecords(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"stream"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	path, set := a9aHead(t, 3000)
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	if n, err := feed.Produce(ctx, feed.ProduceConfig{Conn: conn, Topic: "stream", Data: path}); err != nil || n != 3000 {
+		t.Fatalf("produced %d: %v", n, err)
+	}
+	// A record replay cannot read: counted, not played.
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "stream"}
+	if err := w.WriteMessages(ctx, kafka.Message{Value: []byte(`{"label": 1, "features": {"3": NaN}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	k, _ := learners.ParseKernel("rbf:gamma=0.05")
+	specs := []string{"perceptron", "rbp:budget=50", "forgetron:budget=50", "projectron++:budget=50"}
+	cfg := Config{Learners: specs, Kernel: k, Seed: 5, Detectors: []string{}}
+	var calls int
+	rep, err := Run(ctx, Source{Conn: conn, Topic: "stream", Progress: func(done, total int64) { calls++ }}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Partitions) != 1 || rep.Partitions[0].Rounds != 3000 || rep.Partitions[0].Bad["invalid_json"] != 1 {
+		t.Fatalf("partitions %d, rounds %d, bad %v", len(rep.Partitions), rep.Partitions[0].Rounds, rep.Partitions[0].Bad)
+	}
+	if calls == 0 {
+		t.Error("no progress reported")
+	}
+	// eval --keep-order --seed 5 on the same records: the same numbers.
+	want, err := offline.Run(ctx, set, nil, offline.Config{Learners: specs, Kernel: k, Seed: 5, KeepOrder: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range rep.Partitions[0].Learners {
+		if l.MistakeRate != want[i].MistakeRate || float64(l.Support) != want[i].Support || float64(l.SupportMax) != want[i].SupportMax {
+			t.Errorf("%s: replay %v (support %d, max %d), eval %v (%v, %v)", l.Spec,
+				l.MistakeRate, l.Support, l.SupportMax, want[i].MistakeRate, want[i].Support, want[i].SupportMax)
+		}
+	}
+
+	// Bounds: offsets [1000, 2000) are eval on records 1000..1999.
+	rep, err = Run(ctx, Source{Conn: conn, Topic: "stream", From: "1000", To: "2000"}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Partitions[0]
+	if p.Rounds != 1000 || p.FirstOffset != 1000 || p.LastOffset != 1999 {
+		t.Fatalf("bounded replay: %d rounds, offsets %d..%d", p.Rounds, p.FirstOffset, p.LastOffset)
+	}
+	mid := &dataset.Set{X: set.X[1000:2000], Y: set.Y[1000:2000]}
+	want, err = offline.Run(ctx, mid, nil, offline.Config{Learners: specs, Kernel: k, Seed: 5, KeepOrder: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range p.Learners {
+		if l.MistakeRate != want[i].MistakeRate {
+			t.Errorf("%s on [1000, 2000): replay %v, eval %v", l.Spec, l.MistakeRate, want[i].MistakeRate)
+		}
+	}
+
+	// A time bound after the last record replays nothing; a missing
+	// partition is an error.
+	rep, err = Run(ctx, Source{Conn: conn, Topic: "stream", From: time.Now().Add(time.Hour).Format(time.RFC3339)}, cfg)
+	if err != nil || rep.Partitions[0].Rounds != 0 {
+		t.Fatalf("replay from the future: %v, %+v", err, rep.Partitions)
+	}
+	if _, err := Run(ctx, Source{Conn: conn, Topic: "stream", Partitions: []int{3}}, cfg); err == nil {
+		t.Fatal("partition 3 of a one-partition topic was replayed")
+	}
+}

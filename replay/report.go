@@ -1,0 +1,273 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/streamlearner/streamlearner/drift"
+)
+
+// Report is what a replay found, per partition and per learner. Rates are
+// fractions in [0, 1].
+type Report struct {
+	Topic          string            `json:"topic,omitempty"`
+	Kernel         string            `json:"kernel"`
+	Seed           uint64            `json:"seed"`
+	Window         int               `json:"window"`
+	RecoveryWindow int               `json:"recovery_window"`
+	Tolerance      float64           `json:"tolerance"`
+	Partitions     []PartitionReport `json:"partitions"`
+	// Learners sums every partition, in Config order.
+	Learners []Summary `json:"learners"`
+}
+
+// PartitionReport is one partition's stream.
+type PartitionReport struct {
+	Partition   int              `json:"partition"`
+	FirstOffset int64            `json:"first_offset"`
+	LastOffset  int64            `json:"last_offset"`
+	Rounds      int64            `json:"rounds"`
+	Bad         map[string]int64 `json:"bad_records,omitempty"`
+	Shifts      []Shift          `json:"shifts"`
+	Learners    []LearnerReport  `json:"learners"`
+}
+
+// Summary is one learner over all partitions.
+type Summary struct {
+	Spec        string  `json:"spec"`
+	Labeled     uint64  `json:"labeled"`
+	Mistakes    uint64  `json:"mistakes"`
+	MistakeRate float64 `json:"mistake_rate"`
+	// MeanRecovery is the mean of the recoveries that happened (records),
+	// Recovered/Shifts how many did.
+	MeanRecovery float64 `json:"mean_recovery"`
+	Recovered    int     `json:"recovered"`
+	Shifts       int     `json:"shifts"`
+}
+
+// LearnerReport is one learner on one partition.
+type LearnerReport struct {
+	Spec              string           `json:"spec"`
+	Seed              uint64           `json:"seed"`
+	Rounds            uint64           `json:"rounds"`
+	Labeled           uint64           `json:"labeled"`
+	Mistakes          uint64           `json:"mistakes"`
+	Updates           uint64           `json:"updates"`
+	MistakeRate       float64          `json:"mistake_rate"`
+	WindowRate        float64          `json:"window_rate"`
+	Support           int              `json:"support"`
+	SupportMax        int              `json:"support_max"`
+	ExamplesPerSecond float64          `json:"examples_per_second"`
+	Segments          []SegmentStats   `json:"segments"`
+	Recovery          []Recovery       `json:"recovery"`
+	Detectors         []DetectorReport `json:"detectors"`
+	Trace             []TracePoint     `json:"trace"`
+}
+
+// SegmentStats are the rounds between two shifts.
+type SegmentStats struct {
+	StartRound  int64   `json:"start_round"`
+	StartOffset int64   `json:"start_offset"`
+	Segment     int     `json:"segment"` // −1 when records carry none
+	Rounds      int64   `json:"rounds"`
+	Labeled     int64   `json:"labeled"`
+	Mistakes    int64   `json:"mistakes"`
+	MistakeRate float64 `json:"mistake_rate"`
+}
+
+// Recovery is how a learner came back after one shift.
+type Recovery struct {
+	ShiftRound int64 `json:"shift_round"`
+	// PreRate is the windowed mistake rate just before the shift (NaN,
+	// written as null, when nothing labeled came before it).
+	PreRate float64 `json:"-"`
+	// Records until recovered, counting the shift's record; nil if the
+	// learner did not recover within its segment.
+	Records *int64 `json:"records"`
+}
+
+// MarshalJSON writes PreRate as null when it is undefined, since JSON has
+// no NaN.
+func (r Recovery) MarshalJSON() ([]byte, error) {
+	type plain Recovery
+	var pre *float64
+	if !math.IsNaN(r.PreRate) {
+		pre = &r.PreRate
+	}
+	return json.Marshal(struct {
+		plain
+		PreRate *float64 `json:"pre_rate"`
+	}{plain(r), pre})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (null: NaN).
+func (r *Recovery) UnmarshalJSON(b []byte) error {
+	type plain Recovery
+	var v struct {
+		plain
+		PreRate *float64 `json:"pre_rate"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = Recovery(v.plain)
+	r.PreRate = math.NaN()
+	if v.PreRate != nil {
+		r.PreRate = *v.PreRate
+	}
+	return nil
+}
+
+// DetectorReport is what one drift detector made of a learner's mistakes.
+type DetectorReport struct {
+	Name string `json:"name"`
+	Spec string `json:"spec"`
+	drift.Match
+}
+
+// TracePoint is one sample of a learner's state, for plots.
+type TracePoint struct {
+	Round       int64   `json:"round"`
+	Offset      int64   `json:"offset"`
+	WindowRate  float64 `json:"window_rate"`
+	MistakeRate float64 `json:"mistake_rate"`
+	Support     int     `json:"support"`
+}
+
+// Report summarizes the stream so far. It can be called at any time; the
+// stream goes on unchanged.
+func (s *Stream) Report() PartitionReport {
+	pr := PartitionReport{Partition: s.partition, FirstOffset: s.firstOffset, LastOffset: s.lastOffset,
+		Rounds: s.rounds, Shifts: slices.Clone(s.shifts)}
+	if len(s.bad) > 0 {
+		pr.Bad = make(map[string]int64, len(s.bad))
+		for k, v := range s.bad {
+			pr.Bad[k] = v
+		}
+	}
+	if pr.Shifts == nil {
+		pr.Shifts = []Shift{}
+	}
+	known := make([]int64, len(s.shifts))
+	for i, sh := range s.shifts {
+		known[i] = sh.Round
+	}
+	for _, ln := range s.lanes {
+		lr := LearnerReport{Spec: ln.spec, Seed: ln.seed, Rounds: ln.ev.Rounds, Labeled: ln.ev.Labeled,
+			Mistakes: ln.ev.Mistakes, Updates: ln.ev.Updates, MistakeRate: ln.ev.MistakeRate(),
+			WindowRate: ln.ev.WindowRate(), Support: ln.ev.Support, SupportMax: ln.ev.SupportMax,
+			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace)}
+		if lr.Recovery == nil {
+			lr.Recovery = []Recovery{}
+		}
+		if secs := ln.elapsed.Seconds(); secs > 0 {
+			lr.ExamplesPerSecond = float64(ln.ev.Rounds) / secs
+		}
+		for i := range lr.Segments {
+			if sg := &lr.Segments[i]; sg.Labeled > 0 {
+				sg.MistakeRate = float64(sg.Mistakes) / float64(sg.Labeled)
+			}
+		}
+		for d, det := range ln.dets {
+			lr.Detectors = append(lr.Detectors, DetectorReport{Name: det.Name(), Spec: s.cfg.Detectors[d],
+				Match: drift.Evaluate(known, slices.Clone(ln.detected[d]), s.cfg.MaxDelay)})
+		}
+		if lr.Detectors == nil {
+			lr.Detectors = []DetectorReport{}
+		}
+		pr.Learners = append(pr.Learners, lr)
+	}
+	return pr
+}
+
+// Assemble builds the report of a replay from its streams' reports.
+func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
+	cfg = cfg.withDefaults()
+	rep := Report{Topic: topic, Kernel: cfg.Kernel.String(), Seed: cfg.Seed, Window: cfg.Window,
+		RecoveryWindow: cfg.RecoveryWindow, Tolerance: cfg.Tolerance, Partitions: parts}
+	if rep.Partitions == nil {
+		rep.Partitions = []PartitionReport{}
+	}
+	for l, spec := range cfg.Learners {
+		sm := Summary{Spec: spec}
+		var sum float64
+		for _, p := range parts {
+			lr := p.Learners[l]
+			sm.Labeled += lr.Labeled
+			sm.Mistakes += lr.Mistakes
+			for _, r := range lr.Recovery {
+				sm.Shifts++
+				if r.Records != nil {
+					sm.Recovered++
+					sum += float64(*r.Records)
+				}
+			}
+		}
+		if sm.Labeled > 0 {
+			sm.MistakeRate = float64(sm.Mistakes) / float64(sm.Labeled)
+		}
+		if sm.Recovered > 0 {
+			sm.MeanRecovery = sum / float64(sm.Recovered)
+		}
+		rep.Learners = append(rep.Learners, sm)
+	}
+	return rep
+}
+
+// WriteJSON writes the report, indented.
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// WriteTable writes a short human summary: a line per learner with its
+// overall and per-segment mistake rates, recovery and detections.
+func (r Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "partition\tlearner\tmistakes %\tsupport\tsegments (mistakes %)\trecovery (records)\tdetections (found/known, false)")
+	for _, p := range r.Partitions {
+		for _, l := range p.Learners {
+			segs := ""
+			for i, s := range l.Segments {
+				if i > 0 {
+					segs += " "
+				}
+				segs += fmt.Sprintf("%.1f", 100*s.MistakeRate)
+			}
+			rec := ""
+			for i, rc := range l.Recovery {
+				if i > 0 {
+					rec += " "
+				}
+				if rc.Records == nil {
+					rec += "-"
+				} else {
+					rec += fmt.Sprint(*rc.Records)
+				}
+			}
+			if rec == "" {
+				rec = "no shifts"
+			}
+			dets := ""
+			for i, d := range l.Detectors {
+				if i > 0 {
+					dets += " "
+				}
+				dets += fmt.Sprintf("%s %d/%d,%d", d.Name, len(d.Known)-d.Missed, len(d.Known), d.FalseAlarms)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%.2f\t%d\t%s\t%s\t%s\n", p.Partition, l.Spec, 100*l.MistakeRate, l.Support, segs, rec, dets)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}

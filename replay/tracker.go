@@ -1,0 +1,384 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/streamlearner/streamlearner/drift"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/prequential"
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// Config says what to evaluate and how. Zero values take the documented
+// defaults.
+type Config struct {
+	// Learners are the learner specs, e.g. "rbp:budget=100"; at least one.
+	Learners []string
+	// Kernel is shared by all learners.
+	Kernel learners.Kernel
+	// Seed seeds randomized learners: the learners of partition p get
+	// Seed + p, as the service's. Default 1, the service's default.
+	Seed uint64
+	// Window is the number of labeled records in the windowed mistake rate
+	// (and the pre-shift level). Default prequential.DefaultWindow (1000).
+	Window int
+	// RecoveryWindow is the number of labeled post-shift records whose
+	// mistake rate decides recovery. Default 200.
+	RecoveryWindow int
+	// Tolerance is how far above the pre-shift level (an absolute
+	// difference of rates) the post-shift rate may be and count as
+	// recovered. Default 0.05.
+	Tolerance float64
+	// Detectors are drift detector specs (see drift.New). Nil means
+	// drift.Defaults(); an empty non-nil slice means none.
+	Detectors []string
+	// MaxDelay, if positive, is the most rounds after a known shift that a
+	// detection may come and still count as detecting it. Default 0: any
+	// detection before the next known shift counts.
+	MaxDelay int64
+	// TracePoints bounds the samples kept per learner for plots: when the
+	// trace is full every other sample is dropped and the stride doubles.
+	// Default 2000.
+	TracePoints int
+	// ShiftOffsets are known shift offsets (in the partition's offsets);
+	// a shift is marked at the first record at or past each one.
+	ShiftOffsets []int64
+	// ShiftsFromSegments marks a shift at the first record of each new
+	// segment: one whose segment number is higher than any before it
+	// (records without a segment are never shifts).
+	ShiftsFromSegments bool
+}
+
+// withDefaults fills in the documented defaults.
+func (c Config) withDefaults() Config {
+	if c.Seed == 0 {
+		c.Seed = 1
+	}
+	if c.Window <= 0 {
+		c.Window = prequential.DefaultWindow
+	}
+	if c.RecoveryWindow <= 0 {
+		c.RecoveryWindow = 200
+	}
+	if c.Tolerance == 0 {
+		c.Tolerance = 0.05
+	}
+	if c.Detectors == nil {
+		c.Detectors = drift.Defaults()
+	}
+	if c.TracePoints <= 0 {
+		c.TracePoints = 2000
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot run, before any record is
+// read.
+func (c Config) Validate() error {
+	if len(c.Learners) == 0 {
+		return errors.New("replay: at least one learner is needed")
+	}
+	for _, spec := range c.Learners {
+		if _, err := learners.New(spec, c.Kernel, 0); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+	}
+	for _, spec := range c.Detectors {
+		if _, err := drift.New(spec); err != nil {
+			return fmt.Errorf("replay: %w", err)
+		}
+	}
+	if !(c.Tolerance >= 0) || math.IsInf(c.Tolerance, 0) {
+		return fmt.Errorf("replay: tolerance must be a non-negative rate, got %v", c.Tolerance)
+	}
+	if c.ShiftsFromSegments && len(c.ShiftOffsets) > 0 {
+		return errors.New("replay: shifts come from offsets or from segment headers, not both")
+	}
+	if !slices.IsSorted(c.ShiftOffsets) {
+		return errors.New("replay: shift offsets must be in increasing order")
+	}
+	return nil
+}
+
+// Record is one decoded record of the stream.
+type Record struct {
+	Offset int64
+	X      sparse.Vector
+	Y      int // +1, −1, or 0 when unlabeled (predicted, not learned)
+	// Segment is the record's segment number, or −1 if it carries none.
+	Segment int
+	// Bad, if not empty, is why the record could not be decoded (a codec
+	// reason): it is counted and skipped, not a round.
+	Bad string
+}
+
+// Stream plays one partition's records through every learner.
+type Stream struct {
+	cfg       Config
+	partition int
+	lanes     []*lane
+
+	rounds      int64
+	firstOffset int64
+	lastOffset  int64
+	bad         map[string]int64
+	shifts      []Shift
+	nextShift   int // index into cfg.ShiftOffsets
+	maxSegment  int
+}
+
+// Shift is a known change point.
+type Shift struct {
+	Round  int64 `json:"round"`
+	Offset int64 `json:"offset"`
+	// Segment is the new segment's number (−1 when records carry none).
+	Segment int `json:"segment"`
+}
+
+// NewStream prepares the learners of one partition.
+func NewStream(cfg Config, partition int) (*Stream, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Stream{cfg: cfg, partition: partition, firstOffset: -1, lastOffset: -1, maxSegment: -1, bad: map[string]int64{}}
+	seed := cfg.Seed + uint64(partition)
+	for _, spec := range cfg.Learners {
+		l, err := learners.New(spec, cfg.Kernel, seed)
+		if err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+		ln := &lane{spec: spec, seed: seed, l: l, ev: prequential.Evaluator{Window: cfg.Window},
+			post: make([]bool, 0, cfg.RecoveryWindow), traceCap: cfg.TracePoints, stride: 1}
+		for _, d := range cfg.Detectors {
+			det, err := drift.New(d)
+			if err != nil {
+				return nil, fmt.Errorf("replay: %w", err)
+			}
+			ln.dets = append(ln.dets, det)
+			ln.detected = append(ln.detected, nil)
+		}
+		ln.startSegment(0, -1, -1)
+		s.lanes = append(s.lanes, ln)
+	}
+	return s, nil
+}
+
+func (s *Stream) seen(offset int64) {
+	if s.firstOffset < 0 {
+		s.firstOffset = offset
+	}
+	s.lastOffset = offset
+}
+
+// Play runs a batch of records, in order, through every learner. The
+// learners go in parallel (they share nothing), each through the whole
+// batch, so the results do not depend on the number of cores.
+func (s *Stream) Play(recs []Record) {
+	// Bad records are counted and dropped; the slice is copied only when
+	// there is one.
+	nbad := 0
+	for _, r := range recs {
+		s.seen(r.Offset)
+		if r.Bad != "" {
+			nbad++
+			s.bad[r.Bad]++
+		}
+	}
+	if nbad > 0 {
+		good := make([]Record, 0, len(recs)-nbad)
+		for _, r := range recs {
+			if r.Bad == "" {
+				good = append(good, r)
+			}
+		}
+		recs = good
+	}
+	if len(recs) == 0 {
+		return
+	}
+	// Shifts are decided once, for all lanes, before the lanes run.
+	marks := make([]bool, len(recs))
+	for i, r := range recs {
+		round := s.rounds + int64(i)
+		shift, seg := false, r.Segment
+		for s.nextShift < len(s.cfg.ShiftOffsets) && s.cfg.ShiftOffsets[s.nextShift] <= r.Offset {
+			s.nextShift++
+			shift = round > 0 // a shift before the first record is no change
+		}
+		if s.cfg.ShiftsFromSegments && r.Segment >= 0 {
+			// Segments only grow: a gradual drift mixes records of the old
+			// and the new segment, and its shift is where the new one first
+			// appears, not every switch back and forth.
+			if s.maxSegment >= 0 && r.Segment > s.maxSegment {
+				shift = true
+			}
+			s.maxSegment = max(s.maxSegment, r.Segment)
+		}
+		if shift {
+			marks[i] = true
+			s.shifts = append(s.shifts, Shift{Round: round, Offset: r.Offset, Segment: seg})
+		}
+	}
+	base := s.rounds
+	s.rounds += int64(len(recs))
+
+	workers := min(runtime.GOMAXPROCS(0), len(s.lanes))
+	if workers <= 1 {
+		for _, ln := range s.lanes {
+			ln.play(s.cfg, base, recs, marks)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	next := make(chan *lane, len(s.lanes))
+	for _, ln := range s.lanes {
+		next <- ln
+	}
+	close(next)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ln := range next {
+				ln.play(s.cfg, base, recs, marks)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Rounds is the number of records played so far.
+func (s *Stream) Rounds() int64 { return s.rounds }
+
+// lane is one learner's run over the stream.
+type lane struct {
+	spec string
+	seed uint64
+	l    learners.Learner
+	ev   prequential.Evaluator
+
+	segments []SegmentStats
+
+	// Recovery: the pre-shift level and the last RecoveryWindow labeled
+	// post-shift mistakes (a ring once full).
+	recovery  []Recovery
+	post      []bool
+	postNext  int
+	postWrong int
+	waiting   bool // the last shift's recovery is still open
+
+	dets     []drift.Detector
+	detected [][]int64
+
+	trace    []TracePoint
+	traceCap int
+	stride   int64
+
+	elapsed time.Duration
+}
+
+func (ln *lane) startSegment(round, offset int64, segment int) {
+	ln.segments = append(ln.segments, SegmentStats{StartRound: round, StartOffset: offset, Segment: segment})
+}
+
+func (ln *lane) play(cfg Config, base int64, recs []Record, marks []bool) {
+	start := time.Now()
+	for i := range recs {
+		r := &recs[i]
+		round := base + int64(i)
+		if marks[i] {
+			ln.shift(round, r)
+		}
+		if i == 0 && round == 0 {
+			ln.segments[0].StartOffset, ln.segments[0].Segment = r.Offset, r.Segment
+		}
+		o := ln.l.Round(r.X, r.Y)
+		labeled := r.Y != 0
+		ln.ev.Observe(o, labeled, ln.l.Size())
+		seg := &ln.segments[len(ln.segments)-1]
+		seg.Rounds++
+		if labeled {
+			seg.Labeled++
+			if o.Mistake {
+				seg.Mistakes++
+			}
+			ln.observePost(cfg, round, o.Mistake)
+			for d, det := range ln.dets {
+				if det.Add(o.Mistake) {
+					ln.detected[d] = append(ln.detected[d], round)
+				}
+			}
+		}
+		if round%ln.stride == 0 {
+			ln.sample(round, r.Offset)
+		}
+	}
+	ln.elapsed += time.Since(start)
+}
+
+// shift closes the current segment and opens the recovery watch.
+func (ln *lane) shift(round int64, r *Record) {
+	ln.startSegment(round, r.Offset, r.Segment)
+	pre := math.NaN()
+	if ln.ev.Labeled > 0 {
+		pre = ln.ev.WindowRate()
+	}
+	ln.recovery = append(ln.recovery, Recovery{ShiftRound: round, PreRate: pre})
+	ln.post, ln.postNext, ln.postWrong = ln.post[:0], 0, 0
+	ln.waiting = !math.IsNaN(pre)
+}
+
+func (ln *lane) observePost(cfg Config, round int64, mistake bool) {
+	if !ln.waiting {
+		return
+	}
+	if len(ln.post) < cap(ln.post) {
+		ln.post = append(ln.post, mistake)
+	} else {
+		if ln.post[ln.postNext] {
+			ln.postWrong--
+		}
+		ln.post[ln.postNext] = mistake
+		ln.postNext = (ln.postNext + 1) % len(ln.post)
+	}
+	if mistake {
+		ln.postWrong++
+	}
+	if len(ln.post) < cap(ln.post) {
+		return
+	}
+	rec := &ln.recovery[len(ln.recovery)-1]
+	rate := float64(ln.postWrong) / float64(len(ln.post))
+	if rate <= rec.PreRate+cfg.Tolerance {
+		n := round - rec.ShiftRound + 1
+		rec.Records = &n
+		ln.waiting = false
+	}
+}
+
+func (ln *lane) sample(round, offset int64) {
+	if len(ln.trace) == ln.traceCap {
+		// Keep every other sample and sample half as often from now on, so
+		// the trace stays evenly spaced and bounded however long the stream.
+		kept := ln.trace[:0]
+		for i, p := range ln.trace {
+			if i%2 == 0 {
+				kept = append(kept, p)
+			}
+		}
+		ln.trace = kept
+		ln.stride *= 2
+		if round%ln.stride != 0 {
+			return
+		}
+	}
+	ln.trace = append(ln.trace, TracePoint{Round: round, Offset: offset,
+		WindowRate: ln.ev.WindowRate(), MistakeRate: ln.ev.MistakeRate(), Support: ln.l.Size()})
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The speed and memory targets beside what this machine measures.
+# Usage: scripts/bench.sh [OUTDIR]   (default out/bench)
+# COUNT (default 5) repeats each Go benchmark, E2E_RUNS (default 3) each
+# end-to-end mode; the table gives medians. RSS_RECORDS (default
+# 10000000; 0 skips it) sets the memory run's length.
+# Raw outputs land in OUTDIR; the table is printed last and saved as
+# OUTDIR/table.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-out/bench}
+count=${COUNT:-5}
+mkdir -p "$out"
+go build -o bin/streamlearner ./cmd/streamlearner
+
+step() { # file, command...
+  local f=$1; shift
+  echo "\$ $*" | tee "$out/$f"
+  "$@" 2>&1 | tee -a "$out/$f"
+}
+step offline.txt go test -run '^$' -bench 'A9APass/(perceptron|rbp:budget=100|forgetron:budget=100|projectron:budget=100|projectron\+\+:budget=100)$' -benchtime 3x -count "$count" ./offline/
+step dense.txt go test -run '^$' -bench 'KernelRowDense|DotDense' -count "$count" ./learners/
+step rounds.txt go test -run '^$' -bench 'RoundFullBudget' -benchmem ./learners/
+step codec.txt go test -run '^$' -bench 'AppendPrediction' -benchmem ./codec/
+step e2e.txt bin/streamlearner bench --records 1000000 --runs "${E2E_RUNS:-3}"
+if [ "${RSS_RECORDS:-10000000}" != 0 ]; then
+  step rss.txt bin/streamlearner bench --records "${RSS_RECORDS:-10000000}" --learn-only
+fi
+
+# median of the values of metric $2 on the lines matching $1 in file $3
+med() {
+  grep -E "$1" "$3" | awk -v m="$2" '{for (i = 2; i <= NF; i++) if ($i == m) print $(i-1)}' | sort -g |
+    awk '{v[NR] = $1} END {if (NR == 0) print "nan"; else if (NR % 2) print v[(NR+1)/2]; else print (v[NR/2] + v[NR/2+1]) / 2}'
+}
+row() { # target, required, measured, unit, ratio text, met
+  printf '%-44s %-14s %-16s %-22s %s\n' "$1" "$2" "$3 $4" "$5" "$6"
+}
+ok() { awk -v a="$1" -v b="$2" 'BEGIN {print (a >= b) ? "met" : "NOT met"}'; }
+{
+  echo
+  echo "speed and memory targets on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores; medians of $count"
+  row target required measured "" ratio ""
+  for l in perceptron:0:10000:5000 rbp:budget=100:280000:140000 forgetron:budget=100:220000:110000 projectron:budget=100:240000:120000 'projectron\+\+:budget=100:190000:95000'; do
+    spec=${l%%:[0-9]*}; rest=${l#"$spec":}; need=${rest%%:*}; peer=${rest##*:}
+    [ "$spec" = perceptron ] && rest=${l#perceptron:0:} && need=${rest%%:*}
+    v=$(med "A9APass/$spec(:budget=100)?-" examples/s "$out/offline.txt")
+    row "a9a one pass, ${spec//\\/}" ">= $need/s" "$(printf %.0f "$v")" "/s" "$(awk -v v="$v" -v p="$peer" 'BEGIN {printf "%.2f× the peer", v/p}')" "$(ok "$v" "$need")"
+  done
+  k=$(med KernelRowDense GFLOP/s "$out/dense.txt"); d=$(med DotDense GFLOP/s "$out/dense.txt")
+  row "dense kernel row, d=784 B=500 rbf" "near dot's" "$k" GFLOP/s "$(awk -v k="$k" -v d="$d" 'BEGIN {printf "%.2f of dot (%.2f)", k/d, d}')" "$(ok "$(awk -v k="$k" -v d="$d" 'BEGIN {print k/d}')" 0.8)"
+  a=$(grep -E 'RoundFullBudget' "$out/rounds.txt" | awk '{for (i = 2; i <= NF; i++) if ($i == "allocs/op") print $(i-1)}' | sort -g | tail -1)
+  row "allocs per steady-state round (max)" "0" "$a" "" "" "$(ok 0 "$a")"
+  e=$(grep 'learning/pass-through' "$out/e2e.txt")
+  r=$(echo "$e" | sed -E 's/.*= ([0-9.]+) \(.*/\1/')
+  lr=$(echo "$e" | sed -E 's/.*: ([0-9]+) \/ ([0-9]+) .*/\1/'); pr=$(echo "$e" | sed -E 's/.*: ([0-9]+) \/ ([0-9]+) .*/\2/')
+  cpu=$(grep -E '^learn ' "$out/e2e.txt" | awk '{print $3}' | sort -g | awk '{v[NR] = $1} END {print v[int((NR+1)/2)]}')
+  row "service, 1M records, learning" ">= 0.70 of pass" "$lr" "rec/s" "$r of $pr rec/s; ${cpu} cpu-µs/rec" "$(ok "$r" 0.70)"
+  if [ -s "$out/rss.txt" ]; then
+    m=$(grep 'resident memory' "$out/rss.txt")
+    peak=$(echo "$m" | sed -E 's/.*peak ([0-9]+) MB.*/\1/'); g=$(echo "$m" | sed -E 's/.*half ([-+0-9.]+) MB.*/\1/')
+    row "RSS over ${RSS_RECORDS:-10000000} records, rbp B=100" "flat" "$peak" "MB peak" "${g} MB in the 2nd half" "$(echo "$m" | grep -q ': flat' && echo met || echo 'NOT met')"
+  fi
+} | tee "$out/table.txt"
