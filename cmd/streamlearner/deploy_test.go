@@ -135,8 +135,18 @@ func TestDeployFiles(t *testing.T) {
 			t.Errorf("init-topics does not create %q", topic)
 		}
 	}
-	if !strings.Contains(compose, `"--topic", "`+run.Topic+`"`) {
-		t.Errorf("the producer does not write to %q", run.Topic)
+	// The producer's command line is one this binary accepts, writing to
+	// the members' input topic.
+	producer := regexp.MustCompile(`(?s)command: (\["gen".*?\])\n`).FindStringSubmatch(compose)
+	var args []string
+	if producer == nil || json.Unmarshal([]byte(producer[1]), &args) != nil {
+		t.Fatal("no producer command in the compose file")
+	}
+	if _, err := parse(t, args...); err != nil {
+		t.Errorf("producer %v: %v", args, err)
+	}
+	if i := slices.Index(args, "--topic"); i < 0 || args[i+1] != run.Topic {
+		t.Errorf("the producer %v does not write to %q", args, run.Topic)
 	}
 	if !strings.Contains(compose, "create --topic "+run.CheckpointTopic+" --partitions 1 --config cleanup.policy=compact") {
 		t.Errorf("checkpoint topic %q is not compacted", run.CheckpointTopic)
