@@ -121,9 +121,12 @@ func TestProtocolSaveRestoreCollect(t *testing.T) {
 	part := pipeline.Partition{Topic: "in", ID: 2}
 	var names []string
 	for i := range 4 {
-		name, err := p.Save(ctx, part, 3, state(t, p, part, 10*(i+1)))
+		name, size, err := p.Save(ctx, part, 3, state(t, p, part, 10*(i+1)))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if b, err := p.Store.Load(ctx, name); err != nil || len(b) != size {
+			t.Fatalf("Save reported %d bytes, the store holds %d (%v)", size, len(b), err)
 		}
 		names = append(names, name)
 		p.Committed(ctx, part, name)
@@ -145,7 +148,7 @@ func TestProtocolSaveRestoreCollect(t *testing.T) {
 		t.Fatal("restored state differs from the saved one")
 	}
 	// A new owner saves with a higher sequence number.
-	next, _ := p.Save(ctx, part, 4, st)
+	next, _, _ := p.Save(ctx, part, 4, st)
 	if !nameLess(names[3], next) {
 		t.Fatalf("%s does not sort after %s", next, names[3])
 	}
@@ -155,8 +158,8 @@ func TestProtocolCorruptionAndMismatch(t *testing.T) {
 	ctx := context.Background()
 	p, _ := newProtocol(t, "forgetron:budget=4")
 	part := pipeline.Partition{Topic: "in", ID: 0}
-	old, _ := p.Save(ctx, part, 1, state(t, p, part, 15))
-	newest, _ := p.Save(ctx, part, 1, state(t, p, part, 30))
+	old, _, _ := p.Save(ctx, part, 1, state(t, p, part, 15))
+	newest, _, _ := p.Save(ctx, part, 1, state(t, p, part, 30))
 	dir := p.Store.(DirStore).Dir
 
 	// A flipped byte in the newest: restored from the previous one, which
@@ -178,7 +181,7 @@ func TestProtocolCorruptionAndMismatch(t *testing.T) {
 	}
 	// A snapshot of another learner is refused, unless reset.
 	q := &Protocol{Store: DirStore{Dir: dir}, Learner: "lbp:budget=4", Kernel: p.Kernel, Seed: 1, Log: p.Log}
-	good, _ := p.Save(ctx, part, 2, state(t, p, part, 8))
+	good, _, _ := p.Save(ctx, part, 2, state(t, p, part, 8))
 	if _, err := q.Restore(ctx, part, 8, good); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "--reset-model") {
 		t.Fatalf("other learner: %v", err)
 	}

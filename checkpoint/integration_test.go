@@ -29,9 +29,9 @@ type crashable struct {
 	crashed atomic.Bool
 }
 
-func (c *crashable) Save(ctx context.Context, p pipeline.Partition, g int32, st *pipeline.State) (string, error) {
+func (c *crashable) Save(ctx context.Context, p pipeline.Partition, g int32, st *pipeline.State) (string, int, error) {
 	if c.crashed.Load() {
-		return "", errors.New("crashed")
+		return "", 0, errors.New("crashed")
 	}
 	return c.Protocol.Save(ctx, p, g, st)
 }

@@ -68,6 +68,7 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 	// What the store holds for the partition, once per assignment: later
 	// collections work from this list plus this member's own saves,
 	// without reading the store again.
+	log := p.logFor(part)
 	names, err := p.Store.List(ctx, fmt.Sprintf("%s/%d/", part.Topic, part.ID))
 	if err != nil {
 		return nil, err
@@ -80,26 +81,26 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 	p.mu.Unlock()
 	if metadata == "" {
 		if committed >= 0 {
-			p.Log.Warn().Str("topic", part.Topic).Int("partition", part.ID).Int64("offset", committed).
+			log.Warn().Int64("offset", committed).
 				Msg("committed offset without a snapshot: starting a new model there")
 		}
 		return nil, nil
 	}
 	snap, err := p.load(ctx, metadata)
 	if err != nil && !errors.Is(err, ErrMismatch) {
-		p.Log.Error().Err(err).Str("snapshot", metadata).Msg("committed snapshot unusable; looking for an older one")
+		log.Error().Err(err).Str("snapshot", metadata).Msg("committed snapshot unusable; looking for an older one")
 		snap, err = p.fallback(ctx, part, metadata)
 		if err != nil {
 			return nil, err
 		}
-		p.Log.Error().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).
+		log.Error().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).
 			Msg("restored from an OLDER snapshot: records after its offset are replayed")
 	}
 	if errors.Is(err, ErrMismatch) {
 		if !p.ResetModel {
 			return nil, err
 		}
-		p.Log.Warn().Err(err).Int64("offset", committed).Msg("reset-model: starting a new model at the committed offset")
+		log.Warn().Err(err).Int64("offset", committed).Msg("reset-model: starting a new model at the committed offset")
 		p.setSeq(part, seqOf(metadata))
 		return nil, nil
 	}
@@ -112,8 +113,14 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		return nil, fmt.Errorf("snapshot %s: %w", snap.Name(), err)
 	}
 	p.setSeq(part, snap.Seq)
-	p.Log.Info().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).Int("support", l.Size()).Msg("model restored")
+	log.Info().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).Int("support", l.Size()).Msg("model restored")
 	return st, nil
+}
+
+// logFor tags the log with the partition, as every line about one is.
+func (p *Protocol) logFor(part pipeline.Partition) *zerolog.Logger {
+	l := p.Log.With().Str("topic", part.Topic).Int("partition", part.ID).Logger()
+	return &l
 }
 
 func seqOf(name string) uint64 {
@@ -160,20 +167,21 @@ func (p *Protocol) fallback(ctx context.Context, part pipeline.Partition, bad st
 		if err == nil {
 			return snap, nil
 		}
-		p.Log.Error().Err(err).Str("snapshot", names[i]).Msg("older snapshot unusable too")
+		p.logFor(part).Error().Err(err).Str("snapshot", names[i]).Msg("older snapshot unusable too")
 	}
 	return nil, fmt.Errorf("partition %d: committed snapshot %s is unusable and no intact older snapshot exists; not serving the partition (pass --reset-model to start a new model)", part.ID, bad)
 }
 
-// Save writes a new snapshot of st and returns its name for the commit.
-func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation int32, st *pipeline.State) (string, error) {
+// Save writes a new snapshot of st and returns its name for the commit
+// and its encoded size.
+func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation int32, st *pipeline.State) (string, int, error) {
 	model, err := st.Learner.MarshalBinary()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	eval, err := st.Eval.MarshalBinary()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	p.mu.Lock()
 	if p.seq == nil {
@@ -191,8 +199,9 @@ func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation
 		Learner: st.Learner.Spec(), Kernel: st.Learner.Kernel().String(), NextOffset: st.NextOffset,
 		Created: now(), Model: model, Eval: eval,
 	}
-	if err := p.Store.Save(ctx, snap.Name(), snap.Encode()); err != nil {
-		return "", err
+	data := snap.Encode()
+	if err := p.Store.Save(ctx, snap.Name(), data); err != nil {
+		return "", 0, err
 	}
 	p.mu.Lock()
 	if p.known == nil {
@@ -200,7 +209,7 @@ func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation
 	}
 	p.known[part] = append(p.known[part], snap.Name())
 	p.mu.Unlock()
-	return snap.Name(), nil
+	return snap.Name(), len(data), nil
 }
 
 // Committed deletes the partition's snapshots older than the Keep newest
@@ -223,7 +232,7 @@ func (p *Protocol) Committed(ctx context.Context, part pipeline.Partition, name 
 	for i, n := range upTo {
 		if i < cut {
 			if err := p.Store.Delete(ctx, n); err != nil {
-				p.Log.Warn().Err(err).Str("snapshot", n).Msg("delete old snapshot; will try again at the next commit")
+				p.logFor(part).Warn().Err(err).Str("snapshot", n).Msg("delete old snapshot; will try again at the next commit")
 				kept = append(kept, n)
 			}
 			continue

@@ -32,8 +32,9 @@ type Checkpointer interface {
 	// (or the configured start offset).
 	Restore(ctx context.Context, p Partition, committed int64, metadata string) (*State, error)
 	// Save persists st and returns the metadata to commit with
-	// st.NextOffset. generation fences stale owners.
-	Save(ctx context.Context, p Partition, generation int32, st *State) (metadata string, err error)
+	// st.NextOffset and the size of what it stored (for the
+	// streamlearner_checkpoint_bytes gauge). generation fences stale owners.
+	Save(ctx context.Context, p Partition, generation int32, st *State) (metadata string, size int, err error)
 	// Committed reports that the commit carrying metadata succeeded, so
 	// older checkpoints of p may go.
 	Committed(ctx context.Context, p Partition, metadata string)
@@ -47,6 +48,8 @@ func (NoCheckpoints) Restore(context.Context, Partition, int64, string) (*State,
 	return nil, nil
 }
 
-func (NoCheckpoints) Save(context.Context, Partition, int32, *State) (string, error) { return "", nil }
+func (NoCheckpoints) Save(context.Context, Partition, int32, *State) (string, int, error) {
+	return "", 0, nil
+}
 
 func (NoCheckpoints) Committed(context.Context, Partition, string) {}

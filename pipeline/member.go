@@ -27,6 +27,7 @@ import (
 )
 
 type member struct {
+	ctx    context.Context // Run's: done once the member is leaving for good
 	cfg    *Config
 	dialer *kafka.Dialer
 	client *kafka.Client
@@ -50,7 +51,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	m := &member{cfg: &cfg, dialer: dialer, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, Timeout: 10 * time.Second}}
+	m := &member{ctx: ctx, cfg: &cfg, dialer: dialer, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, Timeout: 10 * time.Second}}
 	newWriter := func(topic string) *kafka.Writer {
 		return &kafka.Writer{
 			Addr:                   kafka.TCP(cfg.Conn.Brokers...),
@@ -106,7 +107,7 @@ func Run(ctx context.Context, cfg Config) error {
 			ids = append(ids, a.ID)
 		}
 		cfg.Metrics.AssignedGauge.Set(float64(len(ids)))
-		cfg.Log.Info().Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
+		cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
 		for _, id := range ids {
 			w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
 			w.log = cfg.Log.With().Str("topic", cfg.Topic).Int("partition", id).Int32("generation", gen.ID).Logger()
@@ -121,7 +122,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// then the member leaves. Bound it: Close can hang on a dead broker.
 	closeWithin(cg, 2*cfg.ShutdownTimeout, cfg.Log)
 	cfg.Metrics.AssignedGauge.Set(0)
-	cfg.Log.Info().Msg("left group")
+	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Msg("left group")
 	return nil
 }
 

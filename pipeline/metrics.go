@@ -7,6 +7,16 @@ import (
 
 // Metrics are the service's Prometheus series. Partition labels are the
 // input partition number.
+//
+// When a rebalance takes a partition from a worker, the partition's gauges
+// are deleted — support size, windowed mistake rate, lag and the
+// checkpoint gauges describe a model this member no longer holds, and a
+// stale copy would be double-counted beside the new owner's or, for the
+// checkpoint timestamp, look like a checkpoint that stopped. At shutdown
+// they keep their last values, for callers that read them after Run
+// returns. The per-partition counters always stay: they count what this
+// member did, which remains true, and deleting them would reset them at
+// every (eager) rebalance.
 type Metrics struct {
 	Consumed      *prometheus.CounterVec // streamlearner_records_consumed_total{partition}
 	Predicted     *prometheus.CounterVec // streamlearner_records_predicted_total{partition}
@@ -21,6 +31,23 @@ type Metrics struct {
 	Rebalances    prometheus.Counter     // streamlearner_rebalances_total
 	AssignedGauge prometheus.Gauge       // streamlearner_assigned_partitions
 	ReadyGauge    prometheus.Gauge       // streamlearner_ready_partitions
+
+	// Round times predict-then-learn on labeled records (one learner
+	// Round call); its count equals the learned records.
+	Round prometheus.Histogram // streamlearner_round_duration_seconds
+	// Lag is the partition's high-water mark minus the next offset to
+	// read, as of the last fetched record.
+	Lag *prometheus.GaugeVec // streamlearner_consumer_lag_records{partition}
+
+	CheckpointSaves    *prometheus.CounterVec // streamlearner_checkpoint_saves_total{result}
+	CheckpointDuration prometheus.Histogram   // streamlearner_checkpoint_duration_seconds
+	CheckpointBytes    *prometheus.GaugeVec   // streamlearner_checkpoint_bytes{partition}
+	// CheckpointTime is when the partition's model was last wholly in a
+	// committed checkpoint: at restore, at each committed snapshot, and at
+	// each checkpoint tick with nothing new to save. time() minus it is
+	// how long learned progress has gone without a durable copy, so an
+	// idle partition does not look like a failing one.
+	CheckpointTime *prometheus.GaugeVec // streamlearner_checkpoint_last_success_timestamp_seconds{partition}
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not
@@ -41,16 +68,40 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Rebalances:    prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_rebalances_total", Help: "Group generations this member joined."}),
 		AssignedGauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_assigned_partitions", Help: "Input partitions assigned to this member."}),
 		ReadyGauge:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_ready_partitions", Help: "Assigned partitions whose model is restored and being served."}),
+		// 1 µs to 131 ms by factors of 2: a budget round takes microseconds,
+		// the second-order and Tightest learners' large budgets milliseconds.
+		Round: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_round_duration_seconds", Help: "Time of one predict-then-learn round on a labeled record.",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 2, 18)}),
+		Lag:             prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_consumer_lag_records", Help: "Records in the partition not yet read: high-water mark minus next offset, as of the last fetch."}, part),
+		CheckpointSaves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_checkpoint_saves_total", Help: "Snapshot saves by result (ok, error)."}, []string{"result"}),
+		// 1 ms to 16 s: a file save with fsync takes milliseconds, a large
+		// model written to a topic seconds.
+		CheckpointDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_checkpoint_duration_seconds", Help: "Time to encode and store one snapshot.",
+			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)}),
+		CheckpointBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_bytes", Help: "Size of the partition's last saved snapshot."}, part),
+		CheckpointTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_last_success_timestamp_seconds",
+			Help: "Unix time when everything the partition's model learned was last in a committed checkpoint; time() minus it is the checkpoint age."}, part),
 	}
 	if reg != nil {
 		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,
-			m.Produced, m.ProduceErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge)
+			m.Produced, m.ProduceErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge,
+			m.Round, m.Lag, m.CheckpointSaves, m.CheckpointDuration, m.CheckpointBytes, m.CheckpointTime)
 	}
 	// Series that should read 0 rather than be absent before the first event.
 	for _, r := range []string{"ok", "fenced", "error"} {
 		m.Commits.WithLabelValues(r)
 	}
+	for _, r := range []string{"ok", "error"} {
+		m.CheckpointSaves.WithLabelValues(r)
+	}
 	return m
+}
+
+// forget deletes the gauges of a partition a rebalance took away.
+func (m *Metrics) forget(partition string) {
+	for _, g := range []*prometheus.GaugeVec{m.Support, m.WindowRate, m.Lag, m.CheckpointBytes, m.CheckpointTime} {
+		g.DeleteLabelValues(partition)
+	}
 }
 
 // Ready reports whether the member serves every partition it is assigned:

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
 
@@ -352,5 +353,42 @@ func TestReadyFlipsWithRestoredPartitions(t *testing.T) {
 	stop()
 	if cfg.Metrics.Ready() || gaugeValue(cfg.Metrics.ReadyGauge) != 0 {
 		t.Fatal("still ready after leaving the group")
+	}
+}
+
+// TestRevokedPartitionsLoseTheirGauges: when a second member takes two of
+// the first one's partitions, the first stops reporting gauges for them
+// (their models live elsewhere now), keeps its counters, and keeps the
+// last gauge values when it shuts down.
+func TestRevokedPartitionsLoseTheirGauges(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	cfg := testConfig(t, b, "perceptron")
+	cfg.Metrics = NewMetrics(nil)
+	stopA, _ := runMember(t, cfg)
+	waitFor(t, "the first member to serve all four partitions", 30*time.Second, func() bool {
+		return cfg.Metrics.Ready() && testutil.CollectAndCount(cfg.Metrics.Support) == 4
+	})
+	for p := range 4 {
+		cfg.Metrics.Consumed.WithLabelValues(strconv.Itoa(p)).Add(0)
+	}
+	cfgB := cfg
+	cfgB.Metrics = NewMetrics(nil)
+	runMember(t, cfgB)
+	waitFor(t, "two partitions each, and the gauges to follow", 30*time.Second, func() bool {
+		return gaugeValue(cfg.Metrics.ReadyGauge) == 2 && gaugeValue(cfgB.Metrics.ReadyGauge) == 2 &&
+			testutil.CollectAndCount(cfg.Metrics.Support) == 2 && testutil.CollectAndCount(cfgB.Metrics.Support) == 2
+	})
+	if n := testutil.CollectAndCount(cfg.Metrics.WindowRate); n != 2 {
+		t.Errorf("%d windowed-rate series for two partitions", n)
+	}
+	if n := testutil.CollectAndCount(cfg.Metrics.Consumed); n != 4 {
+		t.Errorf("%d consumed-records series, want all four kept", n)
+	}
+	if n := testutil.CollectAndCount(cfg.Metrics.CheckpointTime); n != 0 {
+		t.Errorf("%d checkpoint series without checkpoints", n)
+	}
+	stopA()
+	if n := testutil.CollectAndCount(cfg.Metrics.Support); n != 2 {
+		t.Errorf("%d support series after shutdown, want the last two kept", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
 
@@ -40,6 +41,18 @@ type worker struct {
 	committed   int64
 	srcHdr      kafka.Header
 	buf         []byte
+
+	// The partition's counters, resolved once: a label lookup per record
+	// would cost more than timing the round.
+	consumed, predicted, learned, mistakes prometheus.Counter
+	// hwm is the partition's high-water mark as of the last fetched
+	// record (−1: none fetched yet), for the lag gauge.
+	hwm int64
+	// keeps says whether checkpoints keep models (not NoCheckpoints);
+	// durableAt is when everything learned was last in a committed
+	// checkpoint.
+	keeps     bool
+	durableAt time.Time
 }
 
 func (w *worker) run(gctx context.Context) {
@@ -57,8 +70,25 @@ func (w *worker) run(gctx context.Context) {
 		return
 	}
 	w.log.Info().Int64("offset", w.st.NextOffset).Int("support", w.st.Learner.Size()).Msg("partition assigned")
-	cfg.Metrics.ReadyGauge.Inc()
-	defer cfg.Metrics.ReadyGauge.Dec()
+	mt := cfg.Metrics
+	w.consumed, w.predicted = mt.Consumed.WithLabelValues(w.label), mt.Predicted.WithLabelValues(w.label)
+	w.learned, w.mistakes = mt.Learned.WithLabelValues(w.label), mt.Mistakes.WithLabelValues(w.label)
+	w.hwm = -1
+	_, none := cfg.Checkpoints.(NoCheckpoints)
+	w.keeps = !none
+	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Learner.Size()))
+	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Eval.WindowRate())
+	w.markDurable() // the model is what the store holds
+	defer func() {
+		// Revoked in a rebalance: the gauges would describe a model held
+		// elsewhere now. Shutting down: keep the last values, for whoever
+		// reads them after Run returns; the process is leaving anyway.
+		if w.m.ctx.Err() == nil {
+			mt.forget(w.label)
+		}
+	}()
+	mt.ReadyGauge.Inc()
+	defer mt.ReadyGauge.Dec()
 
 	r := kafka.NewReader(kafka.ReaderConfig{
 		Brokers:     cfg.Conn.Brokers,
@@ -85,10 +115,17 @@ func (w *worker) run(gctx context.Context) {
 		if len(w.preds)+len(w.dead) > 0 {
 			wake = w.since.Add(cfg.FlushInterval)
 		}
-		if w.pending > 0 {
-			if due := w.committedAt.Add(cfg.CheckpointInterval); wake.IsZero() || due.Before(wake) {
-				wake = due
-			}
+		// An idle, wholly checkpointed partition wakes at the interval
+		// too, to say so (the checkpoint-age gauge), when models are kept.
+		var due time.Time
+		switch {
+		case w.pending > 0:
+			due = w.committedAt.Add(cfg.CheckpointInterval)
+		case w.keeps:
+			due = w.durableAt.Add(cfg.CheckpointInterval)
+		}
+		if !due.IsZero() && (wake.IsZero() || due.Before(wake)) {
+			wake = due
 		}
 		fctx, cancel := gctx, context.CancelFunc(func() {})
 		if !wake.IsZero() {
@@ -163,8 +200,9 @@ func (w *worker) restore(ctx context.Context) error {
 // the prediction.
 func (w *worker) handle(msg kafka.Message) {
 	cfg, mt := w.m.cfg, w.m.cfg.Metrics
-	mt.Consumed.WithLabelValues(w.label).Inc()
+	w.consumed.Inc()
 	w.st.NextOffset = msg.Offset + 1
+	w.hwm = msg.HighWaterMark
 	w.pending++
 	if len(w.preds)+len(w.dead) == 0 {
 		w.since = time.Now()
@@ -190,7 +228,11 @@ func (w *worker) handle(msg kafka.Message) {
 	}
 	var o learners.Outcome
 	if !cfg.PassThrough {
+		t0 := time.Now()
 		o = w.st.Learner.Round(ex.X, y)
+		if y != 0 {
+			mt.Round.Observe(time.Since(t0).Seconds())
+		}
 	}
 	seq := w.st.Eval.Updates
 	w.st.Eval.Observe(o, y != 0, w.st.Learner.Size())
@@ -204,12 +246,12 @@ func (w *worker) handle(msg kafka.Message) {
 	if y != 0 {
 		mistake := o.Mistake
 		p.Mistake = &mistake
-		mt.Learned.WithLabelValues(w.label).Inc()
+		w.learned.Inc()
 		if mistake {
-			mt.Mistakes.WithLabelValues(w.label).Inc()
+			w.mistakes.Inc()
 		}
 	}
-	mt.Predicted.WithLabelValues(w.label).Inc()
+	w.predicted.Inc()
 	w.buf, err = codec.AppendPrediction(w.buf[:0], &p)
 	if err != nil { // a NaN margin cannot occur with finite inputs; keep the record anyway
 		w.dead = append(w.dead, deadLetter(msg, "internal", err.Error()))
@@ -230,16 +272,31 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	if err := w.flush(ctx); err != nil {
 		return err
 	}
-	cfg := w.m.cfg
-	cfg.Metrics.Support.WithLabelValues(w.label).Set(float64(w.st.Learner.Size()))
-	cfg.Metrics.WindowRate.WithLabelValues(w.label).Set(w.st.Eval.WindowRate())
+	cfg, mt := w.m.cfg, w.m.cfg.Metrics
+	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Learner.Size()))
+	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Eval.WindowRate())
+	if w.hwm >= 0 {
+		mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
+	}
 	if w.st.NextOffset < 0 || w.st.NextOffset == w.committed {
-		return nil // nothing new to commit
+		w.markDurable() // nothing learned since the last checkpoint
+		return nil
 	}
 	if !force && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < cfg.CheckpointInterval {
 		return nil
 	}
-	meta, err := cfg.Checkpoints.Save(ctx, w.part, w.gen.ID, w.st)
+	t0 := time.Now()
+	meta, size, err := cfg.Checkpoints.Save(ctx, w.part, w.gen.ID, w.st)
+	took := time.Since(t0)
+	if w.keeps {
+		mt.CheckpointDuration.Observe(took.Seconds())
+		if err != nil {
+			mt.CheckpointSaves.WithLabelValues("error").Inc()
+		} else {
+			mt.CheckpointSaves.WithLabelValues("ok").Inc()
+			mt.CheckpointBytes.WithLabelValues(w.label).Set(float64(size))
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
@@ -247,8 +304,21 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 		return err
 	}
 	w.pending, w.committedAt, w.committed = 0, time.Now(), w.st.NextOffset
+	w.markDurable()
+	// Routine, so at debug level; failures are warnings in run.
+	w.log.Debug().Str("snapshot", meta).Int64("offset", w.committed).Int("bytes", size).Dur("took", took).Msg("checkpoint")
 	cfg.Checkpoints.Committed(ctx, w.part, meta)
 	return nil
+}
+
+// markDurable records that everything the model learned is in a committed
+// checkpoint as of now.
+func (w *worker) markDurable() {
+	if !w.keeps {
+		return
+	}
+	w.durableAt = time.Now()
+	w.m.cfg.Metrics.CheckpointTime.WithLabelValues(w.label).Set(float64(w.durableAt.UnixNano()) / 1e9)
 }
 
 // flush writes the buffered predictions and dead letters, retrying until

@@ -49,6 +49,9 @@ func (c *evalCmd) Validate() error {
 func labelMap(pos, neg string) (codec.LabelMap, error) {
 	var m codec.LabelMap
 	var err error
+	if neg != "" && pos == "" {
+		return m, errors.New("--negative needs --positive")
+	}
 	if pos != "" {
 		if m.Positive, err = codec.ParseLabelList(pos); err != nil {
 			return m, fmt.Errorf("--positive: %w", err)

@@ -18,6 +18,8 @@ import (
 var version = "dev"
 
 type cli struct {
+	Config configFlag `placeholder:"FILE" help:"Read flag values from a JSON file ({\"brokers\": [\"kafka:9092\"], \"checkpoint-topic\": \"models\"}); the command line and STREAMLEARNER_* variables take precedence."`
+
 	Bench      benchCmd      `cmd:"" help:"Measure the service end to end on the embedded broker: records/s, CPU per record and memory, learning beside pass-through."`
 	Demo       demoCmd       `cmd:"" help:"A one-command demo: embedded broker, a stream, the service with checkpoints, live progress; leaves nothing running."`
 	Run        runCmd        `cmd:"" help:"Serve as a consumer-group member: predict, then learn, each record of the input topic; emit predictions."`
@@ -54,6 +56,7 @@ func options(ctx context.Context, out io.Writer) []kong.Option {
 		kong.Description("Online binary classification with budget kernel perceptrons."),
 		kong.UsageOnError(),
 		kong.DefaultEnvars("STREAMLEARNER"),
+		kong.Configuration(loadConfigFile),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.BindTo(out, (*io.Writer)(nil)),
 	}

@@ -126,6 +126,25 @@ func (c *runCmd) Validate() error {
 	if c.ResetModel && c.CheckpointDir == "" && c.CheckpointTopic == "" {
 		return fmt.Errorf("--reset-model needs --checkpoint-dir or --checkpoint-topic: without checkpoints there is no stored model to reset")
 	}
+	if t := c.CheckpointTopic; t != "" && (t == c.Topic || t == c.OutputTopic || t == c.DLQTopic || t == c.Topic+".dlq" && c.DLQTopic == "") {
+		return fmt.Errorf("--checkpoint-topic %q is also the input, output or dead-letter topic: snapshots need a compacted topic of their own", t)
+	}
+	// The pipeline would read 0 as "default"; from the command line it is
+	// more likely a mistake.
+	for _, n := range []struct {
+		flag string
+		v    int64
+	}{
+		{"--flush-records", int64(c.FlushRecords)}, {"--flush-interval", int64(c.FlushInterval)},
+		{"--checkpoint-every", int64(c.CheckpointEvery)}, {"--checkpoint-interval", int64(c.CheckpointInterval)},
+		{"--heartbeat-interval", int64(c.HeartbeatInterval)}, {"--session-timeout", int64(c.SessionTimeout)},
+		{"--rebalance-timeout", int64(c.RebalanceTimeout)}, {"--max-record-bytes", int64(c.MaxRecordBytes)},
+		{"--max-non-zeros", int64(c.MaxNonZeros)},
+	} {
+		if n.v <= 0 {
+			return fmt.Errorf("%s must be positive", n.flag)
+		}
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,9 @@ import (
 	"testing"
 	"time"
 
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/replay"
 )
@@ -33,6 +37,13 @@ func TestProduceRunTail(t *testing.T) {
 	if err != nil || !strings.Contains(out, "sent 500 records") {
 		t.Fatalf("produce: %q %v", out, err)
 	}
+	// One bad record, in partition 0: 251 records there, 250 in partition 1.
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "in", Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return 0 })}
+	if err := w.WriteMessages(context.Background(), kafka.Message{Value: []byte("{not json")}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	inPartition := map[int]int64{0: 251, 1: 250}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	dir := t.TempDir()
@@ -40,7 +51,7 @@ func TestProduceRunTail(t *testing.T) {
 	go func() {
 		_, err := executeCtx(t, ctx, "run", "--brokers", b.Addr(), "--topic", "in", "--group", "g", "--output-topic", "out",
 			"--learner", "forgetron:budget=50", "--kernel", "rbf:gamma=0.02", "--log-level", "warn", "--flush-interval", "50ms",
-			"--checkpoint-dir", dir, "--checkpoint-every", "100", "--metrics-addr", ops)
+			"--checkpoint-dir", dir, "--checkpoint-every", "100", "--flush-records", "50", "--checkpoint-interval", "1s", "--metrics-addr", ops)
 		done <- err
 	}()
 	tctx, tcancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -50,8 +61,42 @@ func TestProduceRunTail(t *testing.T) {
 		cancel()
 		t.Fatal(err)
 	}
-	// The metrics say what happened: 500 records consumed, predicted and
-	// learned over two partitions, support within the budget; ready.
+	// Within the checkpoint interval of the last record, each partition's
+	// offset is committed with a snapshot of all its records; no snapshot
+	// is saved after that until the member stops.
+	store := checkpoint.DirStore{Dir: dir}
+	newestSnapshot := func(p int) (string, *checkpoint.Snapshot) {
+		names, err := store.List(context.Background(), fmt.Sprintf("in/%d/", p))
+		if err != nil || len(names) == 0 {
+			return "", nil
+		}
+		data, err := store.Load(context.Background(), names[len(names)-1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := checkpoint.Decode(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names[len(names)-1], snap
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(b.Addr())}
+	waitFor(t, "every record in a committed checkpoint", 20*time.Second, func() bool {
+		resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: "g", Topics: map[string][]int{"in": {0, 1}}})
+		if err != nil {
+			return false
+		}
+		for _, op := range resp.Topics["in"] {
+			if _, snap := newestSnapshot(op.Partition); op.CommittedOffset != inPartition[op.Partition] || snap == nil || snap.NextOffset != op.CommittedOffset {
+				return false
+			}
+		}
+		return len(resp.Topics["in"]) == 2
+	})
+
+	// The metrics say what happened: 501 records consumed, 500 predicted
+	// and learned over two partitions, one dead letter, support within the
+	// budget, no lag, every snapshot counted; ready.
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + ops + path)
 		if err != nil {
@@ -68,12 +113,52 @@ func TestProduceRunTail(t *testing.T) {
 		t.Errorf("/readyz: %d %s", code, body)
 	}
 	_, metrics := get("/metrics")
+	scraped := time.Now()
+	saves := 0.0 // snapshots written: the newest one's sequence number, per partition
+	for p := range inPartition {
+		name, snap := newestSnapshot(p)
+		_, _, _, seq, err := checkpoint.ParseName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saves += float64(seq)
+		if seq < 2 {
+			t.Errorf("partition %d: %d snapshots, want several (--flush-records 50, --checkpoint-every 100)", p, seq)
+		}
+		data, _ := store.Load(context.Background(), name)
+		if got := sample(metrics, fmt.Sprintf(`streamlearner_checkpoint_bytes{partition="%d"}`, p)); got != float64(len(data)) {
+			t.Errorf("partition %d: checkpoint bytes %v, the snapshot on disk has %d", p, got, len(data))
+		}
+		age := scraped.Sub(time.Unix(0, int64(1e9*sample(metrics, fmt.Sprintf(`streamlearner_checkpoint_last_success_timestamp_seconds{partition="%d"}`, p)))))
+		if age < 0 || age > 5*time.Second || snap == nil {
+			t.Errorf("partition %d: checkpoint age %v", p, age)
+		}
+	}
 	for name, want := range map[string]float64{
-		"streamlearner_records_consumed_total": 500, "streamlearner_records_predicted_total": 500,
-		"streamlearner_records_learned_total": 500, "streamlearner_assigned_partitions": 2, "streamlearner_ready_partitions": 2,
+		"streamlearner_records_consumed_total": 501, "streamlearner_records_predicted_total": 500,
+		"streamlearner_records_learned_total": 500, "streamlearner_dead_letters_total": 1,
+		"streamlearner_assigned_partitions": 2, "streamlearner_ready_partitions": 2,
+		"streamlearner_round_duration_seconds_count": 500, "streamlearner_consumer_lag_records": 0,
+		`streamlearner_checkpoint_saves_total{result="ok"}`: saves, `streamlearner_checkpoint_saves_total{result="error"}`: 0,
+		"streamlearner_checkpoint_duration_seconds_count": saves,
 	} {
 		if got := sumSeries(metrics, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := sample(metrics, `streamlearner_dead_letters_total{partition="0",reason="invalid_json"}`); got != 1 {
+		t.Errorf("dead letters of partition 0: %v", got)
+	}
+	if n := strings.Count(metrics, "\nstreamlearner_consumer_lag_records{"); n != 2 {
+		t.Errorf("%d lag series, want one per partition", n)
+	}
+	if s := sumSeries(metrics, "streamlearner_round_duration_seconds_sum"); s <= 0 || s > 10 {
+		t.Errorf("total round time %v s", s)
+	}
+	// Every series the Grafana dashboard queries is served.
+	for _, name := range dashboardMetrics(t) {
+		if !strings.Contains(metrics, "\n"+name+" ") && !strings.Contains(metrics, "\n"+name+"{") {
+			t.Errorf("the dashboard queries %s, which /metrics does not serve", name)
 		}
 	}
 	if s := sumSeries(metrics, "streamlearner_support_vectors"); s < 2 || s > 100 {
@@ -106,7 +191,7 @@ func TestProduceRunTail(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not stop on cancel")
 	}
-	// Each partition's newest checkpoint holds all its 250 records.
+	// Each partition's newest checkpoint holds all its records.
 	out, err = execute(t, "checkpoint", "list", "--dir", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -122,9 +207,10 @@ func TestProduceRunTail(t *testing.T) {
 	if len(newest) != 2 {
 		t.Fatalf("checkpoint list:\n%s", out)
 	}
-	for _, name := range newest {
+	for p, name := range newest {
 		out, err = execute(t, "checkpoint", "inspect", "--dir", dir, name)
-		if err != nil || !strings.Contains(out, "next offset  250") || !strings.Contains(out, "support      50") {
+		n, _ := strconv.Atoi(p)
+		if err != nil || !strings.Contains(out, fmt.Sprintf("next offset  %d", inPartition[n])) || !strings.Contains(out, "support      50") {
 			t.Fatalf("inspect: %v\n%s", err, out)
 		}
 	}
@@ -134,7 +220,12 @@ func TestProduceRunTail(t *testing.T) {
 	}
 }
 
+// TestServiceFlagsAreChecked: invalid flags and combinations fail at
+// start, before anything connects, with a message naming the problem.
 func TestServiceFlagsAreChecked(t *testing.T) {
+	run := func(extra ...string) []string {
+		return append([]string{"run", "--brokers", "127.0.0.1:1", "--topic", "in", "--group", "g", "--output-topic", "out", "--learner", "rbp:budget=10", "--kernel", "rbf"}, extra...)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -143,6 +234,16 @@ func TestServiceFlagsAreChecked(t *testing.T) {
 		{[]string{"run", "--brokers", "h:1", "--topic", "in", "--group", "g", "--output-topic", "in", "--learner", "rbp", "--kernel", "rbf"}, "must differ"},
 		{[]string{"run", "--brokers", "h:1", "--topic", "in", "--group", "g", "--output-topic", "out", "--learner", "rbp", "--kernel", "rbf", "--sasl-mechanism", "plain"}, "username"},
 		{[]string{"tail", "--brokers", "h:1", "--topic", "out", "--from", "middle"}, "earliest"},
+		{run("--checkpoint-dir", "d", "--checkpoint-topic", "models"), "not both"},
+		{run("--reset-model"), "--reset-model needs --checkpoint-dir or --checkpoint-topic"},
+		{run("--checkpoint-topic", "out"), "also the input, output or dead-letter topic"},
+		{run("--checkpoint-topic", "in.dlq"), "also the input, output or dead-letter topic"},
+		{run("--flush-records", "0"), "--flush-records must be positive"},
+		{run("--checkpoint-interval=-1s"), "--checkpoint-interval must be positive"},
+		{run("--heartbeat-interval", "20s"), "shorter than the session timeout"},
+		{run("--tls-key", "service_test.go"), "both the certificate and the key"},
+		{run("--negative", "0"), "--negative needs --positive"},
+		{run("--metrics-addr", "127.0.0.1:notaport"), "metrics address"},
 	} {
 		_, err := execute(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -206,11 +307,13 @@ func TestDemoRunsAndCleansUp(t *testing.T) {
 	}
 }
 
-// sumSeries adds up every sample of a metric in Prometheus text format.
+// sumSeries adds up every sample of a metric in Prometheus text format;
+// name may end with a label set, `name{result="ok"}`, to add up just that
+// series.
 func sumSeries(text, name string) float64 {
 	total := 0.0
 	for _, line := range strings.Split(text, "\n") {
-		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") && !(strings.HasSuffix(name, "}") && strings.HasPrefix(line, name)) {
 			continue
 		}
 		f := strings.Fields(line)
@@ -220,4 +323,17 @@ func sumSeries(text, name string) float64 {
 		}
 	}
 	return total
+}
+
+// sample returns the value of one series, `name{labels}` exactly as the
+// text format prints it, or NaN when it is not there.
+func sample(text, series string) float64 {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			if f, err := strconv.ParseFloat(strings.Fields(v)[0], 64); err == nil {
+				return f
+			}
+		}
+	}
+	return math.NaN()
 }
