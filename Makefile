@@ -26,6 +26,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLIBSVM$$' -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./learners/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendPrediction$$' -fuzztime $(FUZZTIME) ./codec/
 
 ## bench: every speed and memory target beside its measured value and ratio (scripts/bench.sh; raw outputs in out/bench; COUNT, E2E_RUNS, RSS_RECORDS=0 to skip the 10M-record memory run), then the other benchmarks.
 bench:
@@ -34,7 +35,7 @@ bench:
 	$(GO) test -run '^$$' -bench EndToEnd -benchtime 3x ./pipeline/
 	$(GO) test -run '^$$' -bench Snapshot -benchtime 5x ./checkpoint/
 
-## demo: the service on the embedded broker: a stream of a9a records, one group member with checkpoints, live progress (under a minute).
+## demo: the embedded broker, a drifting stream, one group member with checkpoints, live progress, then a drift report and plot in out/demo (under a minute).
 demo: build
 	$(BIN) demo
 
