@@ -65,12 +65,19 @@ func labelMap(pos, neg string) (codec.LabelMap, error) {
 	return m, nil
 }
 
-func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
-	kern, err := learners.ParseKernel(c.Kernel)
+// kernelAndLabels parses the kernel and label-map flags every learning
+// command takes.
+func kernelAndLabels(kernel, positive, negative string) (learners.Kernel, codec.LabelMap, error) {
+	kern, err := learners.ParseKernel(kernel)
 	if err != nil {
-		return err
+		return learners.Kernel{}, codec.LabelMap{}, err
 	}
-	labels, err := labelMap(c.Positive, c.Negative)
+	labels, err := labelMap(positive, negative)
+	return kern, labels, err
+}
+
+func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
+	kern, labels, err := kernelAndLabels(c.Kernel, c.Positive, c.Negative)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/progress"
 	"github.com/streamlearner/streamlearner/replay"
 )
@@ -69,11 +68,7 @@ func (c *replayCmd) shifts() (offsets []int64, fromHeaders bool, err error) {
 }
 
 func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
-	kern, err := learners.ParseKernel(c.Kernel)
-	if err != nil {
-		return err
-	}
-	labels, err := labelMap(c.Positive, c.Negative)
+	kern, labels, err := kernelAndLabels(c.Kernel, c.Positive, c.Negative)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/feed"
 	"github.com/streamlearner/streamlearner/kafkaconn"
-	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/pipeline"
 	"github.com/streamlearner/streamlearner/progress"
 )
@@ -149,11 +148,7 @@ func (c *runCmd) Validate() error {
 }
 
 func (c *runCmd) Run(ctx context.Context) error {
-	kern, err := learners.ParseKernel(c.Kernel)
-	if err != nil {
-		return err
-	}
-	labels, err := labelMap(c.Positive, c.Negative)
+	kern, labels, err := kernelAndLabels(c.Kernel, c.Positive, c.Negative)
 	if err != nil {
 		return err
 	}
