@@ -95,7 +95,9 @@ func run(dir, set string) error {
 	for f := range cells {
 		fams = append(fams, f)
 	}
-	sort.Slice(fams, func(i, j int) bool { return order(fams[i]) < order(fams[j]) || order(fams[i]) == order(fams[j]) && fams[i] < fams[j] })
+	sort.Slice(fams, func(i, j int) bool {
+		return order(fams[i]) < order(fams[j]) || order(fams[i]) == order(fams[j]) && fams[i] < fams[j]
+	})
 
 	for _, g := range groups {
 		fmt.Printf("\n%s, %d shifts: mistakes %% (mean of %d streams)\n", set, g, cells[fams[0]][firstKey(cells[fams[0]])][g].n)
