@@ -3,6 +3,7 @@ package synth
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,6 +15,11 @@ import (
 // binarized against its own target, a record being +1 when its class is in
 // the target and -1 otherwise. Chunks 1, 2, 4 and 8 give the paper's 0, 1,
 // 3 and 7 shifts.
+//
+// A record may carry several classes, its label listing them separated by
+// commas ("acq,money-fx"), as news stories carry several topics: it is +1
+// when any of them is in the target, the paper's binarization of
+// multi-labelled stories.
 type ChunksConfig struct {
 	// Chunks is the number of chunks, at least 1 and at most the number of
 	// records; lengths differ by at most one.
@@ -86,7 +92,9 @@ func Chunks(labels []string, cfg ChunksConfig) (Chunking, error) {
 	}
 	present := map[string]bool{}
 	for _, l := range labels {
-		present[l] = true
+		for c := range classesOf(l) {
+			present[c] = true
+		}
 	}
 	for _, t := range targets {
 		for _, c := range t {
@@ -115,20 +123,26 @@ func Chunks(labels []string, cfg ChunksConfig) (Chunking, error) {
 		}
 		out.Segment[i] = seg
 		out.Y[i] = -1
-		if slices.Contains(out.Targets[seg], l) {
-			out.Y[i] = 1
+		for c := range classesOf(l) {
+			if slices.Contains(out.Targets[seg], c) {
+				out.Y[i] = 1
+				break
+			}
 		}
 	}
 	return out, nil
 }
 
-// FrequentClasses returns the distinct labels, most frequent first; ties
+// FrequentClasses returns the distinct classes of labels (a label may list
+// several, comma-separated), most frequent first; ties
 // go in label order: numeric labels by value, before other labels, which
 // go in byte order.
 func FrequentClasses(labels []string) []string {
 	count := map[string]int{}
 	for _, l := range labels {
-		count[l]++
+		for c := range classesOf(l) {
+			count[c]++
+		}
 	}
 	classes := make([]string, 0, len(count))
 	for c := range count {
@@ -141,6 +155,12 @@ func FrequentClasses(labels []string) []string {
 		return compareLabels(a, b)
 	})
 	return classes
+}
+
+// classesOf yields the classes a label lists: one, or several separated by
+// commas.
+func classesOf(label string) iter.Seq[string] {
+	return strings.SplitSeq(label, ",")
 }
 
 // compareLabels orders labels numerically when both are numbers, so that

@@ -619,6 +619,25 @@ func TestChunks(t *testing.T) {
 	}
 }
 
+func TestChunksMultiLabel(t *testing.T) {
+	// Stories with several topics: +1 when any topic is the chunk's target.
+	labels := []string{"earn", "acq,earn", "grain", "crude,grain", "acq", "earn,crude", "grain", "acq"}
+	// Counts: earn 3, acq 3, grain 3, crude 2; ties in byte order.
+	if got := FrequentClasses(labels); !slices.Equal(got, []string{"acq", "earn", "grain", "crude"}) {
+		t.Fatalf("FrequentClasses = %v", got)
+	}
+	c, err := Chunks(labels, ChunksConfig{Chunks: 2, Targets: [][]string{{"earn"}, {"crude"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, 1, -1, -1, -1, 1, -1, -1}; !slices.Equal(c.Y, want) {
+		t.Fatalf("labels %v, want %v", c.Y, want)
+	}
+	if _, err := Chunks(labels, ChunksConfig{Chunks: 2, Targets: [][]string{{"acq,earn"}}}); err == nil {
+		t.Fatal("a target naming a label list, not a class, was accepted")
+	}
+}
+
 func TestCompareLabels(t *testing.T) {
 	got := []string{"b", "10", "9", "a", "-1", "2.5"}
 	slices.SortFunc(got, compareLabels)

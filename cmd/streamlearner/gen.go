@@ -316,7 +316,7 @@ func (c *genHyperplaneCmd) Run(ctx context.Context, out io.Writer) error {
 }
 
 type genChunksCmd struct {
-	Data    string `required:"" type:"existingfile" placeholder:"FILE" help:"Multi-class LIBSVM or JSON lines file (gzip allowed), read in its order."`
+	Data    string `required:"" type:"existingfile" placeholder:"FILE" help:"Multi-class LIBSVM or JSON lines file (gzip allowed), read in its order; a JSON label may list several classes, comma-separated (multi-label: positive if any is the target)."`
 	Chunks  int    `default:"4" help:"Number of equal consecutive chunks (1, 2, 4, 8 give 0, 1, 3, 7 shifts)."`
 	Targets string `placeholder:"T1,T2,..." help:"Target of each chunk, cycled: a class or '+'-joined classes, e.g. 1+2+4+5+7,3+6+8+9+0 (default: the most frequent classes, each alone)."`
 	Limit   int    `help:"Use only the first N records (0: all)."`
