@@ -123,7 +123,7 @@ func resolve(ctx context.Context, src Source) ([]span, error) {
 	client := &kafka.Client{Addr: kafka.TCP(src.Conn.Brokers...), Transport: transport}
 	spans := make([]span, len(parts))
 	for i, p := range parts {
-		first, last, err := listOffsets(ctx, client, src.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+		first, last, _, err := list(ctx, client, src.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +143,7 @@ func resolve(ctx context.Context, src Source) ([]span, error) {
 			if err != nil {
 				return 0, fmt.Errorf("replay: bound %q: want earliest, latest, an offset or an RFC 3339 time", spec)
 			}
-			_, _, off, err := listTime(ctx, client, src.Topic, p, at)
+			_, _, off, err := list(ctx, client, src.Topic, p, kafka.TimeOffsetOf(p, at))
 			if err != nil {
 				return 0, err
 			}
@@ -165,16 +165,9 @@ func resolve(ctx context.Context, src Source) ([]span, error) {
 	return spans, nil
 }
 
-func listOffsets(ctx context.Context, c *kafka.Client, topic string, p int, reqs ...kafka.OffsetRequest) (first, last int64, err error) {
-	first, last, _, err = list(ctx, c, topic, p, reqs)
-	return first, last, err
-}
-
-func listTime(ctx context.Context, c *kafka.Client, topic string, p int, at time.Time) (first, last, off int64, err error) {
-	return list(ctx, c, topic, p, []kafka.OffsetRequest{kafka.TimeOffsetOf(p, at)})
-}
-
-func list(ctx context.Context, c *kafka.Client, topic string, p int, reqs []kafka.OffsetRequest) (first, last, off int64, err error) {
+// list asks for a partition's offsets: first and last when requested, and
+// off, the offset a time request found (−1 if none).
+func list(ctx context.Context, c *kafka.Client, topic string, p int, reqs ...kafka.OffsetRequest) (first, last, off int64, err error) {
 	resp, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("replay: offsets of %s/%d: %w", topic, p, err)
