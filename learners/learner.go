@@ -44,7 +44,25 @@ type Outcome struct {
 	Margin  float64 // f(x) before learning
 	Mistake bool    // the round was labeled and y·f(x) ≤ 0 (a zero margin is never right)
 	Updated bool    // the model changed
+	// Refused names why the record was not played at all (the model is
+	// untouched and Margin is not finite): RefusedKernel or RefusedMargin.
+	// Empty for every ordinary round.
+	Refused string
 }
+
+// Reasons a round is refused. Nothing that is not finite ever enters a
+// model: a record whose kernel value with itself (or squared norm) is not
+// finite or exceeds KernelLimit, or whose margin is not finite, leaves the
+// model as it was.
+const (
+	RefusedKernel = "kernel_overflow"   // k(x,x) or ‖x‖² not finite or > KernelLimit
+	RefusedMargin = "non_finite_margin" // f(x) not finite
+)
+
+// KernelLimit bounds k(x,x) and ‖x‖² of a record a model plays. Below it a
+// margin is a sum of at most budget terms each bounded by about
+// |α|·KernelLimit, far from overflowing.
+const KernelLimit = 1e100
 
 // Info describes a learner for help texts and documentation.
 type Info struct {
@@ -138,8 +156,14 @@ func (m *model) Round(x sparse.Vector, y int) Outcome {
 		panic(fmt.Sprintf("learners: label %d is not −1, 0 or +1", y))
 	}
 	q := m.sv.newQuery(x)
+	if !(math.Abs(q.self) <= KernelLimit && q.norm <= KernelLimit) { // NaN fails too
+		return Outcome{Margin: math.NaN(), Refused: RefusedKernel}
+	}
 	m.row = m.sv.row(q, m.row)
 	f := m.sv.margin(m.row)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return Outcome{Margin: f, Refused: RefusedMargin}
+	}
 	m.rounds++
 	out := Outcome{Margin: f}
 	if y == 0 {
