@@ -3,6 +3,7 @@ package codec
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -16,6 +17,7 @@ const (
 	defaultMaxBytes    = 1 << 20
 	defaultMaxIndex    = 1 << 24
 	defaultMaxNonZeros = 1 << 16
+	defaultMaxAbsValue = 1e15
 )
 
 // Limits bound what one record may cost, so that a bad producer cannot
@@ -31,6 +33,13 @@ type Limits struct {
 	// zeros included, since they are counted before being dropped. Zero or
 	// negative means 1<<16.
 	MaxNonZeros int
+	// MaxAbsValue is the largest feature magnitude accepted; larger values
+	// are refused with value_too_large. Zero or negative means 1e15: above
+	// any count, amount or epoch-millisecond time a record plausibly
+	// carries, and low enough that ‖x‖² of MaxNonZeros such values stays
+	// finite. A value like 1e308 passes as a float but overflows every
+	// kernel that squares it.
+	MaxAbsValue float64
 	// AllowEmpty accepts a record with no non-zero feature (LIBSVM files may
 	// hold such lines). The default, false, rejects it with empty_features:
 	// an empty vector carries nothing to learn or predict from.
@@ -46,6 +55,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxNonZeros <= 0 {
 		l.MaxNonZeros = defaultMaxNonZeros
+	}
+	if !(l.MaxAbsValue > 0) {
+		l.MaxAbsValue = defaultMaxAbsValue
 	}
 	return l
 }
@@ -79,6 +91,7 @@ const (
 	ReasonDuplicateIndex  Reason = "duplicate_index"
 	ReasonTooManyFeatures Reason = "too_many_features"
 	ReasonEmptyFeatures   Reason = "empty_features"
+	ReasonValueTooLarge   Reason = "value_too_large"
 	ReasonMissingFeatures Reason = "missing_features"
 )
 
@@ -99,6 +112,7 @@ func Reasons() []Reason {
 		ReasonTooManyFeatures,
 		ReasonEmptyFeatures,
 		ReasonMissingFeatures,
+		ReasonValueTooLarge,
 	}
 }
 
@@ -193,6 +207,9 @@ func Decode(b []byte, lim Limits) (Example, error) {
 	} else {
 		ex, err = decodeLIBSVM(b, lim)
 	}
+	if err == nil {
+		err = checkValues(ex, lim)
+	}
 	if err != nil {
 		return Example{}, err
 	}
@@ -206,6 +223,9 @@ func DecodeJSON(b []byte, lim Limits) (Example, error) {
 		return Example{}, err
 	}
 	ex, err := decodeJSON(b, lim)
+	if err == nil {
+		err = checkValues(ex, lim)
+	}
 	if err != nil {
 		return Example{}, err
 	}
@@ -219,10 +239,23 @@ func DecodeLIBSVM(line []byte, lim Limits) (Example, error) {
 		return Example{}, err
 	}
 	ex, err := decodeLIBSVM(line, lim)
+	if err == nil {
+		err = checkValues(ex, lim)
+	}
 	if err != nil {
 		return Example{}, err
 	}
 	return ex, nil
+}
+
+// checkValues refuses a feature whose magnitude exceeds lim.MaxAbsValue.
+func checkValues(ex Example, lim Limits) *Error {
+	for i, v := range ex.X.Val {
+		if math.Abs(v) > lim.MaxAbsValue {
+			return errorf(ReasonValueTooLarge, "feature %d: |%g| exceeds the limit %g", ex.X.Idx[i], v, lim.MaxAbsValue)
+		}
+	}
+	return nil
 }
 
 // entry is one feature as read, before sorting and dropping zeros.

@@ -73,7 +73,7 @@ var jsonCases = []decodeCase{
 	{name: "zeros dropped", in: `{"features":{"1":0,"2":1,"3":-0,"4":0.0e5}}`, want: ok("", vec(2, 1))},
 	{name: "dense zeros dropped", in: `{"features":[0,0,7,0]}`, want: ok("", vec(3, 7))},
 	{name: "blanks everywhere", in: " \r\n\t{ \"label\" : 1 ,\n\"features\" :\t{ \"1\" : 1 } } \n", want: ok("1", vec(1, 1))},
-	{name: "number forms", in: `{"features":[1E2,-2.5e-3,1e+2,0.125,-0.0,12345678901234567890,1.7976931348623157e308,5e-324]}`, want: ok("", vec(1, 100, 2, -2.5e-3, 3, 100, 4, 0.125, 6, 12345678901234567890, 7, math.MaxFloat64, 8, 5e-324))},
+	{name: "number forms", in: `{"features":[1E2,-2.5e-3,1e+2,0.125,-0.0,12345678901234567890,1.7976931348623157e308,5e-324]}`, lim: Limits{MaxAbsValue: math.MaxFloat64}, want: ok("", vec(1, 100, 2, -2.5e-3, 3, 100, 4, 0.125, 6, 12345678901234567890, 7, math.MaxFloat64, 8, 5e-324))},
 	{name: "underflow to zero", in: `{"features":{"1":1e-400,"2":1}}`, want: ok("", vec(2, 1))},
 	{name: "index at limit", in: `{"features":{"10":1}}`, lim: tight, want: ok("", vec(10, 1))},
 	{name: "array at index limit", in: `{"features":[1,2,3]}`, lim: Limits{MaxIndex: 3}, want: ok("", vec(1, 1, 2, 2, 3, 3))},
@@ -151,6 +151,8 @@ var jsonCases = []decodeCase{
 	{name: "overflowing label", in: `{"label":1e999,"features":{"1":1}}`, reason: ReasonBadLabel},
 
 	{name: "overflowing value", in: `{"features":{"1":1e999}}`, reason: ReasonNonFinite},
+	{name: "value that overflows a kernel", in: `{"label":1,"features":{"1":1e308}}`, reason: ReasonValueTooLarge},
+	{name: "dense value over the limit", in: `{"features":[1,-2e15]}`, reason: ReasonValueTooLarge},
 	{name: "overflowing negative value", in: `{"features":{"1":-1e999}}`, reason: ReasonNonFinite},
 	{name: "overflowing dense value", in: `{"features":[1,1e400]}`, reason: ReasonNonFinite},
 
@@ -206,7 +208,7 @@ var libsvmCases = []decodeCase{
 	{name: "tabs", in: "1\t1:1\t\t2:2", want: ok("1", vec(1, 1, 2, 2))},
 	{name: "leading and trailing blanks", in: "  1  1:1  ", want: ok("1", vec(1, 1))},
 	{name: "zeros dropped", in: "1 1:0 2:1 3:-0", want: ok("1", vec(2, 1))},
-	{name: "number forms", in: "1 1:1e-3 2:-2.5E2 3:.5 4:7. 5:+3 6:0x1p-2 7:12345678901234567890", want: ok("1", vec(1, 1e-3, 2, -250, 3, 0.5, 4, 7, 5, 3, 6, 0.25, 7, 12345678901234567890))},
+	{name: "number forms", in: "1 1:1e-3 2:-2.5E2 3:.5 4:7. 5:+3 6:0x1p-2 7:12345678901234567890", lim: Limits{MaxAbsValue: math.MaxFloat64}, want: ok("1", vec(1, 1e-3, 2, -250, 3, 0.5, 4, 7, 5, 3, 6, 0.25, 7, 12345678901234567890))},
 	{name: "index zero and leading zeros", in: "1 0:1 03:2", want: ok("1", vec(0, 1, 3, 2))},
 	{name: "underflow to zero", in: "1 1:1e-400 2:1", want: ok("1", vec(2, 1))},
 	{name: "index at limit", in: "1 10:1", lim: tight, want: ok("1", vec(10, 1))},
@@ -242,6 +244,7 @@ var libsvmCases = []decodeCase{
 	{name: "line break in comment", in: "1 1:1 # c\n-1 2:1\n", reason: ReasonInvalidLIBSVM},
 
 	{name: "nan value", in: "1 1:nan", reason: ReasonNonFinite},
+	{name: "value that overflows a kernel", in: "1 1:1e308", reason: ReasonValueTooLarge},
 	{name: "NaN value", in: "1 1:NaN", reason: ReasonNonFinite},
 	{name: "inf value", in: "1 1:inf", reason: ReasonNonFinite},
 	{name: "negative Inf value", in: "1 1:-Inf", reason: ReasonNonFinite},
@@ -352,8 +355,8 @@ func TestReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 13 {
-		t.Errorf("%d reasons, want 13", len(seen))
+	if len(seen) != 14 {
+		t.Errorf("%d reasons, want 14", len(seen))
 	}
 	rs := Reasons()
 	rs[0] = "changed"

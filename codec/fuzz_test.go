@@ -254,7 +254,7 @@ func refLIBSVM(s string) (Example, bool) {
 	}
 	number := func(tok string) (float64, bool) {
 		v, err := parseFloatRef(tok)
-		if err != nil || strings.Contains(tok, "_") || math.IsNaN(v) || math.IsInf(v, 0) {
+		if err != nil || strings.Contains(tok, "_") || math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > defaultMaxAbsValue {
 			return 0, false
 		}
 		return v, true

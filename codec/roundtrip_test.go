@@ -104,7 +104,7 @@ func randomLabel(r *rand.Rand) string {
 
 func TestRoundTripJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	lim := Limits{MaxIndex: math.MaxUint32, AllowEmpty: true}
+	lim := Limits{MaxIndex: math.MaxUint32, AllowEmpty: true, MaxAbsValue: math.MaxFloat64}
 	for range 5000 {
 		ex := Example{X: randomVector(r, lim.MaxIndex), Label: randomLabel(r)}
 		b := AppendJSON(nil, ex)
@@ -122,7 +122,7 @@ func TestRoundTripJSON(t *testing.T) {
 
 func TestRoundTripLIBSVM(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	lim := Limits{MaxIndex: math.MaxUint32, AllowEmpty: true}
+	lim := Limits{MaxIndex: math.MaxUint32, AllowEmpty: true, MaxAbsValue: math.MaxFloat64}
 	for range 5000 {
 		ex := Example{X: randomVector(r, lim.MaxIndex)}
 		if r.IntN(5) > 0 || ex.X.Len() == 0 {
