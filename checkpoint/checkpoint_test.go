@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -179,6 +180,20 @@ func TestProtocolCorruptionAndMismatch(t *testing.T) {
 	if st, err := p.Restore(ctx, part, 30, newest); err == nil || st != nil || !strings.Contains(err.Error(), "not serving") {
 		t.Fatalf("nothing intact: %+v %v", st, err)
 	}
+	// ... unless told to reset: then a new model, loudly (counted).
+	var resets []string
+	p.ResetModel = true
+	p.OnReset = func(pp pipeline.Partition, reason string) { resets = append(resets, fmt.Sprint(pp.ID, reason)) }
+	if st, err := p.Restore(ctx, part, 30, newest); err != nil || st != nil || fmt.Sprint(resets) != "[0unreadable]" {
+		t.Fatalf("nothing intact, reset: %+v %v, resets %v", st, err, resets)
+	}
+	// The numbering goes on after the discarded snapshot's.
+	next, _, _ := p.Save(ctx, part, 3, state(t, p, part, 31))
+	if !nameLess(newest, next) {
+		t.Fatalf("after a reset %s does not sort after %s", next, newest)
+	}
+	p.Store.Delete(ctx, next)
+	p.ResetModel, p.OnReset = false, nil
 	// A snapshot of another learner is refused, unless reset.
 	q := &Protocol{Store: DirStore{Dir: dir}, Learner: "lbp:budget=4", Kernel: p.Kernel, Seed: 1, Log: p.Log}
 	good, _, _ := p.Save(ctx, part, 2, state(t, p, part, 8))

@@ -29,6 +29,10 @@ type Protocol struct {
 	// newest be damaged. Default 2.
 	Keep int
 	Log  zerolog.Logger
+	// OnReset, if set, is told each time ResetModel starts a new model in
+	// place of a stored one, with the reason: "mismatch" (another learner
+	// or kernel) or "unreadable" (no intact snapshot).
+	OnReset func(p pipeline.Partition, reason string)
 	// Now stamps snapshots; default time.Now.
 	Now func() time.Time
 
@@ -91,6 +95,9 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		log.Error().Err(err).Str("snapshot", metadata).Msg("committed snapshot unusable; looking for an older one")
 		snap, err = p.fallback(ctx, part, metadata)
 		if err != nil {
+			if p.ResetModel {
+				return p.reset(part, committed, metadata, "unreadable", err)
+			}
 			return nil, err
 		}
 		log.Error().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).
@@ -100,21 +107,36 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		if !p.ResetModel {
 			return nil, err
 		}
-		log.Warn().Err(err).Int64("offset", committed).Msg("reset-model: starting a new model at the committed offset")
-		p.setSeq(part, seqOf(metadata))
-		return nil, nil
+		return p.reset(part, committed, metadata, "mismatch", err)
 	}
 	l, err := learners.Unmarshal(snap.Model)
-	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", snap.Name(), err)
-	}
 	st := &pipeline.State{Learner: l, NextOffset: snap.NextOffset}
-	if err := st.Eval.UnmarshalBinary(snap.Eval); err != nil {
-		return nil, fmt.Errorf("snapshot %s: %w", snap.Name(), err)
+	if err == nil {
+		err = st.Eval.UnmarshalBinary(snap.Eval)
+	}
+	if err != nil {
+		err = fmt.Errorf("snapshot %s: %w", snap.Name(), err)
+		if p.ResetModel {
+			return p.reset(part, committed, metadata, "unreadable", err)
+		}
+		return nil, err
 	}
 	p.setSeq(part, snap.Seq)
 	log.Info().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).Int("support", l.Size()).Msg("model restored")
 	return st, nil
+}
+
+// reset gives up the stored model under ResetModel, loudly: a new model
+// starts at the committed offset (nil State), and snapshot numbers go on
+// after the committed one.
+func (p *Protocol) reset(part pipeline.Partition, committed int64, metadata, reason string, cause error) (*pipeline.State, error) {
+	p.logFor(part).Error().Err(cause).Str("reason", reason).Str("snapshot", metadata).Int64("offset", committed).
+		Msg("reset-model: DISCARDING the stored model and starting a new one at the committed offset")
+	if p.OnReset != nil {
+		p.OnReset(part, reason)
+	}
+	p.setSeq(part, seqOf(metadata))
+	return nil, nil
 }
 
 // logFor tags the log with the partition, as every line about one is.

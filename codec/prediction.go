@@ -12,16 +12,23 @@ import (
 // the duplicates a crash may re-emit: the learners are deterministic, so a
 // re-emitted prediction is byte-identical to the first.
 type Prediction struct {
-	Topic     string  `json:"topic"`
-	Partition int32   `json:"partition"`
-	Offset    int64   `json:"offset"`
-	Key       string  `json:"key,omitempty"` // the input record's key (invalid UTF-8 replaced)
-	Predicted int     `json:"prediction"`    // +1 if margin > 0, else −1
-	Margin    float64 `json:"margin"`        // f(x) before learning from this record
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Key       string `json:"key,omitempty"` // the input record's key (invalid UTF-8 replaced)
+	// KeySize and KeySHA256 are set only when the input key was longer
+	// than the service carries (see pipeline.Config.MaxKeyBytes): Key then
+	// holds its first bytes, KeySize its length and KeySHA256 its SHA-256
+	// in hex, enough to match it to the input without an unbounded copy.
+	KeySize   int     `json:"key_size,omitempty"`
+	KeySHA256 string  `json:"key_sha256,omitempty"`
+	Predicted int     `json:"prediction"` // +1 if margin > 0, else −1
+	Margin    float64 `json:"margin"`     // f(x) before learning from this record
 	// Label is the record's true label as ±1, omitted (0) when it had none
 	// (or one the label map leaves out).
 	Label int `json:"label,omitempty"`
-	// Mistake is set only for labeled records: label·margin ≤ 0.
+	// Mistake is set only for labeled records: Predicted ≠ Label (so a
+	// margin of exactly 0, predicted −1, is right for a −1 label).
 	Mistake  *bool  `json:"mistake,omitempty"`
 	Learner  string `json:"learner"`   // canonical learner spec
 	Support  int    `json:"support"`   // active-set size after the round
@@ -58,6 +65,14 @@ func AppendPrediction(dst []byte, p *Prediction) ([]byte, error) {
 	if p.Key != "" {
 		dst = append(dst, `,"key":`...)
 		dst = appendString(dst, p.Key, true)
+	}
+	if p.KeySize != 0 {
+		dst = append(dst, `,"key_size":`...)
+		dst = strconv.AppendInt(dst, int64(p.KeySize), 10)
+	}
+	if p.KeySHA256 != "" {
+		dst = append(dst, `,"key_sha256":`...)
+		dst = appendString(dst, p.KeySHA256, true)
 	}
 	dst = append(dst, `,"prediction":`...)
 	dst = strconv.AppendInt(dst, int64(p.Predicted), 10)

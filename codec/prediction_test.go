@@ -77,7 +77,7 @@ func TestAppendPredictionIsEncodingJSON(t *testing.T) {
 	yes, no := true, false
 	for _, p := range []Prediction{
 		{Topic: "in", Predicted: 1, Learner: "rbp:budget=100,seed=1"},
-		{Topic: "in", Partition: 3, Offset: 1 << 40, Key: "k", Predicted: -1, Margin: -0.1, Label: -1, Mistake: &no, Learner: "x", Support: 100, ModelSeq: 1<<64 - 1},
+		{Topic: "in", Partition: 3, Offset: 1 << 40, Key: "k", KeySize: 200000, KeySHA256: "ab12", Predicted: -1, Margin: -0.1, Label: -1, Mistake: &no, Learner: "x", Support: 100, ModelSeq: 1<<64 - 1},
 		{Topic: "a<b>&c", Key: "\x00\x1f\"\\\n\r\t\b\f\u2028\u2029é\xff<script>", Predicted: 1, Margin: 1e-7, Label: 1, Mistake: &yes, Learner: "l\u2029"},
 		{Topic: "t", Predicted: 1, Margin: 123456789e20, Learner: "l"},
 		{Topic: "t", Predicted: 1, Margin: 5e-324, Learner: "l"},

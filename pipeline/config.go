@@ -36,9 +36,36 @@ type Config struct {
 	// StartOffset is where a partition with no committed offset starts:
 	// "earliest" (default) or "latest".
 	StartOffset string
-	// AutoCreateTopics lets writers create the output and dead-letter
-	// topics when missing (default false: a typo should fail, not create).
+	// AutoCreateTopics creates the output and dead-letter topics at start
+	// when missing, with as many partitions as the input topic (default
+	// false: a missing topic fails the start, naming it, because a typo
+	// should fail, not create).
 	AutoCreateTopics bool
+	// ReadUncommitted reads records of open and aborted transactions too.
+	// Default false: read committed — the records of aborted transactions
+	// are neither predicted nor learned, and a partition waits at an open
+	// transaction until it ends. Transaction markers never reach the
+	// decoder either way.
+	ReadUncommitted bool
+
+	// MaxMessageBytes is the largest record the output and dead-letter
+	// topics take, used only when the brokers will not say: at start the
+	// service reads each topic's max.message.bytes (or the broker's
+	// message.max.bytes). Default 1 MiB (1048576), Kafka's default. Every
+	// record the service writes fits: batches are split, a dead letter
+	// that would not fit is cut (see the truncation headers), a
+	// prediction's input key is bounded by MaxKeyBytes.
+	MaxMessageBytes int
+	// MaxKeyBytes bounds the input key a prediction carries; a longer key
+	// is cut to this many bytes with its size and SHA-256 beside it.
+	// Default 1024 (a key may cost 6 bytes a byte once JSON-escaped).
+	MaxKeyBytes int
+	// ConnectTimeout bounds the start: reaching the brokers and checking
+	// the topics. Past it Run fails with the last error. Default 30 s.
+	ConnectTimeout time.Duration
+	// StuckAfter is how long a partition may fail to flush its output or
+	// commit its offset before /readyz says 503; default 1 min.
+	StuckAfter time.Duration
 
 	// FlushRecords and FlushInterval bound how many predictions a worker
 	// buffers and for how long before it writes them (synchronously, with
@@ -132,6 +159,17 @@ func (c *Config) Validate() error {
 	def(&c.SessionTimeout, 10*time.Second)
 	def(&c.RebalanceTimeout, 10*time.Second)
 	def(&c.ShutdownTimeout, 10*time.Second)
+	def(&c.ConnectTimeout, 30*time.Second)
+	def(&c.StuckAfter, time.Minute)
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 1 << 20
+	}
+	if c.MaxMessageBytes < 4096 {
+		return fmt.Errorf("max message bytes %d: below 4096 not even a dead letter's headers fit", c.MaxMessageBytes)
+	}
+	if c.MaxKeyBytes <= 0 {
+		c.MaxKeyBytes = 1024
+	}
 	if c.HeartbeatInterval >= c.SessionTimeout {
 		return fmt.Errorf("heartbeat interval %v must be shorter than the session timeout %v", c.HeartbeatInterval, c.SessionTimeout)
 	}

@@ -27,12 +27,15 @@ import (
 )
 
 type member struct {
-	ctx    context.Context // Run's: done once the member is leaving for good
-	cfg    *Config
-	dialer *kafka.Dialer
-	client *kafka.Client
-	out    *kafka.Writer
-	dlq    *kafka.Writer
+	ctx       context.Context // Run's: done once the member is leaving for good
+	cfg       *Config
+	dialer    *kafka.Dialer
+	transport *kafka.Transport
+	client    *kafka.Client
+	out       *kafka.Writer
+	dlq       *kafka.Writer
+	// outLimit and dlqLimit are the largest record each topic takes.
+	outLimit, dlqLimit int
 }
 
 // Run joins the group and serves its assigned partitions until ctx is
@@ -51,8 +54,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	m := &member{ctx: ctx, cfg: &cfg, dialer: dialer, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, Timeout: 10 * time.Second}}
-	newWriter := func(topic string) *kafka.Writer {
+	m := &member{ctx: ctx, cfg: &cfg, dialer: dialer, transport: transport, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, Timeout: 10 * time.Second}}
+	cfg.Metrics.health.after = cfg.StuckAfter
+	if err := m.prepare(ctx); err != nil {
+		return err
+	}
+	newWriter := func(topic string, limit int) *kafka.Writer {
 		return &kafka.Writer{
 			Addr:                   kafka.TCP(cfg.Conn.Brokers...),
 			Topic:                  topic,
@@ -60,14 +67,14 @@ func Run(ctx context.Context, cfg Config) error {
 			RequiredAcks:           kafka.RequireAll,
 			BatchTimeout:           2 * time.Millisecond, // a worker writes whole batches and waits for them
 			BatchSize:              cfg.FlushRecords,
-			BatchBytes:             32 << 20,
+			BatchBytes:             int64(limit - batchOverhead),
 			WriteTimeout:           10 * time.Second,
 			AllowAutoTopicCreation: cfg.AutoCreateTopics,
 			Transport:              transport,
 			ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { cfg.Log.Warn().Str("writer", topic).Msgf(f, a...) }),
 		}
 	}
-	m.out, m.dlq = newWriter(cfg.OutputTopic), newWriter(cfg.DLQTopic)
+	m.out, m.dlq = newWriter(cfg.OutputTopic, m.outLimit), newWriter(cfg.DLQTopic, m.dlqLimit)
 	defer closeWithin(m.dlq, cfg.ShutdownTimeout, cfg.Log)
 	defer closeWithin(m.out, cfg.ShutdownTimeout, cfg.Log)
 

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -48,6 +50,22 @@ type Metrics struct {
 	// how long learned progress has gone without a durable copy, so an
 	// idle partition does not look like a failing one.
 	CheckpointTime *prometheus.GaugeVec // streamlearner_checkpoint_last_success_timestamp_seconds{partition}
+
+	// Skipped counts records read but never handed to the decoder:
+	// transaction markers and, reading committed, aborted records.
+	Skipped *prometheus.CounterVec // streamlearner_records_skipped_total{partition}
+	// OffsetResets counts Offset Out Of Range answers: the partition's log
+	// no longer holds the next offset (retention, or a recreated topic),
+	// and the worker moved to its start or end as Config.StartOffset says.
+	OffsetResets *prometheus.CounterVec // streamlearner_offset_resets_total{partition}
+	// ModelResets counts new models started in place of a stored one
+	// (--reset-model), by reason (mismatch, unreadable).
+	ModelResets *prometheus.CounterVec // streamlearner_model_resets_total{reason}
+	// Stuck is the number of assigned partitions unable to flush or commit
+	// for longer than Config.StuckAfter (what makes /readyz 503).
+	Stuck prometheus.Gauge // streamlearner_stuck_partitions
+
+	health health
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not
@@ -81,8 +99,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		CheckpointBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_bytes", Help: "Size of the partition's last saved snapshot."}, part),
 		CheckpointTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_last_success_timestamp_seconds",
 			Help: "Unix time when everything the partition's model learned was last in a committed checkpoint; time() minus it is the checkpoint age."}, part),
+		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_skipped_total", Help: "Records read but not used: transaction markers and records of aborted transactions."}, part),
+		OffsetResets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_offset_resets_total",
+			Help: "Times the partition's next offset was no longer in its log (Offset Out Of Range) and reading moved to its start or end."}, part),
+		ModelResets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_model_resets_total", Help: "New models started in place of a stored one (--reset-model), by reason."}, []string{"reason"}),
+		Stuck:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions unable to flush their output or commit for longer than the stuck threshold."}),
 	}
+	m.health.gauge, m.health.after = m.Stuck, time.Minute
 	if reg != nil {
+		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck)
 		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,
 			m.Produced, m.ProduceErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge,
 			m.Round, m.Lag, m.CheckpointSaves, m.CheckpointDuration, m.CheckpointBytes, m.CheckpointTime)
@@ -93,6 +118,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	for _, r := range []string{"ok", "error"} {
 		m.CheckpointSaves.WithLabelValues(r)
+	}
+	for _, r := range []string{"mismatch", "unreadable"} {
+		m.ModelResets.WithLabelValues(r)
 	}
 	return m
 }
@@ -105,11 +133,12 @@ func (m *Metrics) forget(partition string) {
 }
 
 // Ready reports whether the member serves every partition it is assigned:
-// at least one is assigned and each has restored its model. It is what
-// /readyz answers.
+// at least one is assigned, each has restored its model, and none has been
+// unable to flush or commit for longer than the stuck threshold. It is
+// what /readyz answers.
 func (m *Metrics) Ready() bool {
 	a := gaugeValue(m.AssignedGauge)
-	return a > 0 && gaugeValue(m.ReadyGauge) == a
+	return a > 0 && gaugeValue(m.ReadyGauge) == a && m.health.stuckNow() == 0
 }
 
 func gaugeValue(g prometheus.Gauge) float64 {

@@ -1,10 +1,12 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +14,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/fetch"
 	"github.com/streamlearner/streamlearner/learners"
 )
 
@@ -53,6 +56,8 @@ type worker struct {
 	// checkpoint.
 	keeps     bool
 	durableAt time.Time
+	// msg is reused for each record handed to handle.
+	msg kafka.Message
 }
 
 func (w *worker) run(gctx context.Context) {
@@ -90,22 +95,16 @@ func (w *worker) run(gctx context.Context) {
 	mt.ReadyGauge.Inc()
 	defer mt.ReadyGauge.Dec()
 
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:     cfg.Conn.Brokers,
-		Topic:       w.part.Topic,
-		Partition:   w.part.ID,
-		Dialer:      w.m.dialer,
-		MinBytes:    1,
-		MaxBytes:    max(16<<20, 2*cfg.Limits.MaxBytes),
-		MaxWait:     time.Second, // shorter waits time out against the embedded broker
-		ErrorLogger: kafka.LoggerFunc(func(f string, a ...any) { w.log.Warn().Msgf(f, a...) }),
-	})
-	defer closeWithin(r, cfg.ShutdownTimeout, w.log)
-	if err := r.SetOffset(w.st.NextOffset); err != nil {
-		w.log.Error().Err(err).Msg("set fetch offset")
+	r, err := fetch.NewReader(fetch.Config{
+		Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: w.m.transport, Topic: w.part.Topic, Partition: w.part.ID,
+		ReadUncommitted: cfg.ReadUncommitted, MaxBytes: max(16<<20, 2*cfg.Limits.MaxBytes),
+	}, w.st.NextOffset)
+	if err != nil {
+		w.log.Error().Err(err).Msg("partition reader")
 		<-gctx.Done()
 		return
 	}
+	skipped := mt.Skipped.WithLabelValues(w.label)
 
 	for {
 		// Wake up for the next flush, and for the next checkpoint while
@@ -127,27 +126,53 @@ func (w *worker) run(gctx context.Context) {
 		if !due.IsZero() && (wake.IsZero() || due.Before(wake)) {
 			wake = due
 		}
-		fctx, cancel := gctx, context.CancelFunc(func() {})
+		// The broker holds the fetch until records come or the wait ends;
+		// a request is never cancelled midway, so no connection is lost.
+		wait := time.Second
 		if !wake.IsZero() {
-			fctx, cancel = context.WithDeadline(gctx, wake)
+			wait = min(wait, max(time.Until(wake), time.Millisecond))
 		}
-		msg, err := r.FetchMessage(fctx)
-		cancel()
+		b, err := r.Fetch(gctx, wait)
 		switch {
 		case gctx.Err() != nil:
 			w.stop()
 			return
 		case err == nil:
-			w.handle(msg)
-			if len(w.preds)+len(w.dead) < cfg.FlushRecords {
+			if b.Skipped > 0 {
+				skipped.Add(float64(b.Skipped))
+			}
+			w.hwm = b.HighWatermark
+			for i := range b.Records {
+				w.handle(&b.Records[i])
+			}
+			if b.Next > w.st.NextOffset {
+				// Skipped records (markers, aborted data) are consumed
+				// too: the next commit must not point before them.
+				w.st.NextOffset = b.Next
+				w.pending++
+			}
+			mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
+			if len(w.preds)+len(w.dead) < cfg.FlushRecords && (wake.IsZero() || time.Now().Before(wake)) {
 				continue
 			}
-		case errors.Is(err, context.DeadlineExceeded):
 		default:
+			var oor *fetch.OutOfRangeError
+			if errors.As(err, &oor) {
+				w.resetOffset(r, oor)
+				continue
+			}
 			w.log.Warn().Err(err).Msg("fetch")
+			select { // a broker that answers with errors is not hammered
+			case <-gctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
 			continue
 		}
-		if err := w.checkpoint(gctx, false); err != nil {
+		err = w.checkpoint(gctx, false)
+		if err == nil {
+			mt.health.ok(w.label)
+		}
+		if err != nil {
 			if errors.Is(err, errFenced) {
 				w.log.Warn().Err(err).Msg("commit refused; dropping the partition's model")
 				<-gctx.Done()
@@ -157,6 +182,7 @@ func (w *worker) run(gctx context.Context) {
 				w.stop()
 				return
 			}
+			w.m.cfg.Metrics.health.stuck(w.label, time.Now())
 			w.log.Warn().Err(err).Msg("checkpoint; will retry")
 			select { // do not hammer a broker that refuses
 			case <-gctx.Done():
@@ -196,31 +222,48 @@ func (w *worker) restore(ctx context.Context) error {
 	return nil
 }
 
+// resetOffset moves a partition whose next offset left its log to the
+// log's start or end, as Config.StartOffset says, loudly: the model is
+// kept (it is still what was learned), the records in between are not
+// there to learn.
+func (w *worker) resetOffset(r *fetch.Reader, oor *fetch.OutOfRangeError) {
+	to := oor.LogStart
+	if w.m.cfg.StartOffset == "latest" {
+		to = oor.LogEnd
+	}
+	w.m.cfg.Metrics.OffsetResets.WithLabelValues(w.label).Inc()
+	w.log.Error().Int64("offset", oor.Offset).Int64("log_start", oor.LogStart).Int64("log_end", oor.LogEnd).Int64("reset_to", to).
+		Str("start", w.m.cfg.StartOffset).Msg("next offset is not in the partition's log (retention, or a recreated topic); reading from the log's " + map[bool]string{true: "end", false: "start"}[to == oor.LogEnd && to != oor.LogStart])
+	r.SetOffset(to)
+	w.st.NextOffset = to
+	w.pending++
+}
+
 // handle plays one record: dead-letter it, or predict, learn and buffer
-// the prediction.
-func (w *worker) handle(msg kafka.Message) {
+// the prediction. The record's bytes belong to the reader; whatever is
+// kept is copied.
+func (w *worker) handle(rec *fetch.Record) {
 	cfg, mt := w.m.cfg, w.m.cfg.Metrics
 	w.consumed.Inc()
-	w.st.NextOffset = msg.Offset + 1
-	w.hwm = msg.HighWaterMark
+	w.st.NextOffset = rec.Offset + 1
 	w.pending++
 	if len(w.preds)+len(w.dead) == 0 {
 		w.since = time.Now()
 	}
+	w.msg = kafka.Message{Topic: w.part.Topic, Partition: w.part.ID, Offset: rec.Offset, Key: rec.Key, Value: rec.Value, Headers: rec.Headers, Time: rec.Time}
+	msg := &w.msg
 	ex, err := codec.Decode(msg.Value, cfg.Limits)
 	y, keep := 0, true
 	if err == nil {
 		y, keep, err = cfg.Labels.Map(ex.Label)
 	}
 	if err != nil {
-		reason, detail := codec.Reason("internal"), err.Error()
+		reason, detail := ReasonInternal, err.Error()
 		var ce *codec.Error
 		if errors.As(err, &ce) {
 			reason, detail = ce.Reason, ce.Detail
 		}
-		mt.DeadLetters.WithLabelValues(w.label, string(reason)).Inc()
-		w.bad.Warn().Int64("offset", msg.Offset).Str("reason", string(reason)).Str("detail", detail).Msg("dead letter")
-		w.dead = append(w.dead, deadLetter(msg, reason, detail))
+		w.deadLetter(msg, reason, detail)
 		return
 	}
 	if !keep {
@@ -230,19 +273,29 @@ func (w *worker) handle(msg kafka.Message) {
 	if !cfg.PassThrough {
 		t0 := time.Now()
 		o = w.st.Learner.Round(ex.X, y)
+		if o.Refused != "" {
+			// Nothing of it entered the model: neither predicted nor
+			// learned.
+			w.deadLetter(msg, codec.Reason(o.Refused), fmt.Sprintf("margin %v: the record's values overflow the kernel", o.Margin))
+			return
+		}
 		if y != 0 {
 			mt.Round.Observe(time.Since(t0).Seconds())
 		}
 	}
-	seq := w.st.Eval.Updates
-	w.st.Eval.Observe(o, y != 0, w.st.Learner.Size())
 	p := codec.Prediction{
-		Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset, Key: string(msg.Key),
-		Predicted: -1, Margin: o.Margin, Label: y, Learner: w.spec, Support: w.st.Learner.Size(), ModelSeq: seq,
+		Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset,
+		Predicted: -1, Margin: o.Margin, Label: y, Learner: w.spec, Support: w.st.Learner.Size(),
 	}
 	if o.Margin > 0 {
 		p.Predicted = 1
 	}
+	// One rule for a mistake everywhere: the prediction is not the label.
+	// (The learners' own update test, y·f ≤ 0, stays inside them.)
+	o.Mistake = y != 0 && p.Predicted != y
+	p.ModelSeq = w.st.Eval.Updates
+	w.st.Eval.Observe(o, y != 0, w.st.Learner.Size())
+	boundKey(&p, msg.Key, cfg.MaxKeyBytes)
 	if y != 0 {
 		mistake := o.Mistake
 		p.Mistake = &mistake
@@ -251,17 +304,31 @@ func (w *worker) handle(msg kafka.Message) {
 			w.mistakes.Inc()
 		}
 	}
-	w.predicted.Inc()
 	w.buf, err = codec.AppendPrediction(w.buf[:0], &p)
-	if err != nil { // a NaN margin cannot occur with finite inputs; keep the record anyway
-		w.dead = append(w.dead, deadLetter(msg, "internal", err.Error()))
+	if err != nil { // the learners refuse non-finite margins, so this is a bug; keep the record anyway
+		w.deadLetter(msg, ReasonInternal, err.Error())
 		return
 	}
+	w.predicted.Inc()
 	w.preds = append(w.preds, kafka.Message{
 		Key:     []byte(codec.PredictionKey(msg.Topic, int32(msg.Partition), msg.Offset)),
 		Value:   append([]byte(nil), w.buf...),
 		Headers: []kafka.Header{w.srcHdr},
 	})
+}
+
+// deadLetter buffers the dead letter of msg, cut to fit the dead-letter
+// topic, and counts it.
+func (w *worker) deadLetter(msg *kafka.Message, reason codec.Reason, detail string) {
+	w.m.cfg.Metrics.DeadLetters.WithLabelValues(w.label, string(reason)).Inc()
+	w.bad.Warn().Int64("offset", msg.Offset).Str("reason", string(reason)).Str("detail", detail).Msg("dead letter")
+	dl := deadLetter(*msg, reason, detail, w.m.dlqLimit)
+	// What it kept of the record still points into the reader's buffers.
+	dl.Key, dl.Value = bytes.Clone(dl.Key), bytes.Clone(dl.Value)
+	for i := range dl.Headers {
+		dl.Headers[i].Value = bytes.Clone(dl.Headers[i].Value)
+	}
+	w.dead = append(w.dead, dl)
 }
 
 // checkpoint runs the commit protocol: flush every buffered output and
@@ -321,38 +388,130 @@ func (w *worker) markDurable() {
 	w.m.cfg.Metrics.CheckpointTime.WithLabelValues(w.label).Set(float64(w.durableAt.UnixNano()) / 1e9)
 }
 
-// flush writes the buffered predictions and dead letters, retrying until
-// they are acknowledged or ctx ends: nothing is dropped.
+// flush writes the buffered predictions, then the dead letters, and
+// waits for their acknowledgement. Retriable failures are retried until ctx
+// ends; a record the broker refuses for good (too large, invalid) does not
+// hold the partition: a prediction becomes a dead letter (output_refused),
+// a dead letter is cut smaller. A write under way is never cancelled —
+// cancelling after the broker appended a batch would make the next flush
+// write it again — so ctx only stops the retries; the writer's timeout
+// bounds each attempt.
 func (w *worker) flush(ctx context.Context) error {
-	for _, out := range []struct {
-		wr   *kafka.Writer
-		msgs *[]kafka.Message
-	}{{w.m.out, &w.preds}, {w.m.dlq, &w.dead}} {
-		backoff := 50 * time.Millisecond
-		for len(*out.msgs) > 0 {
-			err := out.wr.WriteMessages(ctx, *out.msgs...)
-			if err == nil {
-				if out.wr == w.m.out {
-					w.m.cfg.Metrics.Produced.Add(float64(len(*out.msgs)))
+	if err := w.write(ctx, w.m.out, &w.preds, w.m.outLimit, true); err != nil {
+		return err
+	}
+	return w.write(ctx, w.m.dlq, &w.dead, w.m.dlqLimit, false)
+}
+
+func (w *worker) write(ctx context.Context, wr *kafka.Writer, msgs *[]kafka.Message, limit int, preds bool) error {
+	mt := w.m.cfg.Metrics
+	backoff := 50 * time.Millisecond
+	for len(*msgs) > 0 {
+		// As many as fit one request; the writer splits by its own
+		// (smaller) estimate below that.
+		n, size := 0, batchOverhead
+		for n < len(*msgs) && (n == 0 || size+recordSize(&(*msgs)[n]) <= limit) {
+			size += recordSize(&(*msgs)[n])
+			n++
+		}
+		group := (*msgs)[:n]
+		err := wr.WriteMessages(context.WithoutCancel(ctx), group...)
+		if err == nil {
+			if preds {
+				mt.Produced.Add(float64(n))
+			}
+			clear(group)
+			*msgs = (*msgs)[n:]
+			backoff = 50 * time.Millisecond
+			continue
+		}
+		mt.ProduceErrors.Inc()
+		if refused(err) {
+			// Find the records refused for good, one by one.
+			for i := range group {
+				if err := wr.WriteMessages(context.WithoutCancel(ctx), group[i]); err != nil {
+					if !refused(err) {
+						*msgs = (*msgs)[i:]
+						return fmt.Errorf("write to %s: %w", wr.Topic, err)
+					}
+					w.refusedOutput(group[i], err, preds, limit)
+				} else if preds {
+					mt.Produced.Inc()
 				}
-				clear(*out.msgs)
-				*out.msgs = (*out.msgs)[:0]
-				break
 			}
-			w.m.cfg.Metrics.ProduceErrors.Inc()
-			if ctx.Err() != nil {
-				return fmt.Errorf("write to %s: %w", out.wr.Topic, err)
+			clear(group)
+			*msgs = (*msgs)[n:]
+			continue
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("write to %s: %w", wr.Topic, err)
+		}
+		w.m.cfg.Metrics.health.stuck(w.label, time.Now())
+		w.log.Warn().Err(err).Str("topic", wr.Topic).Dur("retry_in", backoff).Msg("write failed")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	// Reuse the buffer from its start.
+	*msgs = (*msgs)[:0:cap(*msgs)]
+	return nil
+}
+
+// refusedOutput deals with a record the broker refused for good: a
+// prediction goes to the dead-letter topic in its place; a dead letter is
+// cut to half the room and queued again, down to its headers alone.
+func (w *worker) refusedOutput(m kafka.Message, err error, pred bool, limit int) {
+	w.log.Error().Err(err).Int("bytes", recordSize(&m)).Bool("prediction", pred).Msg("record refused by the broker for good")
+	if pred {
+		src := kafka.Message{Topic: w.part.Topic, Partition: w.part.ID, Key: m.Key, Value: m.Value}
+		src.Offset, _ = offsetOfKey(string(m.Key))
+		w.m.cfg.Metrics.DeadLetters.WithLabelValues(w.label, string(ReasonOutputRefused)).Inc()
+		w.dead = append(w.dead, deadLetter(src, ReasonOutputRefused, "prediction refused: "+err.Error(), w.m.dlqLimit))
+		return
+	}
+	own := min(5, len(m.Headers))
+	if recordSize(&m) <= 4096 {
+		// Even the bare dead letter is refused: retrying is all that is
+		// left, and the partition shows as stuck.
+		w.m.cfg.Metrics.health.stuck(w.label, time.Now())
+		w.dead = append(w.dead, m)
+		return
+	}
+	w.dead = append(w.dead, fit(m, own, max(4096, min(limit, recordSize(&m))/2)))
+}
+
+// offsetOfKey reads the input offset back from a prediction's key
+// (topic/partition/offset).
+func offsetOfKey(key string) (int64, error) {
+	i := strings.LastIndexByte(key, '/')
+	return strconv.ParseInt(key[i+1:], 10, 64)
+}
+
+// refused says whether err means the broker will never take the record as
+// it is, as opposed to a failure worth retrying.
+func refused(err error) bool {
+	var tooLarge kafka.MessageTooLargeError
+	if errors.As(err, &tooLarge) {
+		return true
+	}
+	var werrs kafka.WriteErrors
+	if errors.As(err, &werrs) {
+		for _, e := range werrs {
+			if e != nil && !refused(e) {
+				return false
 			}
-			w.log.Warn().Err(err).Str("topic", out.wr.Topic).Dur("retry_in", backoff).Msg("write failed")
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, 5*time.Second)
+		}
+		return werrs.Count() > 0
+	}
+	for _, code := range []kafka.Error{kafka.MessageSizeTooLarge, kafka.RecordListTooLarge, kafka.InvalidRecord, kafka.InvalidMessage, kafka.InvalidTimestamp} {
+		if errors.Is(err, code) {
+			return true
 		}
 	}
-	return nil
+	return false
 }
 
 // stop makes a last flush and commit when the generation ends, bounded by
