@@ -60,31 +60,41 @@ func (m Memory) At(n int) int64 {
 	return h
 }
 
-// String is a one-line description for a start-up log line, e.g.
-// "tighter0:budget=10000 needs about 1.3 GB (800 MB held, O(B²) in the
-// budget)" or "perceptron:max=0 has no bound: about 280 B per support
-// vector; set max= to bound it".
-func (m Memory) String() string {
+// String is Describe("").
+func (m Memory) String() string { return m.Describe("") }
+
+// Describe is a one-line description for a start-up log line; per names
+// what one model serves, if anything ("partition"). For example
+// "tighter0:budget=10000 needs about 1.3 GB per partition (804 MB held,
+// O(B²) in the budget)", or for an unbounded learner
+// "perceptron:max=0 has no bound: about 316 B per support vector; set max=
+// to bound it".
+func (m Memory) Describe(per string) string {
+	if per != "" {
+		per = " per " + per
+	}
 	if m.Vectors == 0 {
 		if m.Quadratic {
-			return fmt.Sprintf("%s has no bound: O(n²) in its n support vectors, about %s at 1,000 and %s at 10,000; %s",
-				m.Spec, FormatBytes(m.At(1000)), FormatBytes(m.At(10000)), m.what)
+			return fmt.Sprintf("%s has no bound: O(n²) in its n support vectors, about %s%s at 1,000 and %s at 10,000; %s",
+				m.Spec, FormatBytes(m.At(1000)), per, FormatBytes(m.At(10000)), m.what)
 		}
-		per := (m.At(10000) - m.At(0)) / 10000
-		return fmt.Sprintf("%s has no bound: about %s per support vector; %s", m.Spec, FormatBytes(per), m.what)
+		perVector := (m.At(10000) - m.At(0)) / 10000
+		return fmt.Sprintf("%s has no bound: about %s per support vector%s; %s", m.Spec, FormatBytes(perVector), per, m.what)
 	}
-	return fmt.Sprintf("%s needs about %s (%s held, %s)", m.Spec, FormatBytes(m.Peak), FormatBytes(m.Held), m.order)
+	return fmt.Sprintf("%s needs about %s%s (%s held, %s)", m.Spec, FormatBytes(m.Peak), per, FormatBytes(m.Held), m.order)
 }
 
 // Check returns an error when the model's peak exceeds limit bytes (a
 // limit ≤ 0 checks nothing), saying what to lower; flag names the setting
-// that holds the limit, for the message. An unbounded model passes: its
-// size depends on the stream, which String says.
-func (m Memory) Check(limit int64, flag string) error {
+// that holds the limit and per what one model serves, as in Describe. An
+// unbounded model passes: its size depends on the stream, which Describe
+// says.
+func (m Memory) Check(limit int64, flag, per string) error {
 	if limit <= 0 || m.Vectors == 0 || m.Peak <= limit {
 		return nil
 	}
-	return fmt.Errorf("%s, more than the %s of %s: %s or raise %s", m, flag, FormatBytes(limit), m.what, flag)
+	return fmt.Errorf("%s, more than %s=%s allows: %s or raise %s",
+		m.Describe(per), flag, FormatBytes(limit), m.what, flag)
 }
 
 // FormatBytes formats a byte count in decimal units (B, kB, MB, GB, TB)

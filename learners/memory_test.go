@@ -140,7 +140,7 @@ func TestEstimateMemoryUnbounded(t *testing.T) {
 		if m.Vectors != 0 || m.Held != 0 || m.Peak != 0 {
 			t.Errorf("%s: unbounded, but estimate %+v", spec, m)
 		}
-		if err := m.Check(1, "--limit"); err != nil {
+		if err := m.Check(1, "--limit", ""); err != nil {
 			t.Errorf("%s: an unbounded learner failed Check: %v", spec, err)
 		}
 		if !strings.Contains(m.String(), "no bound") || !strings.Contains(m.String(), "max=") {
@@ -181,17 +181,17 @@ func TestMemoryCheck(t *testing.T) {
 	if !m.Quadratic || m.Peak < 32_000_000 {
 		t.Fatalf("tighter0:budget=2000 is a 2001² matrix of float64 (32 MB): estimate %+v", m)
 	}
-	if err := m.Check(m.Peak, "--max-model-bytes"); err != nil {
+	if err := m.Check(m.Peak, "--max-model-bytes", "partition"); err != nil {
 		t.Errorf("at the limit: %v", err)
 	}
-	if err := m.Check(0, "--max-model-bytes"); err != nil {
+	if err := m.Check(0, "--max-model-bytes", "partition"); err != nil {
 		t.Errorf("no limit: %v", err)
 	}
-	err = m.Check(m.Peak-1, "--max-model-bytes")
+	err = m.Check(m.Peak-1, "--max-model-bytes", "partition")
 	if err == nil {
 		t.Fatal("over the limit: no error")
 	}
-	for _, want := range []string{"tighter0:budget=2000", "O(B²)", "lower budget", "raise --max-model-bytes"} {
+	for _, want := range []string{"tighter0:budget=2000 needs about 41 MB per partition", "O(B²)", "lower budget", "raise --max-model-bytes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
@@ -200,7 +200,7 @@ func TestMemoryCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := small.Check(1000, "--max-model-bytes"); err == nil || !strings.Contains(err.Error(), "validation") {
+	if err := small.Check(1000, "--max-model-bytes", "partition"); err == nil || !strings.Contains(err.Error(), "validation") {
 		t.Errorf("tighter over the limit: %v, want a hint at validation", err)
 	}
 }
@@ -222,5 +222,10 @@ func ExampleMemory_String() {
 	k, _ := ParseKernel("rbf:gamma=0.05")
 	m, _ := EstimateMemory("tighter0:budget=10000", k, Data{NNZ: 14, Dim: 123})
 	fmt.Println(m)
-	// Output: tighter0:budget=10000 needs about 1.3 GB (804 MB held, O(B²) in the budget)
+	fmt.Println(m.Describe("partition"))
+	fmt.Println(m.Check(1<<30, "--max-model-bytes", "partition"))
+	// Output:
+	// tighter0:budget=10000 needs about 1.3 GB (804 MB held, O(B²) in the budget)
+	// tighter0:budget=10000 needs about 1.3 GB per partition (804 MB held, O(B²) in the budget)
+	// tighter0:budget=10000 needs about 1.3 GB per partition (804 MB held, O(B²) in the budget), more than --max-model-bytes=1.1 GB allows: lower budget or raise --max-model-bytes
 }
