@@ -1,0 +1,339 @@
+package learners
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Data describes the records a learner will see, as far as its memory is
+// concerned: a support vector stores its non-zero entries, and the kernel
+// row needs a dense copy of the query as wide as the largest feature index.
+type Data struct {
+	// NNZ is the average number of non-zero features per record (a9a: 14,
+	// MNIST: about 150). Zero counts as 1.
+	NNZ int
+	// Dim is the largest feature index the records use. Zero means NNZ: dense
+	// records with features 1..NNZ, which is also what gets a dense mirror
+	// of the support vectors (see supportSet).
+	Dim int
+}
+
+// Memory is what a learner built from a spec will hold in memory, estimated
+// from the sizes of its arrays as this package allocates them (the growth
+// of appended slices included). It counts the live heap of the model only:
+// a Go process holds up to (1 + GOGC/100) times its live heap between
+// collections, twice with the default GOGC.
+type Memory struct {
+	Spec string // the canonical learner spec
+	// Vectors is the most support vectors the model holds: its budget, or
+	// its max= cap. Zero means the model is unbounded: it grows with every
+	// support vector it adds, and Held and Peak are zero; At tells the cost
+	// of n support vectors.
+	Vectors int
+	// Quadratic is set when the memory grows with the square of the number
+	// of support vectors (a kernel matrix, an inverse, a validation cache).
+	Quadratic bool
+	// Held is the bytes the model holds once its active set is full.
+	Held int64
+	// Peak is the most bytes live at once on the way there: Held plus the
+	// old copy of the largest array while it is being enlarged, and scratch
+	// that only a numerical rebuild allocates. A limit should be checked
+	// against Peak.
+	Peak int64
+
+	held  func(n int) (held, peak int64)
+	what  string // what to lower, for messages
+	order string // how the memory grows with the parameters, for messages
+}
+
+// At returns the bytes held by the model with n support vectors (n capped
+// at Vectors when bounded): how an unbounded learner's memory grows.
+func (m Memory) At(n int) int64 {
+	if m.held == nil {
+		return 0
+	}
+	if m.Vectors > 0 {
+		n = min(n, m.Vectors)
+	}
+	h, _ := m.held(max(n, 0))
+	return h
+}
+
+// String is Describe("").
+func (m Memory) String() string { return m.Describe("") }
+
+// Describe is a one-line description for a start-up log line; per names
+// what one model serves, if anything ("partition"). For example
+// "tighter0:budget=10000 needs about 1.3 GB per partition (804 MB held,
+// O(B²) in the budget)", or for an unbounded learner
+// "perceptron:max=0 has no bound: about 316 B per support vector; set max=
+// to bound it".
+func (m Memory) Describe(per string) string {
+	if per != "" {
+		per = " per " + per
+	}
+	if m.Vectors == 0 {
+		if m.Quadratic {
+			return fmt.Sprintf("%s has no bound: O(n²) in its n support vectors, about %s%s at 1,000 and %s at 10,000; %s",
+				m.Spec, FormatBytes(m.At(1000)), per, FormatBytes(m.At(10000)), m.what)
+		}
+		perVector := (m.At(10000) - m.At(0)) / 10000
+		return fmt.Sprintf("%s has no bound: about %s per support vector%s; %s", m.Spec, FormatBytes(perVector), per, m.what)
+	}
+	return fmt.Sprintf("%s needs about %s%s (%s held, %s)", m.Spec, FormatBytes(m.Peak), per, FormatBytes(m.Held), m.order)
+}
+
+// Check returns an error when the model's peak exceeds limit bytes (a
+// limit ≤ 0 checks nothing), saying what to lower; flag names the setting
+// that holds the limit and per what one model serves, as in Describe. An
+// unbounded model passes: its size depends on the stream, which Describe
+// says.
+func (m Memory) Check(limit int64, flag, per string) error {
+	if limit <= 0 || m.Vectors == 0 || m.Peak <= limit {
+		return nil
+	}
+	return fmt.Errorf("%s, more than %s=%s allows: %s or raise %s",
+		m.Describe(per), flag, FormatBytes(limit), m.what, flag)
+}
+
+// FormatBytes formats a byte count in decimal units (B, kB, MB, GB, TB)
+// with one decimal below 10 of a unit: 950 B, 1.3 GB, 800 MB.
+func FormatBytes(b int64) string {
+	if b < 1000 {
+		return strconv.FormatInt(b, 10) + " B"
+	}
+	v, unit := float64(b), ""
+	for _, unit = range []string{"kB", "MB", "GB", "TB"} {
+		v /= 1000
+		if v < 999.5 {
+			break
+		}
+	}
+	if v < 9.95 {
+		return strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), ".0") + " " + unit
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64) + " " + unit
+}
+
+// EstimateMemory estimates the memory of a learner built from spec with
+// kernel k on data shaped like d. It reads the spec exactly as New does,
+// so a spec that New rejects is an error here too.
+func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
+	sp, err := ParseSpec(spec)
+	if err != nil {
+		return Memory{}, fmt.Errorf("learner: %w", err)
+	}
+	// Building the learner allocates nothing that grows: its arrays start
+	// empty.
+	mod, err := newFromSpec(sp, k, 0)
+	if err != nil {
+		return Memory{}, err
+	}
+	d.NNZ = max(d.NNZ, 1)
+	d.Dim = max(d.Dim, d.NNZ)
+	est := Memory{Spec: mod.spec, Vectors: mod.budget}
+	rbf := k.Kind == RBF && !k.Normalize
+	// set is the active set and the model's kernel row once they have
+	// held most vectors: arrays keep the capacity they grew to.
+	set := func(most int) int64 { return supportSetBytes(most, d, rbf) + resizeBytes(most, 1, 8) }
+	// bound names the parameter that bounds the active set.
+	bound, budgetWord := "the budget", "lower budget"
+	if _, ok := sp.Params["max"]; ok {
+		bound, budgetWord = "max", "lower max"
+	}
+	custom := ""
+	switch a := mod.alg.(type) {
+	case *perceptron, *spa, *pa1:
+		est.held = func(n int) (int64, int64) { return set(n), 0 }
+	case *forgetron:
+		// It adds, then removes: the set briefly holds B+1 vectors.
+		est.held = func(n int) (int64, int64) {
+			most := n + 1
+			return set(most) + resizeBytes(most, 1, 8), 0
+		}
+	case *cks:
+		est.Quadratic = true
+		est.held = func(n int) (int64, int64) {
+			most := n + 1
+			g, prev := gramBytes(most, a.k.limit)
+			return set(most) + g, prev
+		}
+	case *tighter0:
+		est.Quadratic = true
+		est.held = func(n int) (int64, int64) {
+			most := n + 1
+			g, prev := gramBytes(most, a.k.limit)
+			return set(most) + g + appendBytes(most, 24) + resizeBytes(most, 1, 8), prev
+		}
+	case *tightest:
+		est.Quadratic = true
+		est.held = func(n int) (int64, int64) {
+			most := n + 1
+			g, prev := gramBytes(most, a.k.limit)
+			return set(most) + g + 3*appendBytes(most, 8) + 3*resizeBytes(most, 1, 8), prev
+		}
+	case *tighter:
+		// The validation reservoir is a second support set with a cached
+		// kernel row per point against the active set: O(B·N).
+		// With N = B (the default) that is O(B²).
+		_, fixedN := sp.Params["validation"]
+		est.Quadratic = !fixedN
+		budgetWord = "lower budget or validation"
+		if fixedN {
+			custom = "O(B·N) in the budget and validation"
+		}
+		est.held = func(n int) (int64, int64) {
+			most, nv := n+1, a.size
+			// A point's row starts at the active set's size when it was
+			// sampled and grows by appending: at most about twice the set.
+			cross := appendBytes(nv, 24) + int64(nv)*appendBoundBytes(most, 8)
+			val := supportSetBytes(nv, d, rbf) + resizeBytes(nv, 1, 8) + resizeBytes(most, 1, 8)
+			return set(most) + cross + val, appendBytes(most, 8)
+		}
+	case *projectron:
+		// K⁻¹ has no limit of its own: it doubles past the active set.
+		est.Quadratic = true
+		est.held = func(n int) (int64, int64) {
+			g, prev := gramBytes(n, 0)
+			// d and scaled: length n, capacity 2n when they grow.
+			scratch := 2 * allocBytes(int64(2*n)*8)
+			return set(n) + g + scratch, prev
+		}
+	case *sop:
+		est.Quadratic = true
+		est.held = func(n int) (int64, int64) {
+			tri := int64(n) * int64(n+1) / 2
+			m, prev := appendGrowth(tri, 8)
+			// u and the shifted kernel row k.
+			scratch := resizeBytes(n, 1, 8) + appendBytes(n, 8)
+			// A rebuild (rare: only on numerical drift) keeps a packed
+			// triangle of scratch and a kernel row.
+			rebuild := allocBytes(tri*8) + resizeBytes(n, 1, 8)
+			return set(n) + m + scratch, prev + rebuild
+		}
+	default:
+		return Memory{}, fmt.Errorf("learner %s: no memory estimate for it", sp.Name)
+	}
+	if est.Vectors == 0 {
+		est.what = "set max= to bound it"
+		return est, nil
+	}
+	est.what = budgetWord
+	switch {
+	case custom != "":
+		est.order = custom
+	case est.Quadratic:
+		est.order = "O(B²) in " + bound
+	default:
+		est.order = "O(B) in " + bound
+	}
+	var transient int64
+	est.Held, transient = est.held(est.Vectors)
+	est.Peak = est.Held + transient
+	return est, nil
+}
+
+// modelBase is what a model holds whatever its size: the model and
+// algorithm structs, the spec, small slice headers.
+const modelBase = 1024
+
+// supportSetBytes is a supportSet that has held most vectors at once, with
+// the dense mirror when d is dense enough to turn it on (denseOn; a set
+// between denseOff and denseOn keeps a mirror it has, which this does not
+// count) and the RBF exponential memo when rbf is set.
+func supportSetBytes(most int, d Data, rbf bool) int64 {
+	if most == 0 {
+		return modelBase
+	}
+	b := int64(modelBase)
+	// x (a sparse.Vector, two slice headers), off, norm, self, alpha, born,
+	// label: appended one per vector.
+	b += appendBytes(most, 48) + 5*appendBytes(most, 8) + appendBytes(most, 1)
+	// The pools of indices and values grow by a vector's entries at a time.
+	b += resizeBytes(most*d.NNZ, d.NNZ, 4) + resizeBytes(most*d.NNZ, d.NNZ, 8)
+	// The scatter array: as wide as the largest index, capped; vectors
+	// beyond the cap never get the dense mirror.
+	cols := d.Dim + 1
+	b += allocBytes(int64(min(cols+cols/2, scatterLimit)) * 8)
+	if cols < scatterLimit && most >= denseMinSV && d.NNZ*denseOn >= cols {
+		b += resizeBytes(most*cols, cols, 8) + appendBytes(most, 8)
+	}
+	if rbf {
+		b += allocBytes(int64(len(expMemo{})) * 16)
+	}
+	return b
+}
+
+// gramBytes is a gram matrix that held n rows with the given limit, and the
+// size of the matrix it replaced when it last grew.
+func gramBytes(n, limit int) (bytes, prev int64) {
+	s, p := 0, 0
+	for s < n {
+		p = s
+		s = max(2*s, 16)
+		if limit > 0 {
+			s = min(s, limit)
+		}
+	}
+	return allocBytes(int64(s) * int64(s) * 8), allocBytes(int64(p) * int64(p) * 8)
+}
+
+// appendBytes is a slice of n elements of size elem built by appending
+// one element at a time.
+func appendBytes(n int, elem int64) int64 {
+	b, _ := appendGrowth(int64(n), elem)
+	return b
+}
+
+// appendGrowth is appendBytes for n elements, and the size of the array
+// the last growth replaced (live with the new one while it is copied). It
+// follows the runtime's growth rule (runtime.nextslicecap: double below
+// 256 elements, then about 1.25×), without its rounding to size classes.
+func appendGrowth(n, elem int64) (bytes, prev int64) {
+	var c, p int64
+	for c < n {
+		p = c
+		switch {
+		case c == 0:
+			c = 1
+		case c < 256:
+			c *= 2
+		default:
+			c += (c + 3*256) >> 2
+		}
+	}
+	return allocBytes(c * elem), allocBytes(p * elem)
+}
+
+// appendBoundBytes is the most a slice of n elements of size elem can
+// take when it started at any smaller capacity and grew by appending: the
+// last growth at most doubled a capacity below 256 elements, or added a
+// quarter and 192 to a larger one.
+func appendBoundBytes(n int, elem int64) int64 {
+	c := max(min(2*(n-1), 510), n+(n+3*256)/4)
+	return allocBytes(int64(c) * elem)
+}
+
+// resizeBytes is a slice grown by resize or resizeKeep to n elements of
+// size elem, step elements at a time: each growth allocates 1.5 times the
+// length it needs.
+func resizeBytes(n, step int, elem int64) int64 {
+	c := 0
+	for l := step; l <= n; {
+		c = l + l/2 + 1
+		l = (c/step + 1) * step // the first length that does not fit
+	}
+	return allocBytes(int64(c) * elem)
+}
+
+// allocBytes rounds an allocation up as the runtime does for large
+// objects (whole 8 KiB pages); small ones it leaves as they are, whose
+// rounding to size classes adds at most 12.5 %.
+func allocBytes(b int64) int64 {
+	const page = 8192
+	if b > 32768 {
+		return (b + page - 1) / page * page
+	}
+	return b
+}

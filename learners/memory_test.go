@@ -1,0 +1,231 @@
+package learners
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// memData is a stream of points shaped like d (nnz random features out of
+// dim, standard normal values) with random labels, so that about half the
+// rounds are mistakes and every learner fills its budget quickly.
+func memData(d Data, n int, seed uint64) ([]sparse.Vector, []int) {
+	r := rand.New(rand.NewPCG(seed, 11))
+	xs, ys := make([]sparse.Vector, n), make([]int, n)
+	for t := range n {
+		dense := make([]float64, d.Dim)
+		for _, i := range r.Perm(d.Dim)[:d.NNZ] {
+			dense[i] = r.NormFloat64()
+		}
+		xs[t] = sparse.FromDense(dense)
+		ys[t] = 2*r.IntN(2) - 1
+	}
+	return xs, ys
+}
+
+// heldBytes builds a learner, plays rounds until it is full (bounded) or
+// for the whole stream (unbounded), and returns the live heap it holds
+// (HeapAlloc after a collection, the learner kept alive) and the learner.
+func heldBytes(t *testing.T, spec string, k Kernel, xs []sparse.Vector, ys []int) (int64, Learner) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	l := mustNew(t, spec, k, 1)
+	full := -1 // the round at which the active set reached its bound
+	for i := range xs {
+		l.Round(xs[i], ys[i])
+		if b := l.Budget(); b > 0 && full < 0 && l.Size() == b {
+			full = i
+		}
+		// Past the bound, as many rounds again: removals happen, and the
+		// arrays that hold budget+1 rows reach that size.
+		if full >= 0 && i >= 2*full+50 {
+			break
+		}
+	}
+	if l.Budget() > 0 && full < 0 {
+		t.Fatalf("%s: %d support vectors after %d rounds, budget %d not reached", spec, l.Size(), len(xs), l.Budget())
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(l)
+	return int64(after.HeapAlloc) - int64(before.HeapAlloc), l
+}
+
+// The band within which an estimate must fall of the heap it describes.
+// Below 1: what the estimate omits (small structs, the runtime's rounding
+// of small allocations to size classes), 8 % at most in these tests.
+// Above 1: tighter's cached validation rows are counted at the most their
+// growth can reach, up to twice their length below 256 elements, which
+// the test's budget of 100 shows (1.48); elsewhere the estimate is within
+// 5 % of the heap.
+const memLow, memHigh = 0.85, 1.6
+
+// TestEstimateMemoryMatchesHeap fills each learner to its budget on sparse
+// and on dense data and checks the estimate of Held against the heap it
+// really holds; at two budgets, which pins both the linear and the
+// quadratic terms.
+func TestEstimateMemoryMatchesHeap(t *testing.T) {
+	k := mustKernel(t, "rbf:gamma=0.02")
+	shapes := []struct {
+		name string
+		d    Data
+	}{{"sparse", Data{NNZ: 20, Dim: 1000}}, {"dense", Data{NNZ: 40, Dim: 40}}}
+	specs := []string{
+		"perceptron:max=%d", "stoptron:budget=%d", "rbp:budget=%d", "lbp:budget=%d",
+		"forgetron:budget=%d", "cks:budget=%d", "spa:lambda=0.5,max=%d", "pa1:max=%d",
+		"projectron:eta=0,max=%d", "projectron++:eta=0,max=%d",
+		"tighter0:budget=%d", "tighter:budget=%d", "tighter:budget=%d,validation=50", "tightest:budget=%d",
+		"sop:max=%d", "rbsop:budget=%d", "lbsop:budget=%d",
+	}
+	covered := map[string]bool{}
+	for _, sh := range shapes {
+		xs, ys := memData(sh.d, 3000, 1)
+		for _, form := range specs {
+			var measured [2]int64
+			var est [2]Memory
+			for i, b := range []int{100, 400} {
+				spec := fmt.Sprintf(form, b)
+				m, err := EstimateMemory(spec, k, sh.d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, l := heldBytes(t, spec, k, xs, ys)
+				covered[strings.SplitN(spec, ":", 2)[0]] = true
+				if m.Vectors != l.Budget() {
+					t.Errorf("%s: estimate for %d vectors, budget %d", spec, m.Vectors, l.Budget())
+				}
+				r := float64(m.Held) / float64(got)
+				t.Logf("%-6s %-34s held %9d estimate %9d (%.2f) peak %9d", sh.name, spec, got, m.Held, r, m.Peak)
+				if r < memLow || r > memHigh {
+					t.Errorf("%s on %s data: estimate %d bytes, the model holds %d: ratio %.2f outside [%.2f, %.2f]",
+						spec, sh.name, m.Held, got, r, memLow, memHigh)
+				}
+				if m.Peak < m.Held {
+					t.Errorf("%s: peak %d below held %d", spec, m.Peak, m.Held)
+				}
+				measured[i], est[i] = got, m
+			}
+			// Four times the budget: a quadratic term makes the held heap
+			// grow by well over 4×, a linear one by at most about 4×.
+			growth := float64(measured[1]) / float64(measured[0])
+			if q := est[0].Quadratic; q != (growth > 6) {
+				t.Errorf("%s on %s data: quadratic=%v, but the heap grew %.1f× from budget 100 to 400", form, sh.name, q, growth)
+			}
+		}
+	}
+	for _, info := range Available() {
+		if !covered[info.Name] {
+			t.Errorf("learner %s: no memory test", info.Name)
+		}
+	}
+}
+
+// TestEstimateMemoryUnbounded: a learner without a bound reports none and
+// At follows its heap as the active set grows.
+func TestEstimateMemoryUnbounded(t *testing.T) {
+	k := mustKernel(t, "rbf:gamma=0.02")
+	d := Data{NNZ: 20, Dim: 1000}
+	xs, ys := memData(d, 1200, 2)
+	for _, spec := range []string{"perceptron", "spa", "pa1", "sop", "projectron:budget=50", "projectron++"} {
+		m, err := EstimateMemory(spec, k, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Vectors != 0 || m.Held != 0 || m.Peak != 0 {
+			t.Errorf("%s: unbounded, but estimate %+v", spec, m)
+		}
+		if err := m.Check(1, "--limit", ""); err != nil {
+			t.Errorf("%s: an unbounded learner failed Check: %v", spec, err)
+		}
+		if !strings.Contains(m.String(), "no bound") || !strings.Contains(m.String(), "max=") {
+			t.Errorf("%s: %q does not say it is unbounded and how to bound it", spec, m)
+		}
+		got, l := heldBytes(t, spec, k, xs, ys)
+		est := m.At(l.Size())
+		r := float64(est) / float64(got)
+		t.Logf("%-22s %4d vectors: held %8d estimate %8d (%.2f)", spec, l.Size(), got, est, r)
+		if r < memLow || r > memHigh {
+			t.Errorf("%s with %d support vectors: estimate %d bytes, the model holds %d: ratio %.2f outside [%.2f, %.2f]",
+				spec, l.Size(), est, got, r, memLow, memHigh)
+		}
+	}
+}
+
+func TestEstimateMemoryErrors(t *testing.T) {
+	k := mustKernel(t, "linear")
+	for _, spec := range []string{"", "nosuch:budget=5", "rbp:budget=0", "rbp:buget=5", "tighter0:budget=x"} {
+		if _, err := EstimateMemory(spec, k, Data{NNZ: 10}); err == nil {
+			t.Errorf("%q: no error", spec)
+		}
+	}
+	if _, err := EstimateMemory("rbp", Kernel{}, Data{}); err == nil {
+		t.Error("invalid kernel: no error")
+	}
+}
+
+// TestMemoryCheck: a model over the limit is refused with a message that
+// names the spec, the limit and what to lower.
+func TestMemoryCheck(t *testing.T) {
+	k := mustKernel(t, "rbf:gamma=0.1")
+	d := Data{NNZ: 14, Dim: 123}
+	m, err := EstimateMemory("tighter0:budget=2000", k, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.Quadratic || m.Peak < 32_000_000 {
+		t.Fatalf("tighter0:budget=2000 is a 2001² matrix of float64 (32 MB): estimate %+v", m)
+	}
+	if err := m.Check(m.Peak, "--max-model-bytes", "partition"); err != nil {
+		t.Errorf("at the limit: %v", err)
+	}
+	if err := m.Check(0, "--max-model-bytes", "partition"); err != nil {
+		t.Errorf("no limit: %v", err)
+	}
+	err = m.Check(m.Peak-1, "--max-model-bytes", "partition")
+	if err == nil {
+		t.Fatal("over the limit: no error")
+	}
+	for _, want := range []string{"tighter0:budget=2000 needs about 41 MB per partition", "O(B²)", "lower budget", "raise --max-model-bytes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	small, err := EstimateMemory("tighter:budget=500,validation=5000", k, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := small.Check(1000, "--max-model-bytes", "partition"); err == nil || !strings.Contains(err.Error(), "validation") {
+		t.Errorf("tighter over the limit: %v, want a hint at validation", err)
+	}
+}
+
+func TestFormatBytes(t *testing.T) {
+	for b, want := range map[int64]string{
+		0: "0 B", 999: "999 B", 1000: "1 kB", 1499: "1.5 kB", 999_499: "999 kB", 9_949_999: "9.9 MB", 9_950_000: "10 MB", 1_049_000: "1 MB", 999_500: "1 MB",
+		2_270_000_000: "2.3 GB", 5e14: "500 TB", 5e15: "5000 TB",
+	} {
+		if got := FormatBytes(b); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", b, got, want)
+		}
+	}
+}
+
+// Tighter⁰ with a budget of 10,000 on a9a-like data (14 non-zeros of 123
+// features): its kernel matrix alone is 10,001² float64s.
+func ExampleMemory_String() {
+	k, _ := ParseKernel("rbf:gamma=0.05")
+	m, _ := EstimateMemory("tighter0:budget=10000", k, Data{NNZ: 14, Dim: 123})
+	fmt.Println(m)
+	fmt.Println(m.Describe("partition"))
+	fmt.Println(m.Check(1<<30, "--max-model-bytes", "partition"))
+	// Output:
+	// tighter0:budget=10000 needs about 1.3 GB (804 MB held, O(B²) in the budget)
+	// tighter0:budget=10000 needs about 1.3 GB per partition (804 MB held, O(B²) in the budget)
+	// tighter0:budget=10000 needs about 1.3 GB per partition (804 MB held, O(B²) in the budget), more than --max-model-bytes=1.1 GB allows: lower budget or raise --max-model-bytes
+}
