@@ -63,6 +63,19 @@ type Config struct {
 	// ConnectTimeout bounds the start: reaching the brokers and checking
 	// the topics. Past it Run fails with the last error. Default 30 s.
 	ConnectTimeout time.Duration
+	// MaxModelBytes refuses, at start, a learner whose model would need
+	// more memory per partition than this, as learners.EstimateMemory
+	// estimates it (the O(B²) learners — cks, projectron, the SOP family,
+	// tighter, tightest — grow fast with the budget). Default 1 GiB; a
+	// member holds one model per assigned partition, and Go may hold up to
+	// twice the live heap between collections.
+	MaxModelBytes int64
+	// ExpectedNonZeros is the average number of non-zero features per
+	// record that the memory estimate assumes; default 100.
+	ExpectedNonZeros int
+	// LagInterval is how often the member reads its partitions' ends for
+	// the lag gauge, besides what each fetch reports; default 5 s.
+	LagInterval time.Duration
 	// StuckAfter is how long a partition may fail to flush its output or
 	// commit its offset before /readyz says 503; default 1 min.
 	StuckAfter time.Duration
@@ -108,6 +121,11 @@ type Config struct {
 	OnAssign func(generation int32, partitions []int)
 }
 
+// ModelMemory estimates the memory of one partition's model.
+func (c *Config) ModelMemory() (learners.Memory, error) {
+	return learners.EstimateMemory(c.Learner, c.Kernel, learners.Data{NNZ: c.ExpectedNonZeros})
+}
+
 // Validate fills in defaults and checks the configuration.
 func (c *Config) Validate() error {
 	if err := c.Conn.Validate(); err != nil {
@@ -130,6 +148,19 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("input %q, output %q and dead-letter %q topics must differ", c.Topic, c.OutputTopic, c.DLQTopic)
 	}
 	if _, err := learners.New(c.Learner, c.Kernel, 0); err != nil {
+		return err
+	}
+	if c.MaxModelBytes <= 0 {
+		c.MaxModelBytes = 1 << 30
+	}
+	if c.ExpectedNonZeros <= 0 {
+		c.ExpectedNonZeros = 100
+	}
+	mem, err := c.ModelMemory()
+	if err != nil {
+		return err
+	}
+	if err := mem.Check(c.MaxModelBytes, "--max-model-bytes", "partition"); err != nil {
 		return err
 	}
 	if c.Seed == 0 {
@@ -161,6 +192,7 @@ func (c *Config) Validate() error {
 	def(&c.ShutdownTimeout, 10*time.Second)
 	def(&c.ConnectTimeout, 30*time.Second)
 	def(&c.StuckAfter, time.Minute)
+	def(&c.LagInterval, 5*time.Second)
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 1 << 20
 	}

@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -36,6 +38,34 @@ type member struct {
 	dlq       *kafka.Writer
 	// outLimit and dlqLimit are the largest record each topic takes.
 	outLimit, dlqLimit int
+
+	// kept holds, without a checkpoint store, the models of partitions
+	// this member served in the last generation, with their committed
+	// offsets, so that a partition it keeps through a rebalance keeps its
+	// model; a partition that moved on meanwhile starts anew.
+	mu   sync.Mutex
+	kept map[Partition]*State
+	// positions are the assigned partitions' next offsets, for pollLag.
+	positions map[int]*atomic.Int64
+}
+
+// retain keeps st, whose offset is committed, for p's next assignment.
+func (m *member) retain(p Partition, st *State) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.kept == nil {
+		m.kept = map[Partition]*State{}
+	}
+	m.kept[p] = st
+}
+
+// retained hands over (once) the model retain kept for p, or nil.
+func (m *member) retained(p Partition) *State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.kept[p]
+	delete(m.kept, p)
+	return st
 }
 
 // Run joins the group and serves its assigned partitions until ctx is
@@ -94,7 +124,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("join group %s: %w", cfg.Group, err)
 	}
-	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Str("learner", cfg.Learner).Msg("joining group")
+	mem, _ := cfg.ModelMemory()
+	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Str("learner", cfg.Learner).
+		Str("model_memory", mem.Describe("partition")).Msg("joining group")
 	for {
 		gen, err := cg.Next(ctx)
 		if err != nil {
@@ -120,6 +152,9 @@ func Run(ctx context.Context, cfg Config) error {
 			w.log = cfg.Log.With().Str("topic", cfg.Topic).Int("partition", id).Int32("generation", gen.ID).Logger()
 			w.bad = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second})
 			gen.Start(w.run)
+		}
+		if len(ids) > 0 {
+			gen.Start(m.pollLag)
 		}
 		if cfg.OnAssign != nil {
 			cfg.OnAssign(gen.ID, ids)

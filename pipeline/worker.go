@@ -105,7 +105,37 @@ func (w *worker) run(gctx context.Context) {
 		return
 	}
 	skipped := mt.Skipped.WithLabelValues(w.label)
+	pos := w.m.track(w.part)
+	defer w.m.untrack(w.part)
+	pos.Store(w.st.NextOffset)
 
+	// settle runs the commit protocol, retrying until it goes through;
+	// false means the generation ended and the worker must return. While
+	// it retries the partition reads nothing more, so its lag shows.
+	settle := func() bool {
+		for {
+			err := w.checkpoint(gctx, false)
+			if err == nil {
+				mt.health.ok(w.label)
+				return true
+			}
+			if errors.Is(err, errFenced) {
+				w.log.Warn().Err(err).Msg("commit refused; dropping the partition's model")
+				<-gctx.Done()
+				return false
+			}
+			if gctx.Err() != nil {
+				w.stop()
+				return false
+			}
+			mt.health.stuck(w.label, time.Now())
+			w.log.Warn().Err(err).Msg("checkpoint; will retry")
+			select { // do not hammer a broker that refuses
+			case <-gctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
 	for {
 		// Wake up for the next flush, and for the next checkpoint while
 		// progress is uncommitted: an idle partition must still commit
@@ -144,6 +174,12 @@ func (w *worker) run(gctx context.Context) {
 			w.hwm = b.HighWatermark
 			for i := range b.Records {
 				w.handle(&b.Records[i])
+				if len(w.preds)+len(w.dead) >= cfg.FlushRecords {
+					pos.Store(w.st.NextOffset)
+					if !settle() {
+						return
+					}
+				}
 			}
 			if b.Next > w.st.NextOffset {
 				// Skipped records (markers, aborted data) are consumed
@@ -151,6 +187,7 @@ func (w *worker) run(gctx context.Context) {
 				w.st.NextOffset = b.Next
 				w.pending++
 			}
+			pos.Store(w.st.NextOffset)
 			mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
 			if len(w.preds)+len(w.dead) < cfg.FlushRecords && (wake.IsZero() || time.Now().Before(wake)) {
 				continue
@@ -168,26 +205,8 @@ func (w *worker) run(gctx context.Context) {
 			}
 			continue
 		}
-		err = w.checkpoint(gctx, false)
-		if err == nil {
-			mt.health.ok(w.label)
-		}
-		if err != nil {
-			if errors.Is(err, errFenced) {
-				w.log.Warn().Err(err).Msg("commit refused; dropping the partition's model")
-				<-gctx.Done()
-				return
-			}
-			if gctx.Err() != nil {
-				w.stop()
-				return
-			}
-			w.m.cfg.Metrics.health.stuck(w.label, time.Now())
-			w.log.Warn().Err(err).Msg("checkpoint; will retry")
-			select { // do not hammer a broker that refuses
-			case <-gctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
+		if !settle() {
+			return
 		}
 	}
 }
@@ -203,6 +222,15 @@ func (w *worker) restore(ctx context.Context) error {
 	st, err := cfg.Checkpoints.Restore(ctx, w.part, committed, meta)
 	if err != nil {
 		return fmt.Errorf("restore partition %d: %w", w.part.ID, err)
+	}
+	if kept := w.m.retained(w.part); st == nil && kept != nil {
+		if kept.NextOffset == committed {
+			w.log.Info().Int64("offset", committed).Int("support", kept.Learner.Size()).Msg("model kept in memory across the rebalance")
+			st = kept
+		} else {
+			w.log.Warn().Int64("offset", committed).Int64("kept_offset", kept.NextOffset).
+				Msg("the partition moved on elsewhere since this member held it: starting a new model (no checkpoint store)")
+		}
 	}
 	if st == nil {
 		l, err := learners.New(cfg.Learner, cfg.Kernel, cfg.Seed+uint64(w.part.ID))
@@ -520,8 +548,13 @@ func refused(err error) bool {
 func (w *worker) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), w.m.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := w.checkpoint(ctx, true); err != nil {
+	err := w.checkpoint(ctx, true)
+	if err != nil {
 		w.log.Info().Err(err).Msg("final commit not taken")
+	} else if !w.keeps {
+		// Without a store the model would be lost with the generation;
+		// keep it, in case the next generation gives the partition back.
+		w.m.retain(w.part, w.st)
 	}
 	w.log.Info().Int64("offset", w.st.NextOffset).Msg("partition revoked")
 }

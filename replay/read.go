@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/feed"
+	"github.com/streamlearner/streamlearner/fetch"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/synth"
 )
@@ -39,6 +40,11 @@ type Source struct {
 	// although its end offset is not reached (a compacted or truncated
 	// tail), with an error naming the offsets. Default 10s.
 	IdleTimeout time.Duration
+	// ReadUncommitted replays every record written, aborted transactions
+	// included. Default false: read committed, as `run` reads, so a replay
+	// sees the records the service learned from; "latest" is then the last
+	// stable offset.
+	ReadUncommitted bool
 	// Progress, if set, is called now and then with the records read so
 	// far and the total to read.
 	Progress func(done, total int64)
@@ -123,7 +129,7 @@ func resolve(ctx context.Context, src Source) ([]span, error) {
 	client := &kafka.Client{Addr: kafka.TCP(src.Conn.Brokers...), Transport: transport}
 	spans := make([]span, len(parts))
 	for i, p := range parts {
-		first, last, _, err := list(ctx, client, src.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+		first, last, _, err := list(ctx, client, src.isolation(), src.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +149,7 @@ func resolve(ctx context.Context, src Source) ([]span, error) {
 			if err != nil {
 				return 0, fmt.Errorf("replay: bound %q: want earliest, latest, an offset or an RFC 3339 time", spec)
 			}
-			_, _, off, err := list(ctx, client, src.Topic, p, kafka.TimeOffsetOf(p, at))
+			_, _, off, err := list(ctx, client, src.isolation(), src.Topic, p, kafka.TimeOffsetOf(p, at))
 			if err != nil {
 				return 0, err
 			}
@@ -167,8 +173,8 @@ func resolve(ctx context.Context, src Source) ([]span, error) {
 
 // list asks for a partition's offsets: first and last when requested, and
 // off, the offset a time request found (−1 if none).
-func list(ctx context.Context, c *kafka.Client, topic string, p int, reqs ...kafka.OffsetRequest) (first, last, off int64, err error) {
-	resp, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+func list(ctx context.Context, c *kafka.Client, iso kafka.IsolationLevel, topic string, p int, reqs ...kafka.OffsetRequest) (first, last, off int64, err error) {
+	resp, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}, IsolationLevel: iso})
 	if err != nil {
 		return 0, 0, 0, fmt.Errorf("replay: offsets of %s/%d: %w", topic, p, err)
 	}
@@ -188,21 +194,27 @@ func list(ctx context.Context, c *kafka.Client, topic string, p int, reqs ...kaf
 	return 0, 0, 0, fmt.Errorf("replay: no offsets for %s/%d in the broker's answer", topic, p)
 }
 
+func (src *Source) isolation() kafka.IsolationLevel {
+	if src.ReadUncommitted {
+		return kafka.ReadUncommitted
+	}
+	return kafka.ReadCommitted
+}
+
 // readSpan reads [sp.start, sp.end) of one partition into st, decoding in
 // this goroutine while the learners play the previous batch.
 func readSpan(ctx context.Context, src Source, sp span, st *Stream, progress func(int64)) error {
 	if sp.end <= sp.start {
 		return nil
 	}
-	dialer, err := src.Conn.Dialer()
+	transport, err := src.Conn.Transport()
 	if err != nil {
 		return err
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: src.Conn.Brokers, Topic: src.Topic, Partition: sp.partition,
-		Dialer: dialer, MaxWait: 500 * time.Millisecond, MaxBytes: 16 << 20})
-	defer r.Close()
-	if err := r.SetOffset(sp.start); err != nil {
-		return fmt.Errorf("replay: %s/%d: seek to %d: %w", src.Topic, sp.partition, sp.start, err)
+	r, err := fetch.NewReader(fetch.Config{Addr: kafka.TCP(src.Conn.Brokers...), Transport: transport, Topic: src.Topic,
+		Partition: sp.partition, ReadUncommitted: src.ReadUncommitted}, sp.start)
+	if err != nil {
+		return err
 	}
 
 	batches := make(chan []Record, 2)
@@ -228,34 +240,37 @@ func readSpan(ctx context.Context, src Source, sp span, st *Stream, progress fun
 		batch = make([]Record, 0, src.Batch)
 		return nil
 	}
-	next := sp.start
-	for next < sp.end {
-		fctx, cancel := context.WithTimeout(ctx, src.IdleTimeout)
-		m, err := r.FetchMessage(fctx)
-		cancel()
+	idleSince := time.Now()
+	for r.Offset() < sp.end {
+		fb, err := r.Fetch(ctx, 500*time.Millisecond)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("replay: %s/%d: read at offset %d: %w", src.Topic, sp.partition, r.Offset(), err)
+		}
+		if len(fb.Records) == 0 && fb.Skipped == 0 {
+			if time.Since(idleSince) > src.IdleTimeout {
 				return fmt.Errorf("replay: %s/%d: nothing at offsets %d..%d for %v (compacted or truncated?)",
-					src.Topic, sp.partition, next, sp.end-1, src.IdleTimeout)
+					src.Topic, sp.partition, r.Offset(), sp.end-1, src.IdleTimeout)
 			}
-			return fmt.Errorf("replay: %s/%d: read at offset %d: %w", src.Topic, sp.partition, next, err)
+			continue
 		}
-		if m.Offset >= sp.end {
-			break
-		}
-		next = m.Offset + 1
-		batch = append(batch, decode(m, src))
-		if len(batch) == cap(batch) {
-			if err := send(); err != nil {
-				return err
+		idleSince = time.Now()
+		for _, m := range fb.Records {
+			if m.Offset >= sp.end {
+				break
+			}
+			// decode copies what it keeps: the record's bytes are the
+			// reader's until the next fetch.
+			batch = append(batch, decode(kafka.Message{Topic: src.Topic, Partition: sp.partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Headers: m.Headers, Time: m.Time}, src))
+			if len(batch) == cap(batch) {
+				if err := send(); err != nil {
+					return err
+				}
 			}
 		}
-		if (next-sp.start)%1024 == 0 {
-			progress(next - sp.start)
-		}
+		progress(min(r.Offset(), sp.end) - sp.start)
 	}
 	if err := send(); err != nil {
 		return err

@@ -191,6 +191,7 @@ func crashRecovery(t *testing.T, bin, store string) {
 			}
 			y, _, _ := codec.LabelMap{}.Map(ex.Label)
 			o := l.Round(ex.X, y)
+			o.Mistake = y != 0 && (o.Margin > 0) != (y > 0) // the service's rule: prediction ≠ label
 			ev.Observe(o, y != 0, l.Size())
 			vals := preds[codec.PredictionKey("in", int32(p), m.Offset)]
 			if len(vals) == 0 {
