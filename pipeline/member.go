@@ -47,6 +47,9 @@ type member struct {
 	kept map[Partition]*State
 	// positions are the assigned partitions' next offsets, for pollLag.
 	positions map[int]*atomic.Int64
+	// drained counts the workers that have not yet made their last
+	// commit; Run waits for it before it leaves the group.
+	drained sync.WaitGroup
 }
 
 // retain keeps st, whose offset is committed, for p's next assignment.
@@ -151,6 +154,7 @@ func Run(ctx context.Context, cfg Config) error {
 			w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
 			w.log = cfg.Log.With().Str("topic", cfg.Topic).Int("partition", id).Int32("generation", gen.ID).Logger()
 			w.bad = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second})
+			m.drained.Add(1)
 			gen.Start(w.run)
 		}
 		if len(ids) > 0 {
@@ -160,8 +164,12 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.OnAssign(gen.ID, ids)
 		}
 	}
-	// Closing the group ends the generation: workers flush and commit,
-	// then the member leaves. Bound it: Close can hang on a dead broker.
+	// The workers make their last flush and commit while the member is
+	// still in the group (a commit after the session lapsed would be
+	// fenced, and its predictions emitted again by the next owner); then
+	// closing the group ends the generation and the member leaves. Bound
+	// both: a dead broker can hold either.
+	waitWithin(&m.drained, cfg.ShutdownTimeout+time.Second, cfg.Log)
 	closeWithin(cg, 2*cfg.ShutdownTimeout, cfg.Log)
 	cfg.Metrics.AssignedGauge.Set(0)
 	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Msg("left group")
@@ -225,5 +233,16 @@ func (m *member) commit(ctx context.Context, gen *kafka.Generation, p Partition,
 	default:
 		m.cfg.Metrics.Commits.WithLabelValues("error").Inc()
 		return fmt.Errorf("commit offset %d: %w", offset, err)
+	}
+}
+
+// waitWithin waits for wg, giving up after d.
+func waitWithin(wg *sync.WaitGroup, d time.Duration, log zerolog.Logger) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		log.Warn().Dur("after", d).Msg("workers did not finish their last commit; leaving anyway")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,7 +61,23 @@ type worker struct {
 	msg kafka.Message
 }
 
-func (w *worker) run(gctx context.Context) {
+func (w *worker) run(gen context.Context) {
+	// gctx ends with the generation or, earlier, when the member is
+	// leaving: then the worker makes its last flush and commit while the
+	// generation is still alive — its member still heartbeating, so the
+	// commit is not fenced however long the last snapshot takes — and
+	// tells the member it is done.
+	drained := sync.OnceFunc(w.m.drained.Done)
+	defer drained()
+	gctx, cancel := context.WithCancel(gen)
+	defer cancel()
+	context.AfterFunc(w.m.ctx, cancel)
+	defer func() {
+		if gen.Err() == nil && w.m.ctx.Err() != nil {
+			drained()
+			<-gen.Done()
+		}
+	}()
 	cfg := w.m.cfg
 	w.label = strconv.Itoa(w.part.ID)
 	w.srcHdr = kafka.Header{Key: HeaderSourcePartition, Value: []byte(w.label)}
