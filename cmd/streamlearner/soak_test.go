@@ -6,10 +6,12 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,6 +98,7 @@ func TestSoak(t *testing.T) {
 		p.kill()
 		if kill == 4 {
 			// The broker too, between two lives of the service.
+			t.Logf("broker killed at %d of %d records", produced.Load(), total)
 			broker.kill()
 			broker = start(t, filepath.Join(dir, "broker.log"), bin, brokerArgs...)
 			brokerUp()
@@ -145,7 +148,9 @@ func TestSoak(t *testing.T) {
 		kept := readPartition(t, addr, p, false)
 		l, _ := learners.New(spec, k, 3+uint64(p))
 		var ev prequential.Evaluator
-		for _, rec := range all {
+		offsets := slices.Sorted(maps.Keys(all))
+		for _, off := range offsets {
+			rec := all[off]
 			key := codec.PredictionKey("in", int32(p), rec.Offset)
 			pv, dv := distinct(preds[key]), distinct(dead[key])
 			if _, ok := kept[rec.Offset]; !ok {
@@ -172,13 +177,19 @@ func TestSoak(t *testing.T) {
 				poisoned++
 				continue
 			}
+			if pr, err := codec.DecodePrediction(preds[key][0]); err != nil || pr.Margin != o.Margin {
+				t.Fatalf("%s: margin %v, uninterrupted %v (%v)", key, pr.Margin, o.Margin, err)
+			}
 			o.Mistake = y != 0 && (o.Margin > 0) != (y > 0)
 			ev.Observe(o, y != 0, l.Size())
 		}
 		want, _ := l.MarshalBinary()
 		wantEval, _ := ev.MarshalBinary()
 		if s := snaps[p]; !bytes.Equal(s.Model, want) || !bytes.Equal(s.Eval, wantEval) {
-			t.Fatalf("partition %d: the final model differs from the uninterrupted run's", p)
+			var got prequential.Evaluator
+			got.UnmarshalBinary(s.Eval)
+			t.Fatalf("partition %d: the final model differs from the uninterrupted run's: %d rounds, %d labeled, %d mistakes, %d updates; uninterrupted %d, %d, %d, %d",
+				p, got.Rounds, got.Labeled, got.Mistakes, got.Updates, ev.Rounds, ev.Labeled, ev.Mistakes, ev.Updates)
 		}
 	}
 	t.Logf("%d committed records (%d dead-lettered), %d aborted, %d duplicates, all byte-identical", committed, poisoned, aborted, dups)
@@ -307,4 +318,3 @@ func soakProduce(ctx context.Context, addr string, lines []string, total int, pr
 	}
 	return nil
 }
-
