@@ -119,3 +119,14 @@ func gaugeValue(g prometheus.Gauge) float64 {
 	}
 	return d.GetGauge().GetValue()
 }
+
+// RegisterBuildInfo registers streamlearner_build_info, a constant 1
+// labeled with the binary's version, VCS revision and Go version, so a
+// dashboard can tell which build each member runs and join it to other
+// series.
+func RegisterBuildInfo(reg prometheus.Registerer, version, revision, goVersion string) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "streamlearner_build_info", Help: "Build information; the value is 1.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goVersion},
+	}, func() float64 { return 1 }))
+}

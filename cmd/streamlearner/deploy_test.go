@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/streamlearner/streamlearner/learners"
 )
 
@@ -133,6 +135,27 @@ func TestDeployFiles(t *testing.T) {
 	for _, topic := range []string{run.Topic, run.OutputTopic, run.DLQTopic, run.CheckpointTopic} {
 		if !strings.Contains(compose, "create --topic "+topic+" ") {
 			t.Errorf("init-topics does not create %q", topic)
+		}
+	}
+	// The members' variables are ones run reads (a variable of another
+	// command, or an old spelling, would be ignored without a word).
+	runVars := map[string]bool{}
+	tr, err := kong.Trace(model(t), []string{"run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range tr.Flags() {
+		for _, e := range f.Envs {
+			runVars[e] = true
+		}
+	}
+	memberVars := regexp.MustCompile(`\n\s+(STREAMLEARNER_[A-Z_]+):`).FindAllStringSubmatch(compose, -1)
+	if len(memberVars) == 0 {
+		t.Error("the members set no STREAMLEARNER_* variables")
+	}
+	for _, m := range memberVars {
+		if !runVars[m[1]] {
+			t.Errorf("compose sets %s, which run does not read", m[1])
 		}
 	}
 	// The producer's command line is one this binary accepts, writing to
