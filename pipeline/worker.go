@@ -73,6 +73,7 @@ func (w *worker) run(gctx context.Context) {
 	mt := cfg.Metrics
 	w.consumed, w.predicted = mt.Consumed.WithLabelValues(w.label), mt.Predicted.WithLabelValues(w.label)
 	w.learned, w.mistakes = mt.Learned.WithLabelValues(w.label), mt.Mistakes.WithLabelValues(w.label)
+	mt.assigned(w.label)
 	w.hwm = -1
 	_, none := cfg.Checkpoints.(NoCheckpoints)
 	w.keeps = !none
@@ -213,7 +214,7 @@ func (w *worker) handle(msg kafka.Message) {
 		y, keep, err = cfg.Labels.Map(ex.Label)
 	}
 	if err != nil {
-		reason, detail := codec.Reason("internal"), err.Error()
+		reason, detail := ReasonInternal, err.Error()
 		var ce *codec.Error
 		if errors.As(err, &ce) {
 			reason, detail = ce.Reason, ce.Detail
@@ -254,7 +255,7 @@ func (w *worker) handle(msg kafka.Message) {
 	w.predicted.Inc()
 	w.buf, err = codec.AppendPrediction(w.buf[:0], &p)
 	if err != nil { // a NaN margin cannot occur with finite inputs; keep the record anyway
-		w.dead = append(w.dead, deadLetter(msg, "internal", err.Error()))
+		w.dead = append(w.dead, deadLetter(msg, ReasonInternal, err.Error()))
 		return
 	}
 	w.preds = append(w.preds, kafka.Message{
