@@ -148,7 +148,7 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "the replay of %s made exactly the service's mistakes on every partition\n", c.Learner)
 	}
 	reportPath, plotPath := filepath.Join(c.OutDir, "report.json"), filepath.Join(c.OutDir, "drift.png")
-	if err := writeReplay(io.Discard, rep, reportPath, plotPath); err != nil {
+	if err := writeReplay(io.Discard, rep, reportPath, plotPath, replay.PlotOptions{}); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "report: %s\nplot (partition %d): %s\nbroker stopped, nothing left running.\n", reportPath, rep.Partitions[0].Partition, plotPath)
