@@ -72,7 +72,7 @@ for f in "${files[@]}"; do
     log=$work/$(tr / _ <<< "$f")-$n.log
     start=$SECONDS
     if (cd "$clone" && STREAMLEARNER_RUN_METRICS_ADDR=127.0.0.1:$metrics timeout "$limit" bash -e -o pipefail -c \
-        'trap '\''kill $(jobs -p) 2>/dev/null; wait'\'' EXIT
+        'trap '\''kill $(jobs -p) 2>/dev/null || true; wait'\'' EXIT
 '"$text") > "$log" 2>&1; then
       echo "   ok ($((SECONDS - start)) s)"
     else
