@@ -17,14 +17,18 @@
 # the full data sets for minutes to hours (`make bench`, `make reproduce`).
 #
 # Usage: scripts/docs-check.sh [FILE.md ...]   (default: the three above)
+# DOCS_CHECK_LOGS=DIR keeps each block's output; DOCS_CHECK_TIMEOUT is the
+# limit per block in seconds (default 300).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(README.md docs/sop.md docs/drift.md)
 limit=${DOCS_CHECK_TIMEOUT:-300}
+logs=${DOCS_CHECK_LOGS:-}   # keep each block's output there
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+[ -z "$logs" ] || mkdir -p "$logs"
 git clone -q "$repo" "$work/clone"
 clone=$work/clone
 
@@ -69,7 +73,7 @@ for f in "${files[@]}"; do
     text=${text//19392/$drift}
     text=${text//9464/$metrics}
     echo "== $f block $n: $first"
-    log=$work/$(tr / _ <<< "$f")-$n.log
+    log=${logs:-$work}/$(tr / _ <<< "$f")-$n.log
     start=$SECONDS
     if (cd "$clone" && STREAMLEARNER_RUN_METRICS_ADDR=127.0.0.1:$metrics timeout "$limit" bash -e -o pipefail -c \
         'trap '\''kill $(jobs -p) 2>/dev/null || true; wait'\'' EXIT
