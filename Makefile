@@ -39,7 +39,7 @@ bench:
 	$(GO) test -run '^$$' -bench EndToEnd -benchtime 3x ./pipeline/
 	$(GO) test -run '^$$' -bench Snapshot -benchtime 5x ./checkpoint/
 
-## demo: the embedded broker, a drifting stream, one group member with checkpoints, live progress, then a drift report and plot in out/demo (under a minute).
+## demo: the embedded broker, a drifting stream, one group member with checkpoints, live progress, then a drift report and plot in out/demo (about 12 s after the build).
 demo: build
 	$(BIN) demo
 
