@@ -20,7 +20,7 @@ type tailCmd struct {
 	Topic     string `required:"" short:"t" help:"Prediction topic to follow (run's --output-topic); it must exist."`
 	From      string `default:"earliest" placeholder:"BOUND" help:"Where each partition starts: earliest, latest (only new predictions), an offset, -N (the last N records) or an RFC 3339 time."`
 	ExitAtEnd bool   `short:"e" help:"Stop at the end each partition has when the tail starts, instead of following (kcat -e)."`
-	Format    string `default:"table" enum:"table,json" help:"Output: table, or JSON lines with running accuracies."`
+	Format    string `default:"table" enum:"table,json" help:"Output: table, or JSON lines: each prediction with right (prediction equals label; null when unlabeled) and the running accuracies."`
 	Window    int    `default:"1000" help:"Labeled predictions in the windowed accuracy."`
 	Limit     int    `help:"Stop after N distinct predictions (0: follow until Ctrl-C, or the end with --exit-at-end)."`
 }
@@ -54,11 +54,16 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 		}}
 	st, err := feed.Tail(ctx, cfg, func(p codec.Prediction, st feed.TailStats) error {
 		if c.Format == "json" {
+			var right *bool // null for an unlabeled prediction
+			if r, ok := feed.Right(p); ok {
+				right = &r
+			}
 			return enc.Encode(struct {
 				codec.Prediction
+				Right    *bool   `json:"right"`
 				Accuracy float64 `json:"running_accuracy"`
 				Window   float64 `json:"window_accuracy"`
-			}{p, st.Accuracy, st.Window})
+			}{p, right, st.Accuracy, st.Window})
 		}
 		label, right := "-", "-"
 		if r, ok := feed.Right(p); ok {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +63,29 @@ func TestTailTable(t *testing.T) {
 	}
 	if n := strings.Count(warn.String(), "is not a prediction"); n != 1 || !strings.Contains(warn.String(), "2 records of out were not predictions") {
 		t.Errorf("warnings:\n%s", warn.String())
+	}
+
+	// JSON lines say "right" by the same rule.
+	c, err = parse(t, "tail", "-b", b.Addr(), "-t", "out", "-e", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := c.Tail.tail(ctx, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	var rights []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var p struct {
+			Right *bool `json:"right"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil || p.Right == nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		rights = append(rights, strconv.FormatBool(*p.Right))
+	}
+	if strings.Join(rights, " ") != "true false true" {
+		t.Errorf("right %v, want true false true", rights)
 	}
 
 	// A topic that does not exist is an error, not an endless wait.
