@@ -80,9 +80,9 @@ func (r Report) WritePlotWith(w io.Writer, partition int, format string, opt Plo
 	support.Y.Label.Text = "support vectors"
 	support.Y.Min = 0
 	if opt.LogSupport {
-		support.Y.Label.Text = "support vectors (log scale)"
+		support.Y.Label.Text = "support vectors (log)"
 		support.Y.Scale = plot.LogScale{}
-		support.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		support.Y.Tick.Marker = withinTicks{plot.LogTicks{Prec: -1}}
 		support.Y.Min = 1
 	}
 	ticks := roundTicks{}
@@ -232,6 +232,21 @@ func rateAt(xys plotter.XYs, round int64) float64 {
 		v = p.Y
 	}
 	return v
+}
+
+// withinTicks drops the ticks another marker puts outside the axis range:
+// plot.LogTicks labels the next power of ten beyond it, and plot.Align
+// then pads every panel for a label that is never drawn.
+type withinTicks struct{ plot.Ticker }
+
+func (w withinTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, t := range w.Ticker.Ticks(lo, hi) {
+		if t.Value >= lo && t.Value <= hi {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // glyphThumb draws a glyph as a legend entry.

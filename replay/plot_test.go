@@ -87,7 +87,7 @@ func TestPlotLegendAndAxes(t *testing.T) {
 				t.Errorf("%+v: SVG lacks %q", opt, want)
 			}
 		}
-		if opt.LogSupport != strings.Contains(out, "log scale") {
+		if opt.LogSupport != strings.Contains(out, "support vectors (log)") {
 			t.Errorf("%+v: log scale label", opt)
 		}
 	}
