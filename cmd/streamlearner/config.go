@@ -174,7 +174,7 @@ func (f *fileConfig) Validate(app *kong.Application) error {
 				} else {
 					problems = append(problems, k+": no such flag")
 				}
-			case n.Type != kong.ApplicationNode && !own[k] && !sharedFlags[strings.ReplaceAll(k, "_", "-")]:
+			case n.Type != kong.ApplicationNode && !own[k]:
 				problems = append(problems, fmt.Sprintf("%s%s: no such flag of %s", where, k, strings.Join(commandPath(n), " ")))
 			}
 		}

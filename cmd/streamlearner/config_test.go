@@ -78,6 +78,7 @@ func TestConfigFileErrorsAreClear(t *testing.T) {
 		{`{"brokers": ["k:1"], "topik": "in"}`, "topik: no such flag"},
 		{`{"brokers": ["k:1"], "topic": "in"}`, `topic: a flag of checkpoint list, gen checkerboard`},
 		{`{"rnu": {"topic": "in"}}`, "rnu: no such command"},
+		{`{"eval": {"brokers": ["k:1"]}}`, "eval.brokers: no such flag of eval"},
 		{`{"brokers": ["k:1"],`, "streamlearner.json: want one JSON object"},
 		{`{"run": {"flush-records": "many"}}`, "--flush-records"},
 	} {
