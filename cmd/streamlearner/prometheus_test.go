@@ -95,8 +95,9 @@ var comparison = regexp.MustCompile(`^(?s)(.*\S)\s+(>|<|>=|<=|==|!=)\s+([0-9.e+-
 // binary) on 127.0.0.1 scraping a running service with the shipped alert
 // rules, then evaluates through the HTTP API every dashboard query and the
 // value of every alert (each must parse and return data), checks that each
-// rule evaluates without error, and stages dead letters to see the
-// dead-letter alert's condition go from false to true. Prometheus absent:
+// rule evaluates without error, and stages two conditions to see their
+// alerts' expressions go from false to true: dead letters, and an outage
+// (the broker stops) that leaves the member's partitions unserved. Prometheus absent:
 // skipped, unless STREAMLEARNER_REQUIRE_PROMETHEUS=1 (CI installs it).
 func TestPrometheusEvaluates(t *testing.T) {
 	if testing.Short() {
@@ -252,4 +253,27 @@ func TestPrometheusEvaluates(t *testing.T) {
 	if r, err := c.query(scaled, time.Time{}); err != nil || len(r) == 0 {
 		t.Errorf("%s after 300 bad records: %v, %d series: the alert would not fire", scaled, err, len(r))
 	}
+
+	// Stage an outage: with the broker gone the member's generation ends,
+	// its workers stop, and it still holds the partitions it cannot serve.
+	notServed := ruleQuery(t, loaded, "StreamlearnerPartitionsNotServed")
+	if r, err := c.query(notServed, time.Time{}); err != nil || len(r) != 0 {
+		t.Fatalf("%s while serving: %v, %d series", notServed, err, len(r))
+	}
+	b.Close()
+	wait("the outage to show", func() bool {
+		r, err := c.query(notServed, time.Time{})
+		return err == nil && len(r) > 0
+	})
+}
+
+func ruleQuery(t *testing.T, rules []alertRule, name string) string {
+	t.Helper()
+	for _, r := range rules {
+		if r.Name == name {
+			return r.Query
+		}
+	}
+	t.Fatalf("no alert rule %s", name)
+	return ""
 }
