@@ -76,6 +76,9 @@ func TestTailSkipsDuplicatesAndCountsAccuracy(t *testing.T) {
 	yes, no := true, false
 	mk := func(part int32, off int64, mistake *bool) kafka.Message {
 		p := codec.Prediction{Topic: "in", Partition: part, Offset: off, Predicted: 1, Learner: "x", Label: 1, Mistake: mistake}
+		if mistake != nil && *mistake {
+			p.Predicted = -1 // a mistake is a prediction that differs from the label
+		}
 		if mistake == nil {
 			p.Label = 0
 		}
@@ -92,7 +95,7 @@ func TestTailSkipsDuplicatesAndCountsAccuracy(t *testing.T) {
 	w.Close()
 	var last TailStats
 	n := 0
-	err = Tail(context.Background(), TailConfig{Conn: kafkaconn.Config{Brokers: []string{b.Addr()}}, Topic: "out", Window: 2, Limit: 5},
+	_, err = Tail(context.Background(), TailConfig{Conn: kafkaconn.Config{Brokers: []string{b.Addr()}}, Topic: "out", Window: 2, Limit: 5},
 		func(p codec.Prediction, st TailStats) error { last = st; n++; return nil })
 	if err != nil {
 		t.Fatal(err)

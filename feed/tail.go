@@ -18,16 +18,24 @@ import (
 // TailConfig says which prediction topic to follow.
 type TailConfig struct {
 	Conn  kafkaconn.Config
-	Topic string // prediction topic; required
-	// From is "earliest" (default: the whole topic) or "latest" (only new
-	// predictions).
+	Topic string // prediction topic; required, and it must exist
+	// From is where each partition starts (ResolveBound): "earliest"
+	// (default), "latest" (only new predictions), an offset, -N (the last
+	// N records) or an RFC 3339 time.
 	From string
+	// ExitAtEnd stops at the end each partition had when the tail
+	// started, instead of following it.
+	ExitAtEnd bool
 	// Window is the number of labeled predictions in the windowed
 	// accuracy; default 1000.
 	Window int
 	// Limit stops after this many distinct predictions; 0 follows until
-	// ctx ends.
+	// ctx ends (or the end, with ExitAtEnd).
 	Limit int
+	// Skipped, if set, is called for each record that is not a
+	// prediction (an input record, say, when the topic is the wrong one),
+	// with the count so far and why it was skipped.
+	Skipped func(n uint64, partition int, offset int64, err error)
 }
 
 // TailStats are the running figures after a prediction.
@@ -37,37 +45,72 @@ type TailStats struct {
 	Accuracy    float64 // over all labeled predictions seen
 	Window      float64 // over the last Window labeled predictions
 	Duplicates  uint64  // re-emitted predictions skipped
+	Skipped     uint64  // records that are not predictions
+}
+
+// Right reports whether a labeled prediction was right, by the rule every
+// report follows: the prediction is sign(f) with sign(0) = −1, and it is
+// a mistake when it differs from the label. (The learners' update
+// condition y·f ≤ 0 is theirs; at f = 0 with label −1 the prediction −1
+// is right although the learner updates.) ok is false for an unlabeled
+// prediction.
+func Right(p codec.Prediction) (right, ok bool) {
+	if p.Label == 0 {
+		return false, false
+	}
+	return p.Predicted == p.Label, true
 }
 
 // Tail reads every partition of a prediction topic and calls emit for each
-// distinct prediction with the running accuracy. Predictions re-emitted
-// after a crash (same input offset) are skipped: a service's output
-// partition holds one input partition's predictions in order, so anything
-// at or below the highest offset seen for that input partition is a
-// duplicate.
-func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailStats) error) error {
+// distinct prediction with the running accuracy; it returns the final
+// figures. Predictions re-emitted after a crash (same input offset) are
+// skipped: a service's output partition holds one input partition's
+// predictions in order, so anything at or below the highest offset seen
+// for that input partition is a duplicate.
+func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailStats) error) (TailStats, error) {
+	var st TailStats
 	if err := cfg.Conn.Validate(); err != nil {
-		return err
+		return st, err
 	}
 	if cfg.Topic == "" {
-		return errors.New("tail needs a topic")
-	}
-	start := kafka.FirstOffset
-	switch cfg.From {
-	case "", "earliest":
-	case "latest":
-		start = kafka.LastOffset
-	default:
-		return fmt.Errorf("from %q: want earliest or latest", cfg.From)
+		return st, errors.New("tail needs a topic")
 	}
 	dialer, err := cfg.Conn.Dialer()
 	if err != nil {
-		return err
+		return st, err
+	}
+	transport, err := cfg.Conn.Transport()
+	if err != nil {
+		return st, err
 	}
 	parts, err := Partitions(ctx, dialer, cfg.Conn.Brokers, cfg.Topic)
 	if err != nil {
-		return err
+		return st, fmt.Errorf("tail: %w", err)
 	}
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport}
+	type span struct {
+		partition  int
+		start, end int64 // end −1: follow
+	}
+	var spans []span
+	for _, p := range parts {
+		first, last, _, err := ListOffsets(ctx, client, cfg.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+		if err != nil {
+			return st, fmt.Errorf("tail: %w", err)
+		}
+		start, err := ResolveBound(ctx, client, cfg.Topic, p, cfg.From, first, first, last)
+		if err != nil {
+			return st, fmt.Errorf("tail --from: %w", err)
+		}
+		end := int64(-1)
+		if cfg.ExitAtEnd {
+			if end = last; start >= end {
+				continue
+			}
+		}
+		spans = append(spans, span{p, start, end})
+	}
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type item struct {
@@ -76,13 +119,13 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 	}
 	ch := make(chan item, 1024)
 	var wg sync.WaitGroup
-	for _, p := range parts {
+	for _, sp := range spans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Conn.Brokers, Topic: cfg.Topic, Partition: p, Dialer: dialer, MaxWait: time.Second, MaxBytes: 16 << 20})
+			r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Conn.Brokers, Topic: cfg.Topic, Partition: sp.partition, Dialer: dialer, MaxWait: time.Second, MaxBytes: 16 << 20})
 			defer r.Close()
-			if err := r.SetOffset(start); err != nil {
+			if err := r.SetOffset(sp.start); err != nil {
 				ch <- item{err: err}
 				return
 			}
@@ -96,6 +139,9 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 				case <-ctx.Done():
 					return
 				}
+				if sp.end >= 0 && m.Offset+1 >= sp.end {
+					return
+				}
 			}
 		}()
 	}
@@ -107,14 +153,17 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 	}
 	high := map[source]int64{}
 	ev := prequential.Evaluator{Window: cfg.Window}
-	var st TailStats
 	for it := range ch {
 		if it.err != nil {
-			return fmt.Errorf("tail %s: %w", cfg.Topic, it.err)
+			return st, fmt.Errorf("tail %s: %w", cfg.Topic, it.err)
 		}
 		p, err := codec.DecodePrediction(it.m.Value)
 		if err != nil {
-			continue // not ours; a tail shows what it can
+			st.Skipped++
+			if cfg.Skipped != nil {
+				cfg.Skipped(st.Skipped, it.m.Partition, it.m.Offset, err)
+			}
+			continue
 		}
 		src := source{p.Topic, p.Partition}
 		if h, ok := high[src]; ok && p.Offset <= h {
@@ -122,39 +171,19 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 			continue
 		}
 		high[src] = p.Offset
-		ev.Observe(learners.Outcome{Mistake: p.Mistake != nil && *p.Mistake}, p.Mistake != nil, p.Support)
+		right, labeled := Right(p)
+		ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
 		st.Predictions, st.Labeled = ev.Rounds, ev.Labeled
 		st.Accuracy, st.Window = 1-ev.MistakeRate(), 1-ev.WindowRate()
 		if err := emit(p, st); err != nil {
-			return err
+			return st, err
 		}
 		if cfg.Limit > 0 && st.Predictions >= uint64(cfg.Limit) {
-			return nil
+			return st, nil
 		}
 	}
-	return ctx.Err()
-}
-
-// Partitions lists the partition numbers of topic, asking the brokers in
-// turn until one answers.
-func Partitions(ctx context.Context, d *kafka.Dialer, brokers []string, topic string) ([]int, error) {
-	var lastErr error
-	for _, b := range brokers {
-		conn, err := d.DialContext(ctx, "tcp", b)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		ps, err := conn.ReadPartitions(topic)
-		conn.Close()
-		if err != nil {
-			return nil, fmt.Errorf("partitions of %s: %w", topic, err)
-		}
-		ids := make([]int, len(ps))
-		for i, p := range ps {
-			ids[i] = p.ID
-		}
-		return ids, nil
+	if cfg.ExitAtEnd && ctx.Err() == nil {
+		return st, nil
 	}
-	return nil, fmt.Errorf("connect to %v: %w", brokers, lastErr)
+	return st, ctx.Err()
 }

@@ -26,7 +26,7 @@ type Metrics struct {
 	Mistakes      *prometheus.CounterVec // streamlearner_mistakes_total{partition}
 	DeadLetters   *prometheus.CounterVec // streamlearner_dead_letters_total{partition,reason}
 	Support       *prometheus.GaugeVec   // streamlearner_support_vectors{partition}
-	WindowRate    *prometheus.GaugeVec   // streamlearner_windowed_mistake_rate{partition}
+	WindowRate    *prometheus.GaugeVec   // streamlearner_windowed_mistake_ratio{partition}
 	Produced      prometheus.Counter     // streamlearner_predictions_produced_total
 	ProduceErrors prometheus.Counter     // streamlearner_produce_errors_total
 	Commits       *prometheus.CounterVec // streamlearner_offset_commits_total{result}
@@ -76,10 +76,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Consumed:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_consumed_total", Help: "Input records read, good or bad."}, part),
 		Predicted:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_predicted_total", Help: "Input records predicted."}, part),
 		Learned:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_learned_total", Help: "Labeled records the learner learned from (predict-then-learn rounds)."}, part),
-		Mistakes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_mistakes_total", Help: "Labeled records predicted wrong (y·f(x) ≤ 0)."}, part),
+		Mistakes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_mistakes_total", Help: "Labeled records predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label."}, part),
 		DeadLetters:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_dead_letters_total", Help: "Records sent to the dead-letter topic, by reason."}, []string{"partition", "reason"}),
 		Support:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_support_vectors", Help: "Active-set size of the partition's model."}, part),
-		WindowRate:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_windowed_mistake_rate", Help: "Mistake rate over the last labeled records (window of 1000)."}, part),
+		WindowRate:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_windowed_mistake_ratio", Help: "Fraction of the last labeled records (window of 1000) predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label."}, part),
 		Produced:      prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_predictions_produced_total", Help: "Prediction records acknowledged by the brokers."}),
 		ProduceErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_produce_errors_total", Help: "Failed attempts to write predictions or dead letters (retried)."}),
 		Commits:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_offset_commits_total", Help: "Offset commits by result (ok, fenced, error)."}, []string{"result"}),
@@ -125,6 +125,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
+// assigned creates a newly assigned partition's dead-letter series at 0 for
+// every reason, so that a dashboard or an alert on their rate reads 0
+// instead of "no data" until the first bad record.
+func (m *Metrics) assigned(partition string) {
+	for _, r := range Reasons() {
+		m.DeadLetters.WithLabelValues(partition, string(r))
+	}
+}
+
 // forget deletes the gauges of a partition a rebalance took away.
 func (m *Metrics) forget(partition string) {
 	for _, g := range []*prometheus.GaugeVec{m.Support, m.WindowRate, m.Lag, m.CheckpointBytes, m.CheckpointTime} {
@@ -147,4 +156,15 @@ func gaugeValue(g prometheus.Gauge) float64 {
 		return 0
 	}
 	return d.GetGauge().GetValue()
+}
+
+// RegisterBuildInfo registers streamlearner_build_info, a constant 1
+// labeled with the binary's version, VCS revision and Go version, so a
+// dashboard can tell which build each member runs and join it to other
+// series.
+func RegisterBuildInfo(reg prometheus.Registerer, version, revision, goVersion string) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "streamlearner_build_info", Help: "Build information; the value is 1.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goVersion},
+	}, func() float64 { return 1 }))
 }

@@ -9,6 +9,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/learners"
 )
 
 // Headers that the service adds to dead letters (and, for the source
@@ -43,10 +44,11 @@ const (
 	ReasonOutputRefused codec.Reason = "output_refused" // the broker permanently refused the prediction
 )
 
-// Reasons lists every dead-letter reason the service can report: codec's,
-// the learners' refusals and its own.
+// Reasons lists every dead-letter reason the service can report, every
+// label value streamlearner_dead_letters_total can carry: codec's, the
+// learners' refusals and its own.
 func Reasons() []codec.Reason {
-	return append(codec.Reasons(), "kernel_overflow", "non_finite_margin", ReasonInternal, ReasonOutputRefused)
+	return append(codec.Reasons(), learners.RefusedKernel, learners.RefusedMargin, ReasonInternal, ReasonOutputRefused)
 }
 
 // recordOverhead bounds what a record costs in a batch beyond its key,

@@ -95,6 +95,7 @@ func (w *worker) run(gen context.Context) {
 	mt := cfg.Metrics
 	w.consumed, w.predicted = mt.Consumed.WithLabelValues(w.label), mt.Predicted.WithLabelValues(w.label)
 	w.learned, w.mistakes = mt.Learned.WithLabelValues(w.label), mt.Mistakes.WithLabelValues(w.label)
+	mt.assigned(w.label)
 	w.hwm = -1
 	_, none := cfg.Checkpoints.(NoCheckpoints)
 	w.keeps = !none

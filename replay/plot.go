@@ -3,8 +3,11 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"image/color"
 	"io"
+	"math"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -24,11 +27,39 @@ func PlotFormat(path string) (string, error) {
 	}
 }
 
-// WritePlot draws one partition of the report: the windowed mistake rate
-// of each learner over the stream with the known shifts as dashed lines
-// (like Fig. 5 of Cavallanti, Cesa-Bianchi and Gentile), and the support
-// size below on the same rounds. format is "svg" or "png".
+// PlotOptions change how WritePlotWith draws.
+type PlotOptions struct {
+	// LogSupport draws the support panel on a log scale, for learners of
+	// very different sizes (a Perceptron's thousands beside budgets of
+	// tens). Default linear.
+	LogSupport bool
+}
+
+// WritePlot is WritePlotWith with the default options.
 func (r Report) WritePlot(w io.Writer, partition int, format string) error {
+	return r.WritePlotWith(w, partition, format, PlotOptions{})
+}
+
+// Learners' support curves carry open glyphs; detector alarms, drawn in
+// the learner's colour on its rate curve, solid ones (one per detector),
+// so the two never read alike.
+var (
+	learnerGlyphs = []draw.GlyphDrawer{draw.RingGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}}
+	alarmGlyphs   = []draw.GlyphDrawer{draw.PyramidGlyph{}, draw.BoxGlyph{}, draw.CircleGlyph{}, draw.CrossGlyph{}}
+)
+
+// markersPerCurve is how many glyphs mark each learner's support curve, so
+// learners with equal budgets, whose curves coincide, stay apart.
+const markersPerCurve = 8
+
+// WritePlotWith draws one partition of the report: the windowed mistake
+// rate (in percent, as the tables print it) of each learner over the
+// stream, with the known shifts as dashed lines and the drift detectors'
+// alarms as glyphs on each learner's curve (like Fig. 5 of Cavallanti,
+// Cesa-Bianchi and Gentile), and the support size below on the same
+// rounds. The legend sits to the right of both panels, off the curves.
+// format is "svg" or "png".
+func (r Report) WritePlotWith(w io.Writer, partition int, format string, opt PlotOptions) error {
 	var pr *PartitionReport
 	for i := range r.Partitions {
 		if r.Partitions[i].Partition == partition {
@@ -42,31 +73,51 @@ func (r Report) WritePlot(w io.Writer, partition int, format string) error {
 		return errors.New("plot: nothing was replayed")
 	}
 	rate, support := plot.New(), plot.New()
-	rate.Title.Text = fmt.Sprintf("%s partition %d: mistake rate over the last %d labeled records", r.Topic, partition, r.Window)
-	rate.Y.Label.Text = "windowed mistake rate"
+	rate.Title.Text = fmt.Sprintf("%s partition %d: mistakes over the last %d labeled records", r.Topic, partition, r.Window)
+	rate.Y.Label.Text = "windowed mistakes %"
 	rate.Y.Min = 0
 	support.X.Label.Text = "records"
 	support.Y.Label.Text = "support vectors"
 	support.Y.Min = 0
+	if opt.LogSupport {
+		support.Y.Label.Text = "support vectors (log)"
+		support.Y.Scale = plot.LogScale{}
+		support.Y.Tick.Marker = withinTicks{plot.LogTicks{Prec: -1}}
+		support.Y.Min = 1
+	}
+	ticks := roundTicks{}
 	for _, p := range []*plot.Plot{rate, support} {
 		p.X.Min, p.X.Max = 0, float64(pr.Rounds)
-		p.Legend.Top = true
+		p.X.Tick.Marker = ticks
 		p.Add(plotter.NewGrid())
 	}
 
+	legend := plot.NewLegend()
+	legend.Top = true
+	legend.Left = true
 	var maxRate, maxSupport float64
+	n := len(pr.Learners)
 	for i, l := range pr.Learners {
 		rates, sizes := make(plotter.XYs, len(l.Trace)), make(plotter.XYs, len(l.Trace))
 		for j, t := range l.Trace {
-			rates[j] = plotter.XY{X: float64(t.Round), Y: t.WindowRate}
+			rates[j] = plotter.XY{X: float64(t.Round), Y: 100 * t.WindowRate}
 			sizes[j] = plotter.XY{X: float64(t.Round), Y: float64(t.Support)}
-			// The first rounds' rates (1 after one mistake) would squash
-			// the rest of the plot: scale to the rates of full windows.
+			if opt.LogSupport {
+				sizes[j].Y = max(sizes[j].Y, 1) // log(0) is off the axis
+			}
+			// The first rounds' rates (100 % after one mistake) would
+			// squash the rest of the plot: scale to full windows' rates.
 			if t.Round >= int64(r.Window) || pr.Rounds < int64(2*r.Window) {
-				maxRate = max(maxRate, t.WindowRate)
+				maxRate = max(maxRate, 100*t.WindowRate)
 			}
 			maxSupport = max(maxSupport, float64(t.Support))
 		}
+		style := draw.LineStyle{Color: plotutil.Color(i), Dashes: plotutil.Dashes(i),
+			// Earlier learners are drawn wider, so a later one drawn over
+			// an identical curve leaves the earlier one visible beside it.
+			Width: vg.Points(1 + 0.8*float64(n-1-i))}
+		glyph := draw.GlyphStyle{Color: plotutil.Color(i), Shape: learnerGlyphs[i%len(learnerGlyphs)], Radius: vg.Points(3)}
+		var entry []plot.Thumbnailer
 		for _, s := range []struct {
 			p   *plot.Plot
 			xys plotter.XYs
@@ -75,41 +126,172 @@ func (r Report) WritePlot(w io.Writer, partition int, format string) error {
 			if err != nil {
 				return fmt.Errorf("plot %s: %w", l.Spec, err)
 			}
-			line.Color = plotutil.Color(i)
-			line.Dashes = plotutil.Dashes(i / len(plotutil.DefaultColors))
+			line.LineStyle = style
 			s.p.Add(line)
 			if s.p == rate {
-				s.p.Legend.Add(l.Spec, line)
+				entry = append(entry, line)
 			}
 		}
+		marks, err := plotter.NewScatter(staggered(sizes, i, n))
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", l.Spec, err)
+		}
+		marks.GlyphStyle = glyph
+		support.Add(marks)
+		entry = append(entry, marks)
+		legend.Add(l.Spec, entry...)
+
+		for k, d := range l.Detectors {
+			if len(d.Detected) == 0 {
+				continue
+			}
+			pts := make(plotter.XYs, len(d.Detected))
+			for j, round := range d.Detected {
+				pts[j] = plotter.XY{X: float64(round), Y: rateAt(rates, round)}
+			}
+			sc, err := plotter.NewScatter(pts)
+			if err != nil {
+				return fmt.Errorf("plot %s alarms: %w", l.Spec, err)
+			}
+			sc.GlyphStyle = draw.GlyphStyle{Color: plotutil.Color(i), Shape: alarmGlyphs[k%len(alarmGlyphs)], Radius: vg.Points(4)}
+			rate.Add(sc)
+		}
 	}
-	rate.Y.Max = max(maxRate*1.1, 0.05)
+	// Detector glyphs in the legend, in black: the colour is the learner's.
+	if len(pr.Learners[0].Detectors) > 0 {
+		for k, d := range pr.Learners[0].Detectors {
+			legend.Add("alarm: "+d.Name, glyphThumb{draw.GlyphStyle{Color: color.Black, Shape: alarmGlyphs[k%len(alarmGlyphs)], Radius: vg.Points(4)}})
+		}
+	}
+	rate.Y.Max = max(maxRate*1.1, 5)
 	support.Y.Max = max(maxSupport*1.1, 1)
+	if opt.LogSupport {
+		support.Y.Max = max(maxSupport*2, 10)
+	}
+	shiftStyle := draw.LineStyle{Color: color.Black, Width: vg.Points(0.8), Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}
 	for _, sh := range pr.Shifts {
 		for _, p := range []*plot.Plot{rate, support} {
-			mark, err := plotter.NewLine(plotter.XYs{{X: float64(sh.Round), Y: 0}, {X: float64(sh.Round), Y: p.Y.Max}})
+			mark, err := plotter.NewLine(plotter.XYs{{X: float64(sh.Round), Y: p.Y.Min}, {X: float64(sh.Round), Y: p.Y.Max}})
 			if err != nil {
 				return fmt.Errorf("plot shift: %w", err)
 			}
-			mark.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-			mark.Width = vg.Points(0.8)
+			mark.LineStyle = shiftStyle
 			p.Add(mark)
 		}
 	}
+	if len(pr.Shifts) > 0 {
+		mark, _ := plotter.NewLine(plotter.XYs{{}, {X: 1}})
+		mark.LineStyle = shiftStyle
+		legend.Add("known shift", mark)
+	}
 
-	const width, height = 24 * vg.Centimeter, 16 * vg.Centimeter
+	const width, height, legendWidth = 28 * vg.Centimeter, 16 * vg.Centimeter, 6 * vg.Centimeter
 	c, err := draw.NewFormattedCanvas(width, height, format)
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
+	dc := draw.New(c)
+	panels := draw.Crop(dc, 0, -legendWidth, 0, 0)
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 3 * vg.Millimeter,
 		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
-	plots := [][]*plot.Plot{{rate}, {support}}
-	canvases := plot.Align(plots, tiles, draw.New(c))
+	canvases := plot.Align([][]*plot.Plot{{rate}, {support}}, tiles, panels)
 	rate.Draw(canvases[0][0])
 	support.Draw(canvases[1][0])
+	legend.Draw(draw.Crop(dc, width-legendWidth, 0, 0, -8*vg.Millimeter))
 	if _, err := c.WriteTo(w); err != nil {
 		return fmt.Errorf("plot: write: %w", err)
 	}
 	return nil
+}
+
+// staggered picks markersPerCurve points of xys, learner i of n offset by
+// i/n of the spacing, so the glyphs of coinciding curves do not overlap.
+func staggered(xys plotter.XYs, i, n int) plotter.XYs {
+	if len(xys) == 0 {
+		return plotter.XYs{}
+	}
+	var out plotter.XYs
+	step := float64(len(xys)) / markersPerCurve
+	for k := range markersPerCurve {
+		j := int((float64(k) + (float64(i)+0.5)/float64(n)) * step)
+		if j < len(xys) {
+			out = append(out, xys[j])
+		}
+	}
+	return out
+}
+
+// rateAt is the curve's value at a round: the last trace point at or
+// before it.
+func rateAt(xys plotter.XYs, round int64) float64 {
+	v := 0.0
+	for _, p := range xys {
+		if p.X > float64(round) {
+			break
+		}
+		v = p.Y
+	}
+	return v
+}
+
+// withinTicks drops the ticks another marker puts outside the axis range:
+// plot.LogTicks labels the next power of ten beyond it, and plot.Align
+// then pads every panel for a label that is never drawn.
+type withinTicks struct{ plot.Ticker }
+
+func (w withinTicks) Ticks(lo, hi float64) []plot.Tick {
+	var out []plot.Tick
+	for _, t := range w.Ticker.Ticks(lo, hi) {
+		if t.Value >= lo && t.Value <= hi {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// glyphThumb draws a glyph as a legend entry.
+type glyphThumb struct{ style draw.GlyphStyle }
+
+func (g glyphThumb) Thumbnail(c *draw.Canvas) {
+	c.DrawGlyph(g.style, vg.Point{X: (c.Min.X + c.Max.X) / 2, Y: (c.Min.Y + c.Max.Y) / 2})
+}
+
+// roundTicks labels the record axis every 1, 2 or 5 × 10^k records, about
+// ten labels, written 2.5k or 1.2M rather than 2500 or 1.2e+06.
+type roundTicks struct{}
+
+func (roundTicks) Ticks(lo, hi float64) []plot.Tick {
+	span := hi - lo
+	if span <= 0 {
+		return nil
+	}
+	step := math.Pow(10, math.Floor(math.Log10(span/10)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if span/(m*step) <= 10 {
+			step *= m
+			break
+		}
+	}
+	step = max(step, 1)
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step/1e6; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: compactCount(v)})
+		for k := 1; k < 5; k++ { // unlabeled minor ticks
+			if m := v + float64(k)*step/5; m < hi {
+				ticks = append(ticks, plot.Tick{Value: m})
+			}
+		}
+	}
+	return ticks
+}
+
+// compactCount writes a count as 750, 2.5k or 1.2M.
+func compactCount(v float64) string {
+	switch a := math.Abs(v); {
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }

@@ -5,6 +5,8 @@ import (
 	"image/png"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot/plotter"
 )
 
 func flipReport(t *testing.T) Report {
@@ -58,5 +60,61 @@ func TestPlotErrors(t *testing.T) {
 	}
 	if f, err := PlotFormat("a/B.PNG"); err != nil || f != "png" {
 		t.Fatalf("PlotFormat(B.PNG) = %q, %v", f, err)
+	}
+}
+
+// TestPlotLegendAndAxes: the legend names the shifts and each detector's
+// alarms beside the learners, the rate axis is in percent as the tables
+// are, the record axis reads 2k rather than 2000, and the log-scale
+// support panel renders.
+func TestPlotLegendAndAxes(t *testing.T) {
+	cfg := Config{Learners: []string{"perceptron", "stoptron:budget=1"}, Kernel: linear(t), Window: 5,
+		Detectors: []string{"ddm", "adwin"}, ShiftOffsets: []int64{110}}
+	s, err := NewStream(cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Play(flipStream())
+	rep := Assemble("flips", cfg, []PartitionReport{s.Report()})
+	for _, opt := range []PlotOptions{{}, {LogSupport: true}} {
+		var svg bytes.Buffer
+		if err := rep.WritePlotWith(&svg, 2, "svg", opt); err != nil {
+			t.Fatal(err)
+		}
+		out := svg.String()
+		for _, want := range []string{"known shift", "alarm: ddm", "alarm: adwin", "windowed mistakes %", "perceptron"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%+v: SVG lacks %q", opt, want)
+			}
+		}
+		if opt.LogSupport != strings.Contains(out, "support vectors (log)") {
+			t.Errorf("%+v: log scale label", opt)
+		}
+	}
+}
+
+func TestRoundTicks(t *testing.T) {
+	var labels []string
+	for _, tk := range (roundTicks{}).Ticks(0, 10000) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if strings.Join(labels, " ") != "0 1k 2k 3k 4k 5k 6k 7k 8k 9k 10k" {
+		t.Errorf("labels %v", labels)
+	}
+	for v, want := range map[float64]string{750: "750", 2500: "2.5k", 1.2e6: "1.2M"} {
+		if got := compactCount(v); got != want {
+			t.Errorf("compactCount(%v) = %q, want %q", v, got, want)
+		}
+	}
+	// Coinciding curves get their glyphs at different rounds.
+	xys := make(plotter.XYs, 100)
+	for i := range xys {
+		xys[i].X = float64(i)
+	}
+	a, b := staggered(xys, 0, 2), staggered(xys, 1, 2)
+	if len(a) != markersPerCurve || len(b) != markersPerCurve || a[0].X == b[0].X {
+		t.Errorf("staggered %v %v", a, b)
 	}
 }

@@ -24,8 +24,9 @@ type Source struct {
 	// Partitions to replay; nil means all of the topic's. Each is its own
 	// stream, replayed one after the other.
 	Partitions []int
-	// From and To bound the replay: "earliest", "latest", an offset, or an
-	// RFC 3339 time (the first record at or after it). From is inclusive,
+	// From and To bound the replay (feed.ResolveBound): "earliest",
+	// "latest", an offset, -N (the last N records) or an RFC 3339 time
+	// (the first record at or after it). From is inclusive,
 	// To exclusive. Defaults "earliest" and "latest" (the end of the
 	// partition when the replay starts, so a replay of a live topic ends).
 	From, To string
@@ -129,71 +130,25 @@ func resolve(ctx context.Context, src Source) ([]span, error) {
 	client := &kafka.Client{Addr: kafka.TCP(src.Conn.Brokers...), Transport: transport}
 	spans := make([]span, len(parts))
 	for i, p := range parts {
-		first, last, _, err := list(ctx, client, src.isolation(), src.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+		first, last, _, err := feed.ListOffsetsAt(ctx, client, src.isolation(), src.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("replay: %w", err)
 		}
-		bound := func(spec string, dflt int64) (int64, error) {
-			switch spec {
-			case "":
-				return dflt, nil
-			case "earliest":
-				return first, nil
-			case "latest":
-				return last, nil
-			}
-			if off, err := strconv.ParseInt(spec, 10, 64); err == nil && off >= 0 {
-				return min(max(off, first), last), nil
-			}
-			at, err := time.Parse(time.RFC3339, spec)
-			if err != nil {
-				return 0, fmt.Errorf("replay: bound %q: want earliest, latest, an offset or an RFC 3339 time", spec)
-			}
-			_, _, off, err := list(ctx, client, src.isolation(), src.Topic, p, kafka.TimeOffsetOf(p, at))
-			if err != nil {
-				return 0, err
-			}
-			if off < 0 { // no record at or after the time
-				return last, nil
-			}
-			return off, nil
-		}
-		start, err := bound(src.From, first)
+		start, err := feed.ResolveBound(ctx, client, src.Topic, p, src.From, first, first, last)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("replay: %w", err)
 		}
-		end, err := bound(src.To, last)
+		end, err := feed.ResolveBound(ctx, client, src.Topic, p, src.To, last, first, last)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("replay: %w", err)
 		}
 		spans[i] = span{partition: p, start: start, end: max(end, start)}
 	}
 	return spans, nil
 }
 
-// list asks for a partition's offsets: first and last when requested, and
-// off, the offset a time request found (−1 if none).
-func list(ctx context.Context, c *kafka.Client, iso kafka.IsolationLevel, topic string, p int, reqs ...kafka.OffsetRequest) (first, last, off int64, err error) {
-	resp, err := c.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}, IsolationLevel: iso})
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("replay: offsets of %s/%d: %w", topic, p, err)
-	}
-	off = -1
-	for _, po := range resp.Topics[topic] {
-		if po.Partition != p {
-			continue
-		}
-		if po.Error != nil {
-			return 0, 0, 0, fmt.Errorf("replay: offsets of %s/%d: %w", topic, p, po.Error)
-		}
-		for o := range po.Offsets {
-			off = o
-		}
-		return po.FirstOffset, po.LastOffset, off, nil
-	}
-	return 0, 0, 0, fmt.Errorf("replay: no offsets for %s/%d in the broker's answer", topic, p)
-}
-
+// isolation is how the replay reads: "latest" is the last stable offset
+// when it reads committed.
 func (src *Source) isolation() kafka.IsolationLevel {
 	if src.ReadUncommitted {
 		return kafka.ReadUncommitted

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 	"time"
 
 	"github.com/streamlearner/streamlearner/checkpoint"
+	"github.com/streamlearner/streamlearner/feed"
 	"github.com/streamlearner/streamlearner/learners"
 )
 
@@ -16,13 +18,63 @@ type checkpointCmd struct {
 	Inspect checkpointInspectCmd `cmd:"" help:"Show one snapshot and verify it decodes."`
 }
 
+// storeFlags name the store a run saved to: the directory of
+// --checkpoint-dir or the compacted topic of --checkpoint-topic (with the
+// brokers and connection settings to reach it).
+type storeFlags struct {
+	CheckpointDir   string   `aliases:"dir" type:"existingdir" placeholder:"DIR" help:"Checkpoint directory, as given to run --checkpoint-dir."`
+	CheckpointTopic string   `placeholder:"TOPIC" help:"Checkpoint topic, as given to run --checkpoint-topic (with --brokers)."`
+	Brokers         []string `placeholder:"HOST:PORT" help:"Bootstrap brokers, for --checkpoint-topic."`
+	connOpts        `embed:""`
+}
+
+func (f *storeFlags) Validate() error {
+	switch {
+	case (f.CheckpointDir == "") == (f.CheckpointTopic == ""):
+		return errors.New("give --checkpoint-dir or --checkpoint-topic (one of them)")
+	case f.CheckpointTopic != "" && len(f.Brokers) == 0:
+		return errors.New("--checkpoint-topic needs --brokers")
+	case f.CheckpointTopic != "":
+		cfg := f.withBrokers(f.Brokers)
+		return cfg.Validate()
+	}
+	return nil
+}
+
+// open returns the store and a function that releases it. A checkpoint
+// topic must exist: looking at one that does not would, on a broker that
+// creates topics on demand, create it.
+func (f *storeFlags) open(ctx context.Context) (checkpoint.Store, func(), error) {
+	if f.CheckpointDir != "" {
+		return checkpoint.DirStore{Dir: f.CheckpointDir}, func() {}, nil
+	}
+	conn := f.withBrokers(f.Brokers)
+	dialer, err := conn.Dialer()
+	if err != nil {
+		return nil, nil, err
+	}
+	transport, err := conn.Transport()
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := feed.Partitions(ctx, dialer, conn.Brokers, f.CheckpointTopic); err != nil {
+		return nil, nil, fmt.Errorf("checkpoint topic: %w", err)
+	}
+	ts := &checkpoint.TopicStore{Brokers: conn.Brokers, Topic: f.CheckpointTopic, Dialer: dialer, Transport: transport}
+	return ts, func() { ts.Close() }, nil
+}
+
 type checkpointListCmd struct {
-	Dir   string `required:"" type:"existingdir" placeholder:"DIR" help:"Checkpoint directory (as given to run --checkpoint-dir)."`
-	Topic string `help:"Only this input topic."`
+	storeFlags `embed:""`
+	Topic      string `help:"Only this input topic."`
 }
 
 func (c *checkpointListCmd) Run(ctx context.Context, out io.Writer) error {
-	st := checkpoint.DirStore{Dir: c.Dir}
+	st, release, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
 	prefix := ""
 	if c.Topic != "" {
 		prefix = c.Topic + "/"
@@ -49,12 +101,17 @@ func (c *checkpointListCmd) Run(ctx context.Context, out io.Writer) error {
 }
 
 type checkpointInspectCmd struct {
-	Dir  string `required:"" type:"existingdir" placeholder:"DIR" help:"Checkpoint directory."`
-	Name string `arg:"" help:"Snapshot name topic/partition/generation/seq (see list)."`
+	storeFlags `embed:""`
+	Name       string `arg:"" help:"Snapshot name topic/partition/generation/seq (see list)."`
 }
 
 func (c *checkpointInspectCmd) Run(ctx context.Context, out io.Writer) error {
-	b, err := checkpoint.DirStore{Dir: c.Dir}.Load(ctx, c.Name)
+	st, release, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	b, err := st.Load(ctx, c.Name)
 	if err != nil {
 		return err
 	}

@@ -37,12 +37,13 @@ func writeConfig(t *testing.T, text string) string {
 // beats the file, which beats the defaults.
 func TestConfigFilePrecedence(t *testing.T) {
 	path := writeConfig(t, `{
-		"brokers": ["k1:9092", "k2:9092"], "topic": "in", "group": "file-group", "output-topic": "out",
-		"learner": "file-learner", "kernel": "rbf:gamma=0.01", "flush_records": 250, "flush-interval": "75ms",
-		"auto-create": true, "seed": 18446744073709551615, "checkpoint-topic": "models"
+		"brokers": ["k1:9092", "k2:9092"],
+		"run": {"topic": "in", "group": "file-group", "output-topic": "out",
+			"learner": "file-learner", "kernel": "rbf:gamma=0.01", "flush_records": 250, "flush-interval": "75ms",
+			"auto-create": true, "seed": 18446744073709551615, "checkpoint-topic": "models"}
 	}`)
-	t.Setenv("STREAMLEARNER_GROUP", "env-group")
-	t.Setenv("STREAMLEARNER_LEARNER", "env-learner")
+	t.Setenv("STREAMLEARNER_RUN_GROUP", "env-group")
+	t.Setenv("STREAMLEARNER_RUN_LEARNER", "env-learner")
 	c, err := parse(t, "run", "--config", path, "--learner", "rbp:budget=10")
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +74,13 @@ func TestConfigFilePrecedence(t *testing.T) {
 
 func TestConfigFileErrorsAreClear(t *testing.T) {
 	for _, c := range []struct{ text, want string }{
-		{`{"brokers": ["k:1"], "topik": "in", "chekpoint_dir": "/x"}`, "streamlearner.json: chekpoint_dir, topik: no such flag"},
+		{`{"brokers": ["k:1"], "run": {"topik": "in", "chekpoint_dir": "/x"}}`, "streamlearner.json: run.chekpoint_dir: no such flag of run; run.topik: no such flag of run"},
+		{`{"brokers": ["k:1"], "topik": "in"}`, "topik: no such flag"},
+		{`{"brokers": ["k:1"], "topic": "in"}`, `topic: a flag of checkpoint list, gen checkerboard`},
+		{`{"rnu": {"topic": "in"}}`, "rnu: no such command"},
+		{`{"eval": {"brokers": ["k:1"]}}`, "eval.brokers: no such flag of eval"},
 		{`{"brokers": ["k:1"],`, "streamlearner.json: want one JSON object"},
-		{`{"flush-records": "many"}`, "--flush-records"},
+		{`{"run": {"flush-records": "many"}}`, "--flush-records"},
 	} {
 		path := writeConfig(t, c.text)
 		_, err := parse(t, "run", "--config", path)
@@ -85,5 +90,31 @@ func TestConfigFileErrorsAreClear(t *testing.T) {
 	}
 	if _, err := parse(t, "run", "--config", "/nonexistent/sl.json"); err == nil || !strings.Contains(err.Error(), "--config /nonexistent/sl.json") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestConfigKeysMeanOneThing: "topic" in run's section is run's input
+// topic and does not reach tail, whose topic comes from its own section;
+// shared settings at the top reach both; a section's shared setting
+// applies to its command alone.
+func TestConfigKeysMeanOneThing(t *testing.T) {
+	path := writeConfig(t, `{
+		"brokers": ["k1:9092"], "client-id": "shared",
+		"run": {"topic": "input", "group": "g", "output-topic": "predictions", "learner": "perceptron", "kernel": "linear"},
+		"tail": {"topic": "predictions", "brokers": ["k2:9092"]},
+		"checkpoint": {"list": {"topic": "input"}}
+	}`)
+	c, err := parse(t, "run", "--config", path)
+	if err != nil || c.Run.Topic != "input" || c.Run.ClientID != "shared" || c.Run.Brokers[0] != "k1:9092" {
+		t.Fatalf("run: %v %+v", err, c.Run)
+	}
+	c, err = parse(t, "tail", "--config", path)
+	if err != nil || c.Tail.Topic != "predictions" || c.Tail.ClientID != "shared" || c.Tail.Brokers[0] != "k2:9092" {
+		t.Fatalf("tail: %v %+v", err, c.Tail)
+	}
+	dir := t.TempDir()
+	c, err = parse(t, "checkpoint", "list", "--config", path, "--dir", dir)
+	if err != nil || c.Checkpoint.List.Topic != "input" {
+		t.Fatalf("checkpoint list: %v %+v", err, c.Checkpoint.List)
 	}
 }

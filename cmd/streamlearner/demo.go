@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -75,8 +74,8 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer b.Close()
-	fmt.Fprintf(out, "embedded broker on %s; topic demo-in (%d partitions) → demo-out; checkpoints in %s\n", b.Addr(), demoPartitions, dir)
-	fmt.Fprintf(out, "stream: %d records of a rotating checkerboard, shifts at %v (spread over the partitions)\n", c.N, stream.Shifts)
+	fmt.Fprintf(out, "embedded broker on %s; topic demo-in (%d partitions) → demo-out\ncheckpoints in %s\n", b.Addr(), demoPartitions, dir)
+	fmt.Fprintf(out, "stream: %d records of a rotating checkerboard, shifts at %v\n(spread over the partitions)\n", c.N, stream.Shifts)
 
 	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
 	sctx, cancel := context.WithCancel(ctx)
@@ -97,6 +96,7 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 		})
 	}()
 
+	fmt.Fprintln(out, progressHeader)
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -115,15 +115,14 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 			return fmt.Errorf("service stopped: %w", err)
 		case <-tick.C:
 		}
-		done := testutil.ToFloat64(metrics.Produced)
-		fmt.Fprintf(out, "%5.1fs  %7.0f predictions  %6.0f records/s  %s\n", time.Since(start).Seconds(), done,
-			done/time.Since(start).Seconds(), partitionLine(metrics))
+		fmt.Fprintln(out, progressLine(time.Since(start), metrics))
 	}
 	cancel()
 	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("service stopped: %w", err)
 	}
-	fmt.Fprintf(out, "\n%d records predicted then learned in %.1fs by %s; final: %s\n", c.N, time.Since(start).Seconds(), c.Learner, partitionLine(metrics))
+	fmt.Fprintln(out, progressLine(time.Since(start), metrics))
+	fmt.Fprintf(out, "\n%d records predicted then learned in %.1fs by %s\n", c.N, time.Since(start).Seconds(), c.Learner)
 
 	// The drift report replays the input topic: the service's learner
 	// again (seeded as the service seeds each partition, so it must find
@@ -136,6 +135,7 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 	if err := rep.WriteTable(out); err != nil {
 		return err
 	}
+	fmt.Fprint(out, driftLegend)
 	agree := true
 	for _, p := range rep.Partitions {
 		service := testutil.ToFloat64(metrics.Mistakes.WithLabelValues(strconv.Itoa(p.Partition)))
@@ -148,24 +148,38 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "the replay of %s made exactly the service's mistakes on every partition\n", c.Learner)
 	}
 	reportPath, plotPath := filepath.Join(c.OutDir, "report.json"), filepath.Join(c.OutDir, "drift.png")
-	if err := writeReplay(io.Discard, rep, reportPath, plotPath); err != nil {
+	if err := writeReplay(io.Discard, rep, reportPath, plotPath, replay.PlotOptions{}); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "report: %s\nplot (partition %d): %s\nbroker stopped, nothing left running.\n", reportPath, rep.Partitions[0].Partition, plotPath)
 	return nil
 }
 
-// partitionLine shows each partition's windowed mistake rate and support.
-func partitionLine(m *pipeline.Metrics) string {
-	var parts []string
+// progressHeader and progressLine show the service's progress in 80
+// columns: each partition's windowed mistake rate and support size, in
+// partition order.
+var progressHeader = fmt.Sprintf("%7s %9s %9s  %-*s %s", "time", "predicted", "records/s", 6*demoPartitions, "window mistakes %", " support vectors")
+
+func progressLine(elapsed time.Duration, m *pipeline.Metrics) string {
+	done := testutil.ToFloat64(m.Produced)
+	var rates, sizes strings.Builder
 	for p := range demoPartitions {
 		l := strconv.Itoa(p)
 		if testutil.ToFloat64(m.Predicted.WithLabelValues(l)) == 0 {
+			rates.WriteString("     -")
+			sizes.WriteString("     -")
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("p%d: window %.1f%% mistakes, %d SVs", p,
-			100*testutil.ToFloat64(m.WindowRate.WithLabelValues(l)), int(testutil.ToFloat64(m.Support.WithLabelValues(l)))))
+		fmt.Fprintf(&rates, " %5.1f", 100*testutil.ToFloat64(m.WindowRate.WithLabelValues(l)))
+		fmt.Fprintf(&sizes, " %5d", int(testutil.ToFloat64(m.Support.WithLabelValues(l))))
 	}
-	sort.Strings(parts)
-	return strings.Join(parts, " | ")
+	return fmt.Sprintf("%6.1fs %9.0f %9.0f %s %s", elapsed.Seconds(), done, done/elapsed.Seconds(), rates.String(), sizes.String())
 }
+
+// driftLegend reads the drift table's compact columns.
+const driftLegend = `
+segments: mistakes % between the known shifts. recovery: records after each
+shift until the windowed rate is back within 5 points of the rate before it.
+detections: per detector, shifts found of those known, then false alarms
+("adwin 2/3,1": 2 of the 3 shifts found, 1 alarm where there was no shift).
+`

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/streamlearner/streamlearner/learners"
 )
 
@@ -88,7 +90,7 @@ func TestDeployFiles(t *testing.T) {
 	queried := dashboardMetrics(t)
 	for _, want := range []string{
 		"streamlearner_records_consumed_total",                    // throughput
-		"streamlearner_windowed_mistake_rate",                     // mistake rate
+		"streamlearner_windowed_mistake_ratio",                    // mistake rate
 		"streamlearner_support_vectors",                           // support size
 		"streamlearner_consumer_lag_records",                      // lag
 		"streamlearner_checkpoint_last_success_timestamp_seconds", // checkpoint age
@@ -106,9 +108,48 @@ func TestDeployFiles(t *testing.T) {
 	if err != nil || !strings.Contains(string(ds), "uid: prometheus") || !strings.Contains(string(ds), "url: http://prometheus:9090") {
 		t.Errorf("provisioned data source: %v\n%s", err, ds)
 	}
+	// One unit per panel (so per axis), and rates in records, not the
+	// "requests" of Grafana's reqps.
+	dash, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var units struct {
+		Panels []struct {
+			Title       string `json:"title"`
+			FieldConfig struct {
+				Defaults struct {
+					Unit string `json:"unit"`
+				} `json:"defaults"`
+				Overrides []struct {
+					Properties []struct {
+						ID string `json:"id"`
+					} `json:"properties"`
+				} `json:"overrides"`
+			} `json:"fieldConfig"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dash, &units); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range units.Panels {
+		if u := p.FieldConfig.Defaults.Unit; u == "" || u == "reqps" || u == "rps" {
+			t.Errorf("panel %q: unit %q", p.Title, u)
+		}
+		for _, o := range p.FieldConfig.Overrides {
+			for _, prop := range o.Properties {
+				if prop.ID == "unit" {
+					t.Errorf("panel %q overrides the unit of some series: two units on one axis", p.Title)
+				}
+			}
+		}
+	}
 	prom, err := os.ReadFile("../../deploy/prometheus/prometheus.yml")
 	if err != nil || !strings.Contains(string(prom), `["member-1:9464", "member-2:9464"]`) {
 		t.Errorf("Prometheus does not scrape both members: %v\n%s", err, prom)
+	}
+	if !strings.Contains(string(prom), "rule_files:\n  - alerts.yml") {
+		t.Errorf("Prometheus does not load alerts.yml:\n%s", prom)
 	}
 
 	// The members' config file parses as a run configuration whose learner
@@ -130,9 +171,33 @@ func TestDeployFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	compose := string(composeText)
+	if !strings.Contains(compose, "./deploy/prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro") {
+		t.Error("the compose file does not mount the alert rules beside prometheus.yml")
+	}
 	for _, topic := range []string{run.Topic, run.OutputTopic, run.DLQTopic, run.CheckpointTopic} {
 		if !strings.Contains(compose, "create --topic "+topic+" ") {
 			t.Errorf("init-topics does not create %q", topic)
+		}
+	}
+	// The members' variables are ones run reads (a variable of another
+	// command, or an old spelling, would be ignored without a word).
+	runVars := map[string]bool{}
+	tr, err := kong.Trace(model(t), []string{"run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range tr.Flags() {
+		for _, e := range f.Envs {
+			runVars[e] = true
+		}
+	}
+	memberVars := regexp.MustCompile(`\n\s+(STREAMLEARNER_[A-Z_]+):`).FindAllStringSubmatch(compose, -1)
+	if len(memberVars) == 0 {
+		t.Error("the members set no STREAMLEARNER_* variables")
+	}
+	for _, m := range memberVars {
+		if !runVars[m[1]] {
+			t.Errorf("compose sets %s, which run does not read", m[1])
 		}
 	}
 	// The producer's command line is one this binary accepts, writing to

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	kafka "github.com/segmentio/kafka-go"
 
@@ -144,10 +147,11 @@ func (g *genStream) summary(dest string) string {
 func (s *genSink) emit(ctx context.Context, out io.Writer, g genStream) error {
 	switch {
 	case s.Topic != "":
-		if err := s.produce(ctx, g); err != nil {
+		used, err := s.produce(ctx, g)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintln(os.Stderr, g.summary("topic "+s.Topic))
+		fmt.Fprintln(os.Stderr, g.summary("topic "+s.Topic+" "+used.String()))
 		return nil
 	case s.Out != "":
 		if err := writeFile(s.Out, g.writeLIBSVM); err != nil {
@@ -187,22 +191,65 @@ func (g *genStream) messages() iter.Seq2[feed.Message, error] {
 	}
 }
 
-func (s *genSink) produce(ctx context.Context, g genStream) error {
+func (s *genSink) produce(ctx context.Context, g genStream) (*partitionCount, error) {
 	var balancer kafka.Balancer = feed.OnePartition
 	if s.Spread {
 		balancer = &kafka.RoundRobin{}
 	}
+	used := &partitionCount{inner: balancer, records: map[int]int64{}}
 	n := g.len()
 	bar := progress.New(os.Stderr, "gen "+g.generator)
 	defer bar.Done()
 	sent, err := feed.ProduceExamples(ctx, feed.WriterConfig{
-		Conn: s.withBrokers(s.Brokers), Topic: s.Topic, Rate: s.Rate, Balancer: balancer, AutoCreateTopic: s.AutoCreate,
+		Conn: s.withBrokers(s.Brokers), Topic: s.Topic, Rate: s.Rate, Balancer: used, AutoCreateTopic: s.AutoCreate,
 		Progress: func(sent int64) { bar.Update(sent, int64(n)) },
 	}, g.messages())
 	if err != nil {
-		return fmt.Errorf("gen: %d of %d records sent: %w", sent, n, err)
+		return nil, fmt.Errorf("gen: %d of %d records sent: %w", sent, n, err)
 	}
-	return nil
+	return used, nil
+}
+
+// partitionCount is a balancer that counts where another one sends
+// records, so gen can say which partitions of a multi-partition topic it
+// wrote (one ordered stream in partition 0 unless --spread).
+type partitionCount struct {
+	inner   kafka.Balancer
+	mu      sync.Mutex
+	records map[int]int64
+	of      int // partitions of the topic
+}
+
+func (b *partitionCount) Balance(m kafka.Message, partitions ...int) int {
+	p := b.inner.Balance(m, partitions...)
+	b.mu.Lock()
+	b.records[p]++
+	b.of = len(partitions)
+	b.mu.Unlock()
+	return p
+}
+
+// String is "partition 0 of 4, ..." or "partitions 0, 1, 2, 3 of 4
+// (round-robin)".
+func (b *partitionCount) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ps := slices.Sorted(maps.Keys(b.records))
+	switch len(ps) {
+	case 0:
+		return "(no records)"
+	case 1:
+		hint := ""
+		if b.of > 1 {
+			hint = ", the others untouched (--spread writes to all)"
+		}
+		return fmt.Sprintf("partition %d of %d%s", ps[0], b.of, hint)
+	}
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = strconv.Itoa(p)
+	}
+	return fmt.Sprintf("partitions %s of %d (round-robin)", strings.Join(names, ", "), b.of)
 }
 
 // writeFile creates path and fills it with write, reporting the first

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,8 +175,13 @@ func TestGenToTopic(t *testing.T) {
 	}
 	defer b.Close()
 	args := []string{"gen", "gauss", "--n", "1200", "--shifts", "3", "--drift", "gradual", "--width", "100", "--seed", "5"}
-	if _, err := execute(t, append(args, "--brokers", b.Addr(), "--topic", "drift")...); err != nil {
-		t.Fatal(err)
+	var genErr error
+	summary := captureStderr(t, func() { _, genErr = execute(t, append(args, "--brokers", b.Addr(), "--topic", "drift")...) })
+	if genErr != nil {
+		t.Fatal(genErr)
+	}
+	if !strings.Contains(summary, "1200 records to topic drift partition 0 of 3, the others untouched") {
+		t.Errorf("summary %q does not say which partition", summary)
 	}
 	path := filepath.Join(t.TempDir(), "g")
 	if _, err := execute(t, append(args, "-o", path)...); err != nil {
@@ -255,6 +261,14 @@ func TestGenToTopic(t *testing.T) {
 		}
 	}
 
+	// With --spread every partition gets records, and the summary says so.
+	summary = captureStderr(t, func() {
+		_, genErr = execute(t, "gen", "sea", "--n", "30", "--brokers", b.Addr(), "--topic", "spread", "--auto-create", "--spread")
+	})
+	if genErr != nil || !strings.Contains(summary, "30 records to topic spread partitions 0, 1, 2 of 3 (round-robin)") {
+		t.Errorf("--spread: %v, summary %q", genErr, summary)
+	}
+
 	// A cancelled context stops production with an error.
 	cctx, stop := context.WithCancel(context.Background())
 	stop()
@@ -280,4 +294,22 @@ func TestGenRejectsBadInvocations(t *testing.T) {
 			t.Errorf("%v: error %v, want one mentioning %q", c.args, err, c.want)
 		}
 	}
+}
+
+// captureStderr returns what f writes to standard error.
+func captureStderr(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	done := make(chan string)
+	go func() { b, _ := io.ReadAll(r); done <- string(b) }()
+	defer func() { os.Stderr = saved }()
+	f()
+	w.Close()
+	os.Stderr = saved
+	return <-done
 }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,13 +13,12 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
+	"github.com/willabides/kongplete"
 )
 
-// version is set at build time (-ldflags "-X main.version=...").
-var version = "dev"
-
 type cli struct {
-	Config configFlag `placeholder:"FILE" help:"Read flag values from a JSON file ({\"brokers\": [\"kafka:9092\"], \"checkpoint-topic\": \"models\"}); the command line and STREAMLEARNER_* variables take precedence."`
+	Config  configFlag       `placeholder:"FILE" help:"Read flag values from a JSON file: connection and log settings at the top, each command's own flags in a section named after it ({\"brokers\": [\"kafka:9092\"], \"run\": {\"topic\": \"input\"}}); the command line and STREAMLEARNER_* variables take precedence."`
+	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	Bench      benchCmd      `cmd:"" help:"Measure the service end to end on the embedded broker: records/s, CPU per record and memory, learning beside pass-through."`
 	Demo       demoCmd       `cmd:"" help:"A one-command demo: embedded broker, a stream, the service with checkpoints, live progress; leaves nothing running."`
@@ -31,31 +31,92 @@ type cli struct {
 	Eval       evalCmd       `cmd:"" help:"Run learners over a data file, predict-then-learn, and report mistake rate, support size, test accuracy and speed."`
 	Gen        genCmd        `cmd:"" help:"Generate the papers' synthetic data sets as LIBSVM files."`
 	Learners   learnersCmd   `cmd:"" help:"List the learners, their parameters and their papers."`
-	Version    versionCmd    `cmd:"" help:"Print the version."`
+	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, revision and Go version."`
+	Help       helpCmd       `cmd:"" help:"Show the help of a command: 'streamlearner help run'."`
+	Completion completionCmd `cmd:"" help:"Print a shell completion script: eval \"$(streamlearner completion bash)\"."`
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var c cli
-	k := kong.Parse(&c, options(ctx, os.Stdout)...)
-	if err := k.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "streamlearner:", err)
-		if ctx.Err() != nil {
-			os.Exit(130)
+	code := runMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes: 2 for a command line the parser rejects (as getopt-style
+// tools do), 1 for a command that fails, 130 after Ctrl-C.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+	exitSignal  = 130
+)
+
+// exitRequest carries kong's exit (after --help, --version or a
+// completion) out of the parser, so that runMain returns a code instead of
+// ending the process under a test.
+type exitRequest int
+
+// runMain is main without the process: it parses args, runs the command
+// and returns the exit code.
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(exitRequest)
+			if !ok {
+				panic(r)
+			}
+			code = int(e)
 		}
-		os.Exit(1)
+	}()
+	exit := func(c int) { panic(exitRequest(c)) }
+	var c cli
+	p, err := kong.New(&c, append(options(ctx, stdout), kong.Writers(stdout, stderr), kong.Exit(exit))...)
+	if err != nil {
+		fmt.Fprintln(stderr, "streamlearner:", err)
+		return exitFailure
 	}
+	kongplete.Complete(p, kongplete.WithExitFunc(exit))
+	kctx, err := p.Parse(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "streamlearner: %v\n%s\n", err, usageHint(p, err))
+		return exitUsage
+	}
+	for _, w := range staleEnvWarnings(kctx, os.Environ()) {
+		fmt.Fprintln(stderr, "streamlearner: warning:", w)
+	}
+	if err := kctx.Run(); err != nil {
+		fmt.Fprintln(stderr, "streamlearner:", err)
+		if ctx.Err() != nil {
+			return exitSignal
+		}
+		return exitFailure
+	}
+	return 0
+}
+
+// usageHint names the help to read for a rejected command line: the
+// command's own when the parser got as far as one.
+func usageHint(p *kong.Kong, err error) string {
+	path := p.Model.Name
+	var perr *kong.ParseError
+	if errors.As(err, &perr) && perr.Context != nil {
+		if n := perr.Context.Selected(); n != nil {
+			path = n.FullPath()
+		}
+	}
+	return fmt.Sprintf("see '%s --help'", path)
 }
 
 // options configures the parser; commands receive ctx (cancelled on SIGINT
 // or SIGTERM) and out (where results go) as Run arguments.
 func options(ctx context.Context, out io.Writer) []kong.Option {
+	v := currentBuild()
 	return []kong.Option{
 		kong.Name("streamlearner"),
 		kong.Description("Online binary classification with budget kernel perceptrons."),
-		kong.UsageOnError(),
-		kong.DefaultEnvars("STREAMLEARNER"),
+		kong.Vars{"version": "streamlearner " + v.Version},
+		commandEnvars(envPrefix),
+		kong.ValueFormatter(helpValue),
 		kong.Configuration(loadConfigFile),
 		kong.BindTo(ctx, (*context.Context)(nil)),
 		kong.BindTo(out, (*io.Writer)(nil)),
@@ -65,6 +126,22 @@ func options(ctx context.Context, out io.Writer) []kong.Option {
 type versionCmd struct{}
 
 func (versionCmd) Run(out io.Writer) error {
-	_, err := fmt.Fprintln(out, "streamlearner", version)
+	v := currentBuild()
+	_, err := fmt.Fprintf(out, "streamlearner %s\nrevision %s\n%s\n", v.Version, v.Revision, v.GoVersion)
 	return err
+}
+
+type helpCmd struct {
+	Command []string `arg:"" optional:"" help:"The command, e.g. run or checkpoint list (none: the overview)."`
+}
+
+func (c *helpCmd) Run(k *kong.Kong) error {
+	t, err := kong.Trace(k, c.Command)
+	if err != nil {
+		return err
+	}
+	if t.Error != nil {
+		return fmt.Errorf("help: %w", t.Error)
+	}
+	return t.PrintUsage(false)
 }

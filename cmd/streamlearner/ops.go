@@ -56,8 +56,7 @@ func serveOps(ctx context.Context, addr string, reg *prometheus.Registry, m *pip
 func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "streamlearner_build_info", Help: "Build information; the value is 1.", ConstLabels: prometheus.Labels{"version": version},
-	}, func() float64 { return 1 }))
+	b := currentBuild()
+	pipeline.RegisterBuildInfo(reg, b.Version, b.Revision, b.GoVersion)
 	return reg
 }

@@ -31,6 +31,7 @@ type replayCmd struct {
 	Detector       []string `sep:"none" placeholder:"SPEC" help:"Drift detectors on each learner's mistakes, repeatable: adwin[:delta=D], ddm, page-hinkley[:lambda=L,delta=D]; 'none' for none (default: all three with default settings)."`
 	Report         string   `placeholder:"FILE.json" help:"Write the full report (segments, recovery, detections, trace) as JSON."`
 	Plot           string   `placeholder:"FILE.svg|.png" help:"Plot windowed mistake rate and support size over the stream, shifts marked (first replayed partition)."`
+	PlotLogSupport bool     `help:"Draw the plot's support panel on a log scale (learners of very different sizes)."`
 }
 
 func (c *replayCmd) Validate() error {
@@ -92,7 +93,7 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	// What was replayed before an interruption is still reported.
-	if werr := writeReplay(out, rep, c.Report, c.Plot); werr != nil {
+	if werr := writeReplay(out, rep, c.Report, c.Plot, replay.PlotOptions{LogSupport: c.PlotLogSupport}); werr != nil {
 		return errors.Join(err, werr)
 	}
 	return err
@@ -100,7 +101,7 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 
 // writeReplay prints the summary table and writes the report and plot
 // files when asked for.
-func writeReplay(out io.Writer, rep replay.Report, reportPath, plotPath string) error {
+func writeReplay(out io.Writer, rep replay.Report, reportPath, plotPath string, opt replay.PlotOptions) error {
 	if err := rep.WriteTable(out); err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func writeReplay(out io.Writer, rep replay.Report, reportPath, plotPath string) 
 			return err
 		}
 		part := rep.Partitions[0].Partition
-		if err := writeFile(plotPath, func(w io.Writer) error { return rep.WritePlot(w, part, format) }); err != nil {
+		if err := writeFile(plotPath, func(w io.Writer) error { return rep.WritePlotWith(w, part, format, opt) }); err != nil {
 			return err
 		}
 	}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -245,48 +243,6 @@ func (c *produceCmd) Run(ctx context.Context, out io.Writer) error {
 	})
 	bar.Done()
 	fmt.Fprintf(out, "sent %d records to %s\n", n, c.Topic)
-	return err
-}
-
-type tailCmd struct {
-	connFlags `embed:""`
-	Topic     string `required:"" help:"Prediction topic to follow."`
-	From      string `default:"earliest" enum:"earliest,latest" help:"Start at the earliest or only new predictions."`
-	Format    string `default:"table" enum:"table,json" help:"Output: table, or JSON lines with running accuracies."`
-	Window    int    `default:"1000" help:"Labeled predictions in the windowed accuracy."`
-	Limit     int    `help:"Stop after N distinct predictions (0: follow until Ctrl-C)."`
-}
-
-func (c *tailCmd) Run(ctx context.Context, out io.Writer) error {
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	enc := json.NewEncoder(out)
-	if c.Format == "table" {
-		fmt.Fprintln(tw, "source\toffset\tpred\tmargin\tlabel\tright\taccuracy\twindow")
-	}
-	n := 0
-	err := feed.Tail(ctx, feed.TailConfig{Conn: c.config(), Topic: c.Topic, From: c.From, Window: c.Window, Limit: c.Limit},
-		func(p codec.Prediction, st feed.TailStats) error {
-			if c.Format == "json" {
-				return enc.Encode(struct {
-					codec.Prediction
-					Accuracy float64 `json:"running_accuracy"`
-					Window   float64 `json:"window_accuracy"`
-				}{p, st.Accuracy, st.Window})
-			}
-			label, right := "-", "-"
-			if p.Mistake != nil {
-				label, right = fmt.Sprint(p.Label), map[bool]string{true: "no", false: "yes"}[*p.Mistake]
-			}
-			fmt.Fprintf(tw, "%s/%d\t%d\t%+d\t%.4f\t%s\t%s\t%.2f%%\t%.2f%%\n", p.Topic, p.Partition, p.Offset, p.Predicted, p.Margin, label, right, 100*st.Accuracy, 100*st.Window)
-			if n++; n%50 == 0 {
-				return tw.Flush()
-			}
-			return nil
-		})
-	tw.Flush()
-	if ctx.Err() != nil {
-		return nil // Ctrl-C is how a tail ends
-	}
 	return err
 }
 

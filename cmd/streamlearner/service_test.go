@@ -268,7 +268,7 @@ func TestDemoRunsAndCleansUp(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}
 	for _, want := range []string{
-		"40000 records predicted then learned", "records/s", "window", "200 SVs",
+		"40000 records predicted then learned", "records/s", "window mistakes %", "   200   200   200   200",
 		"shifts at [10000 20000 30000]", "segments (mistakes %)", "perceptron", "forgetron:budget=200",
 		"made exactly the service's mistakes on every partition", "nothing left running",
 	} {

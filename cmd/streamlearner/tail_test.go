@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/embedded"
+)
+
+// TestTailTable: with short flags, -e ends at the end; a margin of 0
+// (prediction −1) with label −1 reads "right yes"; records that are not
+// predictions get one warning and a count.
+func TestTailTable(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var msgs []kafka.Message
+	for i, f := range []float64{0, 0.5, -0.25} {
+		pred := -1
+		if f > 0 {
+			pred = 1
+		}
+		mistake := -f >= 0
+		p := codec.Prediction{Topic: "in", Offset: int64(i), Predicted: pred, Margin: f, Label: -1, Mistake: &mistake, Learner: "x"}
+		v, _ := codec.AppendPrediction(nil, &p)
+		msgs = append(msgs, kafka.Message{Value: v})
+	}
+	msgs = append(msgs, kafka.Message{Value: []byte(`{"label": 1, "features": [1]}`)}, kafka.Message{Value: []byte(`{"label": -1, "features": [2]}`)})
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "out", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	c, err := parse(t, "tail", "-b", b.Addr(), "-t", "out", "-e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, warn bytes.Buffer
+	if err := c.Tail.tail(ctx, &out, &warn); err != nil || ctx.Err() != nil {
+		t.Fatalf("%v %v", err, ctx.Err())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	for i, want := range []string{"in/0 0 -1 0.0000 -1 yes", "in/0 1 +1 0.5000 -1 no", "in/0 2 -1 -0.2500 -1 yes"} {
+		if got := strings.Join(strings.Fields(lines[i+1])[:6], " "); got != want {
+			t.Errorf("row %d: %q, want %q", i, got, want)
+		}
+	}
+	if n := strings.Count(warn.String(), "is not a prediction"); n != 1 || !strings.Contains(warn.String(), "2 records of out were not predictions") {
+		t.Errorf("warnings:\n%s", warn.String())
+	}
+
+	// JSON lines say "right" by the same rule.
+	c, err = parse(t, "tail", "-b", b.Addr(), "-t", "out", "-e", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := c.Tail.tail(ctx, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	var rights []string
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var p struct {
+			Right *bool `json:"right"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil || p.Right == nil {
+			t.Fatalf("%q: %v", l, err)
+		}
+		rights = append(rights, strconv.FormatBool(*p.Right))
+	}
+	if strings.Join(rights, " ") != "true false true" {
+		t.Errorf("right %v, want true false true", rights)
+	}
+
+	// A topic that does not exist is an error, not an endless wait.
+	code, _, errOut := runCLI(t, "tail", "-b", b.Addr(), "-t", "nosuchtopic", "-e")
+	if code != 1 || !strings.Contains(errOut, "topic nosuchtopic: no such topic") {
+		t.Errorf("nosuchtopic: exit %d %q", code, errOut)
+	}
+}

@@ -1,0 +1,140 @@
+package feed
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/kafkaconn"
+)
+
+// writePredictions writes n labeled predictions of input partition 0 to
+// partition 0 of topic, the i-th with margin m(i), and then junk records.
+func writePredictions(t *testing.T, addr, topic string, n int, margin func(int) float64, junk ...string) {
+	t.Helper()
+	var msgs []kafka.Message
+	for i := range n {
+		f := margin(i)
+		pred := -1
+		if f > 0 {
+			pred = 1
+		}
+		p := codec.Prediction{Topic: "in", Partition: 0, Offset: int64(i), Predicted: pred, Margin: f, Label: -1, Learner: "x"}
+		mistake := -f >= 0 // the learner's y·f ≤ 0, as the service wrote it before the rule
+		p.Mistake = &mistake
+		v, _ := codec.AppendPrediction(nil, &p)
+		msgs = append(msgs, kafka.Message{Value: v})
+	}
+	for _, j := range junk {
+		msgs = append(msgs, kafka.Message{Value: []byte(j)})
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond,
+		Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return 0 })}
+	defer w.Close()
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTailRulesStartAndEnd: a margin of exactly 0 predicts −1, right for
+// label −1; records that are not predictions are counted and reported;
+// --from -N starts N records before the end; ExitAtEnd returns at the end.
+func TestTailRulesStartAndEnd(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 2, Topics: []string{"out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// Margins 0, 1, -1, 0, 1, ... with label −1: 0 and −1 are right.
+	writePredictions(t, b.Addr(), "out", 9, func(i int) float64 { return float64([]int{0, 1, -1}[i%3]) },
+		`{"label": 1, "features": [1]}`, "not json")
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	var skipped []int64
+	var seen []int64
+	st, err := Tail(ctx, TailConfig{Conn: conn, Topic: "out", ExitAtEnd: true,
+		Skipped: func(n uint64, _ int, off int64, err error) { skipped = append(skipped, off) }},
+		func(p codec.Prediction, _ TailStats) error { seen = append(seen, p.Offset); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Predictions != 9 || st.Labeled != 9 || st.Skipped != 2 || len(skipped) != 2 || skipped[0] != 9 {
+		t.Fatalf("stats %+v, skipped at %v", st, skipped)
+	}
+	if want := 6.0 / 9; math.Abs(st.Accuracy-want) > 1e-12 {
+		t.Fatalf("accuracy %v, want %v: a margin of 0 predicts −1, right for label −1", st.Accuracy, want)
+	}
+
+	// The last 5 records: predictions 6, 7, 8 and the two junk records.
+	seen = nil
+	st, err = Tail(ctx, TailConfig{Conn: conn, Topic: "out", From: "-5", ExitAtEnd: true},
+		func(p codec.Prediction, _ TailStats) error { seen = append(seen, p.Offset); return nil })
+	if err != nil || len(seen) != 3 || seen[0] != 6 || st.Skipped != 2 {
+		t.Fatalf("--from -5: %v, saw %v, stats %+v", err, seen, st)
+	}
+	seen = nil
+	if _, err = Tail(ctx, TailConfig{Conn: conn, Topic: "out", From: "4", ExitAtEnd: true},
+		func(p codec.Prediction, _ TailStats) error { seen = append(seen, p.Offset); return nil }); err != nil || len(seen) != 5 || seen[0] != 4 {
+		t.Fatalf("--from 4: %v, saw %v", err, seen)
+	}
+	// A time after every record: nothing to read, and the tail ends.
+	seen = nil
+	if _, err = Tail(ctx, TailConfig{Conn: conn, Topic: "out", From: time.Now().Add(time.Hour).Format(time.RFC3339), ExitAtEnd: true},
+		func(p codec.Prediction, _ TailStats) error { seen = append(seen, p.Offset); return nil }); err != nil || len(seen) != 0 {
+		t.Fatalf("--from in the future: %v, saw %v", err, seen)
+	}
+}
+
+// TestTailDoesNotCreateAMissingTopic: the embedded broker creates topics
+// on demand; a tail of a typo must fail instead of leaving one behind.
+func TestTailDoesNotCreateAMissingTopic(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = Tail(ctx, TailConfig{Conn: conn, Topic: "nosuchtopic"}, func(codec.Prediction, TailStats) error { return nil })
+	if !errors.Is(err, ErrNoTopic) || !strings.Contains(err.Error(), "nosuchtopic") {
+		t.Fatalf("got %v, want a no-such-topic error", err)
+	}
+	d, _ := conn.Dialer()
+	c, err := d.DialContext(ctx, "tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ps, err := c.ReadPartitions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if p.Topic == "nosuchtopic" {
+			t.Fatal("the tail created the topic")
+		}
+	}
+}
+
+func TestParseBound(t *testing.T) {
+	for _, ok := range []string{"", "earliest", "latest", "0", "17", "-5", "2026-01-02T15:04:05Z"} {
+		if _, err := ParseBound(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"middle", "-x", "--5", "5s", "2026-01-02"} {
+		if _, err := ParseBound(bad); err == nil || !strings.Contains(err.Error(), "-N (the last N records)") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
