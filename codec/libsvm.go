@@ -13,7 +13,7 @@ func decodeLIBSVM(b []byte, lim Limits) (Example, *Error) {
 	// One message is one record: a line break inside it most likely means
 	// a producer batched lines, and reading only the first would lose data
 	// silently.
-	if k := bytes.IndexAny(line, "\r\n"); k >= 0 {
+	if k := lineBreak(line); k >= 0 {
 		return Example{}, errorf(ReasonInvalidLIBSVM, "offset %d: line break inside the record; a message holds one line", k)
 	}
 	if k := bytes.IndexByte(line, '#'); k >= 0 {
@@ -24,6 +24,20 @@ func decodeLIBSVM(b []byte, lim Limits) (Example, *Error) {
 	ex, err := parseLIBSVM(line, lim, s)
 	putScratch(s)
 	return ex, err
+}
+
+// lineBreak returns the offset of the first '\r' or '\n' in b, or −1: two
+// vectorized byte searches, several times faster than bytes.IndexAny's
+// byte-by-byte set lookup on a typical record.
+func lineBreak(b []byte) int {
+	k := bytes.IndexByte(b, '\n')
+	if k < 0 {
+		return bytes.IndexByte(b, '\r')
+	}
+	if r := bytes.IndexByte(b[:k], '\r'); r >= 0 {
+		return r
+	}
+	return k
 }
 
 func parseLIBSVM(line []byte, lim Limits, s *scratch) (Example, *Error) {
