@@ -51,10 +51,10 @@ func TestGramFollowsInsertionsAndRemovals(t *testing.T) {
 
 // TestMulRowsSumsInOrder: mulRows gives, bit for bit, each row's plain
 // running sum in increasing column order, for every size around its
-// blocking of four rows.
+// blocking of six and four rows.
 func TestMulRowsSumsInOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
-	for n := 0; n <= 13; n++ {
+	for n := 0; n <= 23; n++ {
 		g := newGram(0)
 		for i := range n {
 			row := make([]float64, i)

@@ -146,13 +146,32 @@ func (a *projectron) learn(m *model, q query, f float64, y int) bool {
 
 // mulRows sets out[i] = Σ_j g[i][j]·v[j] for the first len(v) rows of g,
 // each a running sum in increasing j, as a plain loop sums it. It works on
-// four rows at a time with one accumulator each, so that four additions
-// are in flight instead of one without reordering any sum: the same bits,
-// about three times faster at B = 100 to 500.
+// six rows at a time (then four, then one) with one accumulator each, so
+// that six additions are in flight instead of one without reordering any
+// sum: the same bits, about three times faster at B = 100 to 500. Six
+// rows still fit Go's registers (eight spill).
 func mulRows(g *gram, v, out []float64) {
 	n := len(v)
 	out = out[:n]
 	i := 0
+	for ; i+5 < n; i += 6 {
+		r0 := g.row(i)[:n]
+		r1 := g.row(i + 1)[:n]
+		r2 := g.row(i + 2)[:n]
+		r3 := g.row(i + 3)[:n]
+		r4 := g.row(i + 4)[:n]
+		r5 := g.row(i + 5)[:n]
+		var s0, s1, s2, s3, s4, s5 float64
+		for j, x := range v {
+			s0 += r0[j] * x
+			s1 += r1[j] * x
+			s2 += r2[j] * x
+			s3 += r3[j] * x
+			s4 += r4[j] * x
+			s5 += r5[j] * x
+		}
+		out[i], out[i+1], out[i+2], out[i+3], out[i+4], out[i+5] = s0, s1, s2, s3, s4, s5
+	}
 	for ; i+3 < n; i += 4 {
 		r0 := g.row(i)[:n]
 		r1 := g.row(i + 1)[:n]
