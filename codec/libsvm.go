@@ -13,7 +13,7 @@ func decodeLIBSVM(b []byte, lim Limits) (Example, *Error) {
 	// One message is one record: a line break inside it most likely means
 	// a producer batched lines, and reading only the first would lose data
 	// silently.
-	if k := bytes.IndexAny(line, "\r\n"); k >= 0 {
+	if k := lineBreak(line); k >= 0 {
 		return Example{}, errorf(ReasonInvalidLIBSVM, "offset %d: line break inside the record; a message holds one line", k)
 	}
 	if k := bytes.IndexByte(line, '#'); k >= 0 {
@@ -26,41 +26,59 @@ func decodeLIBSVM(b []byte, lim Limits) (Example, *Error) {
 	return ex, err
 }
 
+// lineBreak returns the offset of the first '\r' or '\n' in b, or −1: two
+// vectorized byte searches, several times faster than bytes.IndexAny's
+// byte-by-byte set lookup on a typical record.
+func lineBreak(b []byte) int {
+	k := bytes.IndexByte(b, '\n')
+	if k < 0 {
+		return bytes.IndexByte(b, '\r')
+	}
+	if r := bytes.IndexByte(b[:k], '\r'); r >= 0 {
+		return r
+	}
+	return k
+}
+
 func parseLIBSVM(line []byte, lim Limits, s *scratch) (Example, *Error) {
 	var ex Example
 	i := 0
-	next := func() (tok []byte, at int) {
+	// next returns the next token, its offset and the offset of its first
+	// ':' within it (−1 for none), found in the same pass.
+	next := func() (tok []byte, at, colon int) {
 		for i < len(line) && isSep(line[i]) {
 			i++
 		}
-		at = i
+		at, colon = i, -1
 		for i < len(line) && !isSep(line[i]) {
+			if line[i] == ':' && colon < 0 {
+				colon = i - at
+			}
 			i++
 		}
-		return line[at:i], at
+		return line[at:i], at, colon
 	}
 
-	tok, at := next()
+	tok, at, colon := next()
 	if len(tok) == 0 {
 		return ex, errorf(ReasonEmptyMessage, "line holds only a comment")
 	}
-	if bytes.IndexByte(tok, ':') < 0 {
+	if colon < 0 {
 		lab, ok := numericLabel(tok)
 		if !ok {
 			return ex, errorf(ReasonBadLabel, "offset %d: label %s is not a finite number", at, quote(tok))
 		}
 		ex.Label = lab
-		tok, at = next()
+		tok, at, colon = next()
 	}
 
 	ents := s.ents[:0]
 	defer func() { s.ents = ents }()
 	sorted := true
-	for ; len(tok) > 0; tok, at = next() {
+	for ; len(tok) > 0; tok, at, colon = next() {
 		if len(ents) >= lim.MaxNonZeros {
 			return ex, errorf(ReasonTooManyFeatures, "offset %d: more than %d features", at, lim.MaxNonZeros)
 		}
-		colon := bytes.IndexByte(tok, ':')
 		if colon < 0 {
 			return ex, errorf(ReasonInvalidLIBSVM, "offset %d: token %s is not idx:val", at, quote(tok))
 		}

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -148,5 +149,80 @@ func TestLoadRawKeepsClassLabels(t *testing.T) {
 	}
 	if _, err := LoadRaw(context.Background(), filepath.Join(t.TempDir(), "none"), Options{}); err == nil {
 		t.Fatal("missing file accepted")
+	}
+}
+
+// manyLines is n LIBSVM records, record i with label ±1 and features i%7+1
+// and 8 valued i, with a blank line and a comment every 100 lines.
+func manyLines(n int) string {
+	var sb strings.Builder
+	for i := range n {
+		if i%100 == 50 {
+			sb.WriteString("\n# note\n")
+		}
+		fmt.Fprintf(&sb, "%d %d:%d 8:%d.5\n", 1-2*(i%2), i%7+1, i+1, i)
+	}
+	return sb.String()
+}
+
+// TestReadManyBatchesInOrder: records spread over many batches, decoded in
+// parallel, come back in file order, each as codec.Decode decodes its line.
+func TestReadManyBatchesInOrder(t *testing.T) {
+	const n = 5000
+	data := manyLines(n)
+	s, err := Read(context.Background(), strings.NewReader(data), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != n {
+		t.Fatalf("%d records, want %d", s.Len(), n)
+	}
+	k := 0
+	for _, line := range strings.Split(data, "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		ex, err := codec.Decode([]byte(line), codec.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ex.X.Idx, s.X[k].Idx) || !slices.Equal(ex.X.Val, s.X[k].Val) || s.Y[k] != 1-2*(k%2) {
+			t.Fatalf("record %d: %+v, want %+v", k, s.X[k], ex.X)
+		}
+		k++
+	}
+}
+
+// TestReadReportsTheFirstErrorInFileOrder: with two malformed lines in
+// different batches, the error names the first, and a limit reached
+// before it ends the read without error.
+func TestReadReportsTheFirstErrorInFileOrder(t *testing.T) {
+	lines := strings.Split(manyLines(3000), "\n")
+	// Line numbers are 1-based and count blank and comment lines.
+	lines[1999] = "+1 3:x"
+	lines[2899] = "+1 4:y"
+	data := strings.Join(lines, "\n")
+	_, err := Read(context.Background(), strings.NewReader(data), Options{})
+	if err == nil || !strings.Contains(err.Error(), "line 2000:") {
+		t.Fatalf("got %v, want the error of line 2000", err)
+	}
+	s, err := Read(context.Background(), strings.NewReader(data), Options{Limit: 1000})
+	if err != nil || s.Len() != 1000 {
+		t.Fatalf("limit before the bad line: %d records, %v", s.Len(), err)
+	}
+}
+
+func TestReadStopsOnACancelledContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Read(ctx, strings.NewReader(manyLines(10000)), Options{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestReadReportsALineTooLong(t *testing.T) {
+	data := "+1 1:1\n+1 " + strings.Repeat("1:1 ", maxLine/4+1) + "\n"
+	if _, err := Read(context.Background(), strings.NewReader(data), Options{}); err == nil || !strings.Contains(err.Error(), "read:") {
+		t.Fatalf("got %v", err)
 	}
 }

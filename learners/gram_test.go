@@ -1,6 +1,10 @@
 package learners
 
-import "testing"
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
 
 func TestGramFollowsInsertionsAndRemovals(t *testing.T) {
 	// Entry (i, j) holds 100·id_i + id_j for the ids of the rows present.
@@ -42,5 +46,37 @@ func TestGramFollowsInsertionsAndRemovals(t *testing.T) {
 	check()
 	if len(g.row(3)) != len(ids) {
 		t.Fatalf("row length %d, want %d", len(g.row(3)), len(ids))
+	}
+}
+
+// TestMulRowsSumsInOrder: mulRows gives, bit for bit, each row's plain
+// running sum in increasing column order, for every size around its
+// blocking of six and four rows.
+func TestMulRowsSumsInOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for n := 0; n <= 23; n++ {
+		g := newGram(0)
+		for i := range n {
+			row := make([]float64, i)
+			for j := range row {
+				row[j] = r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))
+			}
+			g.appendSym(row, 1+r.Float64())
+		}
+		v := make([]float64, n)
+		for j := range v {
+			v[j] = r.NormFloat64()
+		}
+		out := make([]float64, n)
+		mulRows(&g, v, out)
+		for i := range n {
+			s := 0.0
+			for j := range n {
+				s += g.at(i, j) * v[j]
+			}
+			if !sameBits(out[i], s) {
+				t.Fatalf("n=%d row %d: %v, running sum %v", n, i, out[i], s)
+			}
+		}
 	}
 }

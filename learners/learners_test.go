@@ -3,6 +3,7 @@ package learners
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -31,6 +32,37 @@ func TestBudgetNeverExceeded(t *testing.T) {
 		if !full {
 			t.Fatalf("%s: never filled its budget: the test proves nothing", spec)
 		}
+	}
+}
+
+// TestNamedBudgetIsTheBudget: every learner whose parameters include a
+// budget reports budget=B as its Budget() and never holds more than B
+// support vectors, whatever else bounds it (Projectron's Eq. 13 does not).
+func TestNamedBudgetIsTheBudget(t *testing.T) {
+	xs, ys := stream(1, 1500)
+	k := mustKernel(t, "rbf:gamma=0.5")
+	named := 0
+	for _, info := range Available() {
+		if !slices.ContainsFunc(info.Params, func(p ParamInfo) bool { return p.Name == "budget" }) {
+			continue
+		}
+		named++
+		for _, b := range []int{3, 40} {
+			spec := fmt.Sprintf("%s:budget=%d", info.Name, b)
+			l := mustNew(t, spec, k, 1)
+			if l.Budget() != b {
+				t.Fatalf("%s: Budget() = %d", spec, l.Budget())
+			}
+			for i := range xs {
+				l.Round(xs[i], ys[i])
+				if l.Size() > b {
+					t.Fatalf("%s: round %d: %d support vectors", spec, i, l.Size())
+				}
+			}
+		}
+	}
+	if named < 10 {
+		t.Fatalf("only %d learners name a budget", named)
 	}
 }
 
@@ -248,19 +280,8 @@ func TestSPAWithZeroLambdaIsThePerceptron(t *testing.T) {
 	xs, ys := stream(10, 1000)
 	k := mustKernel(t, "poly:degree=2")
 	p := mustNew(t, "perceptron", k, 1)
-	s := mustNew(t, "spa:lambda=0", k, 1)
-	s2 := mustNew(t, "spa:lambda=0.5", k, 1)
-	differs := false
-	for i := range xs {
-		a, b, c := p.Round(xs[i], ys[i]), s.Round(xs[i], ys[i]), s2.Round(xs[i], ys[i])
-		if !sameBits(a.Margin, b.Margin) {
-			t.Fatalf("round %d: SPA(λ=0) margin %v, Perceptron %v", i, b.Margin, a.Margin)
-		}
-		differs = differs || !sameBits(a.Margin, c.Margin)
-	}
-	if !differs {
-		t.Fatal("SPA(λ=0.5) equals the Perceptron too: λ has no effect")
-	}
+	// SPA(λ=0) is the Perceptron; λ = 0.5 is not.
+	playsLikeButNotLike(t, xs, ys, mustNew(t, "spa:lambda=0", k, 1), p, mustNew(t, "spa:lambda=0.5", k, 1))
 }
 
 func TestSPADecay(t *testing.T) {

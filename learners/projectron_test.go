@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/sparse"
@@ -39,7 +40,7 @@ func TestProjectronLinearKernelStaysWithinTheDimension(t *testing.T) {
 	// Dense points in R^5: the span is full after 5 independent vectors.
 	r := rand.New(rand.NewPCG(1, 1))
 	k := mustKernel(t, "linear")
-	for _, spec := range []string{"projectron:eta=0", "projectron:budget=1000", "projectron++:eta=0"} {
+	for _, spec := range []string{"projectron:eta=0", "projectron:budget=1000", "projectron++:eta=0,u=1"} {
 		l := mustNew(t, spec, k, 1)
 		for range 3000 {
 			x := make([]float64, 5)
@@ -130,6 +131,7 @@ func TestProjectronMatchesDirectSolve(t *testing.T) {
 			} else {
 				b := parseF(sp.Params["budget"])
 				r.u = 0.25 * math.Sqrt((b+1)/math.Log(b+1))
+				r.max = int(b)
 			}
 			for i := range xs {
 				got := l.Round(xs[i], ys[i])
@@ -180,6 +182,7 @@ type refProjectron struct {
 	k           Kernel
 	plus, fixed bool
 	eta, u      float64
+	max         int // cap on the support set, 0 = none
 	x           []sparse.Vector
 	alpha       []float64
 }
@@ -228,7 +231,7 @@ func (r *refProjectron) round(x sparse.Vector, y int) float64 {
 	if !r.fixed {
 		eta = (2*loss - pk2 - 0.5) / (2 * r.u)
 	}
-	if delta2 > projectronFloor*kxx && (eta < 0 || delta2 > eta*eta) {
+	if delta2 > projectronFloor*kxx && (eta < 0 || delta2 > eta*eta) && (r.max == 0 || n < r.max) {
 		r.x = append(r.x, x)
 		r.alpha = append(r.alpha, float64(y))
 	} else {
@@ -237,4 +240,69 @@ func (r *refProjectron) round(x sparse.Vector, y int) float64 {
 		}
 	}
 	return f
+}
+
+// TestProjectronBudgetIsAHardCap: with budget=B, Eq. 13 alone grows the
+// support set past B on this stream; the learner stops at B (then every
+// update is projected), reports B as its budget and matches the capped
+// direct solve.
+func TestProjectronBudgetIsAHardCap(t *testing.T) {
+	xs, ys := stream(33, 1500)
+	k := mustKernel(t, "rbf:gamma=0.5")
+	const b = 40
+	u := 0.25 * math.Sqrt((b+1)/math.Log(b+1))
+	for _, plus := range []bool{false, true} {
+		spec := "projectron:budget=40"
+		if plus {
+			spec = "projectron++:budget=40"
+		}
+		free := &refProjectron{k: k, plus: plus, u: u}
+		for i := 0; i < len(xs) && len(free.x) <= b; i++ {
+			free.round(xs[i], ys[i])
+		}
+		if len(free.x) <= b {
+			t.Fatalf("%s: Eq. 13 alone stays within %d: the test proves nothing", spec, b)
+		}
+		l := mustNew(t, spec, k, 1)
+		if l.Budget() != b {
+			t.Fatalf("%s: Budget() = %d", spec, l.Budget())
+		}
+		capped := &refProjectron{k: k, plus: plus, u: u, max: b}
+		for i := range xs {
+			got, want := l.Round(xs[i], ys[i]).Margin, capped.round(xs[i], ys[i])
+			if math.Abs(got-want) > 1e-8*math.Max(1, math.Abs(want)) || l.Size() != len(capped.x) || l.Size() > b {
+				t.Fatalf("%s round %d: margin %v size %d, direct solve %v size %d", spec, i, got, l.Size(), want, len(capped.x))
+			}
+		}
+		if l.Size() != b {
+			t.Fatalf("%s: ended with %d support vectors, never reached the cap", spec, l.Size())
+		}
+	}
+}
+
+// TestProjectronPlusDerivesU: with eta=η and no u, U = 1/(2η) (Theorem 2
+// with k(x,x) ≤ 1), shown in the canonical spec and used in Eq. 16; at
+// η = 0 there is no such U and u is required.
+func TestProjectronPlusDerivesU(t *testing.T) {
+	k := mustKernel(t, "rbf:gamma=0.5")
+	l := mustNew(t, "projectron++:eta=0.25", k, 1)
+	if got := l.(*model).alg.(*projectron).u; got != 2 {
+		t.Fatalf("U = %v, want 1/(2·0.25) = 2", got)
+	}
+	if sp := l.Spec(); sp != "projectron++:eta=0.25,max=0,u=2" {
+		t.Fatalf("spec %s", sp)
+	}
+	// Same margins as the spec that states U = 2, different from U = 1,
+	// on a stream with margin errors.
+	xs, ys := stream(35, 1500)
+	playsLikeButNotLike(t, xs, ys, l, mustNew(t, "projectron++:eta=0.25,u=2", k, 1), mustNew(t, "projectron++:eta=0.25,u=1", k, 1))
+	if _, err := New("projectron++:eta=0", k, 1); err == nil || !strings.Contains(err.Error(), "needs u") {
+		t.Fatalf("eta=0 without u: %v", err)
+	}
+	if _, err := New("projectron++:eta=0,u=1.5", k, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New("projectron:budget=50,max=60", k, 1); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Fatalf("max above the budget: %v", err)
+	}
 }

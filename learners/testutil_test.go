@@ -116,3 +116,21 @@ func cloneVectors(vs []sparse.Vector) []sparse.Vector {
 	}
 	return out
 }
+
+// playsLikeButNotLike plays the stream through three learners and fails
+// unless l's margins equal same's bit for bit in every round and differ
+// from other's in some round (so the parameter under test has an effect).
+func playsLikeButNotLike(t *testing.T, xs []sparse.Vector, ys []int, l, same, other Learner) {
+	t.Helper()
+	differ := false
+	for i := range xs {
+		a, b, c := l.Round(xs[i], ys[i]), same.Round(xs[i], ys[i]), other.Round(xs[i], ys[i])
+		if !sameBits(a.Margin, b.Margin) {
+			t.Fatalf("round %d: %s margin %v, %s %v", i, l.Spec(), a.Margin, same.Spec(), b.Margin)
+		}
+		differ = differ || !sameBits(a.Margin, c.Margin)
+	}
+	if !differ {
+		t.Fatalf("%s plays as %s: the parameter has no effect", other.Spec(), l.Spec())
+	}
+}

@@ -15,8 +15,14 @@ import (
 //	argmin_j Σ_{k∈V} l01(y_k, sign(f(x_k) − α_j k(x_j, x_k))),
 //
 // where f already includes the new vector. A validation point counts as a
-// mistake when y_k·(f(x_k) − α_j k(x_j, x_k)) ≤ 0: sign(0) is never right,
-// the package's rule for margins. Ties go to the oldest support vector.
+// mistake when its margin has the wrong sign, y_k·(f(x_k) − α_j k(x_j, x_k))
+// < 0, as Wang & Vucetic §III.A define the 0-1 loss that Tighter⁰ uses:
+// l⁺ = 1 if f(x) < 0 for a positive point. They spell out only l⁺; the
+// negative case mirrors it, l⁻ = 1 if f(x) > 0, as their hinge losses
+// l⁺ = max(0, 1 − f), l⁻ = max(0, 1 + f) mirror each other. So a margin of
+// exactly 0 is no validation mistake for either label, unlike the update
+// rule (y f(x) ≤ 0), which stays the Perceptron's. Ties go to the oldest
+// support vector.
 //
 // tighter0 validates on the support set itself (Tighter⁰), the new vector
 // included. tighter validates on a uniform sample of N labeled examples
@@ -97,7 +103,7 @@ func fewestMistakes(alpha []float64, rows [][]float64, labels []int8, miss []int
 		}
 		y := float64(labels[k])
 		for j, a := range alpha {
-			if y*(f-a*row[j]) <= 0 {
+			if y*(f-a*row[j]) < 0 {
 				miss[j]++
 			}
 		}

@@ -39,8 +39,13 @@ import (
 //     else belongs to "if y f(x) ≤ 0".
 //   - The paper uses the RBF kernel, whose values lie in (0, 1]. With a
 //     kernel that can be negative the increment c·k is clamped at 0, so
-//     that counts stay valid Beta parameters; counts saturate at
-//     tightestCountCap (10¹⁵ rounds of increments ≤ 1).
+//     that counts stay valid Beta parameters. Counts are not capped one by
+//     one: a cap on each would distort w⁺, which depends on both (capped
+//     at 10¹⁵ each, counts of 8.8·10¹⁶ and 1.4·10¹⁷ would give ½ instead of
+//     ≈ 0). Only when an increment would take a count past
+//     tightestCountMax are both scaled down together (rescaleCounts),
+//     which keeps their ratio; at that size w⁺ is 0, ½ or 1 to double
+//     precision whatever the scale.
 //
 // A correct round changes the counts, not f: Round reports it as a round
 // without update, like every other learner's correct round.
@@ -61,9 +66,11 @@ type tightest struct {
 	dots       []float64 // scratch: x·x_j
 }
 
-// tightestCountCap bounds the counts: far beyond what an RBF stream
-// reaches, and within the range where tightestWeight is accurate.
-const tightestCountCap = 1e15
+// tightestCountMax bounds the counts, far beyond what a stream reaches
+// with kernel values ≤ 1 (one per round) and small enough that
+// tightestWeight's arithmetic (n = a + b, μν/(n+1)) neither overflows nor
+// loses the standard deviation to underflow.
+const tightestCountMax = 1e150
 
 func init() {
 	register(registration{
@@ -115,13 +122,56 @@ func (a *tightest) learn(m *model, q query, f float64, y int) bool {
 // credit is UpdateSummary's increment of support vector k's counts by
 // (cp, cn)·kv.
 func (a *tightest) credit(k int, cp, cn, kv float64) {
-	if !(kv > 0) { // negative, or NaN from an overflowing kernel
-		kv = 0
-	}
-	kv = min(kv, tightestCountCap)
-	a.cpos[k] = min(a.cpos[k]+cp*kv, tightestCountCap)
-	a.cneg[k] = min(a.cneg[k]+cn*kv, tightestCountCap)
+	a.cpos[k], a.cneg[k] = addCounts(a.cpos[k], a.cneg[k], cp, cn, kv)
 	a.w[k] = math.NaN()
+}
+
+// addCounts returns (p + cp·kv, n + cn·kv) for counts p, n, cp, cn in
+// [0, tightestCountMax], with kv clamped at 0 (a negative kernel value, or
+// NaN from an overflowing kernel, credits nothing). When a sum would pass
+// tightestCountMax, both are computed in log space and scaled together so
+// that the larger is tightestCountMax.
+func addCounts(p, n, cp, cn, kv float64) (float64, float64) {
+	if !(kv > 0) {
+		return p, n
+	}
+	p2, n2 := p+cp*kv, n+cn*kv
+	if p2 <= tightestCountMax && n2 <= tightestCountMax {
+		return p2, n2
+	}
+	lk := math.Log(kv) // kv may be +Inf: then so is the larger sum's log
+	lp, ln := math.Log(p), math.Log(n)
+	if cp > 0 { // 0·∞ credits nothing
+		lp = logAdd(lp, math.Log(cp)+lk)
+	}
+	if cn > 0 {
+		ln = logAdd(ln, math.Log(cn)+lk)
+	}
+	top := max(lp, ln)
+	if math.IsInf(top, 1) {
+		// An infinite kernel value: only the side it credits keeps a count
+		// (the ratio of an infinite to a finite increment).
+		p2, n2 = 0, 0
+		if cp > 0 {
+			p2 = tightestCountMax
+		}
+		if cn > 0 {
+			n2 = tightestCountMax
+		}
+		return p2, n2
+	}
+	return tightestCountMax * math.Exp(lp-top), tightestCountMax * math.Exp(ln-top)
+}
+
+// logAdd returns ln(eᵃ + eᵇ) without overflow; ln 0 = −∞ is allowed.
+func logAdd(a, b float64) float64 {
+	if a < b {
+		a, b = b, a
+	}
+	if math.IsInf(b, -1) {
+		return a
+	}
+	return a + math.Log1p(math.Exp(b-a))
 }
 
 // losses fills a.loss[j] = loss(f − α_j k(x_j, ·)) for every support
@@ -203,8 +253,8 @@ func (a *tightest) decode(d *decoder, m *model) {
 			return
 		}
 		// !(c ≥ 0) also rejects NaN.
-		if !(cp >= 0 && cp <= tightestCountCap && cn >= 0 && cn <= tightestCountCap) {
-			d.fail(fmt.Sprintf("counts (%v, %v) outside [0, %g]", cp, cn, tightestCountCap))
+		if !(cp >= 0 && cp <= tightestCountMax && cn >= 0 && cn <= tightestCountMax) {
+			d.fail(fmt.Sprintf("counts (%v, %v) outside [0, %g]", cp, cn, tightestCountMax))
 			return
 		}
 		a.cpos = append(a.cpos, cp)

@@ -51,9 +51,9 @@ func (r *refTightest) updateSummary(x sparse.Vector, skip int, cp, cn float64) {
 	if !(kv > 0) {
 		kv = 0
 	}
-	kv = min(kv, tightestCountCap)
-	r.cp[best] = min(r.cp[best]+cp*kv, tightestCountCap)
-	r.cn[best] = min(r.cn[best]+cn*kv, tightestCountCap)
+	// The test streams' counts stay far below tightestCountMax.
+	r.cp[best] += cp * kv
+	r.cn[best] += cn * kv
 }
 
 func (r *refTightest) play(x sparse.Vector, y int) float64 {
@@ -374,7 +374,7 @@ func TestTightestWeightMatchesTheBetaIntegral(t *testing.T) {
 	}
 	// Equal counts give exactly ½ by symmetry, at any size: the case where
 	// an incomplete beta function that stops its series early goes wrong.
-	for _, c := range []float64{0, 1, 17.5, 9999, 1e4, 3e4, 1e5, 1e6, 1e7, 1e9, 1e12, tightestCountCap} {
+	for _, c := range []float64{0, 1, 17.5, 9999, 1e4, 3e4, 1e5, 1e6, 1e7, 1e9, 1e12, 1e17, 1e100, tightestCountMax} {
 		if w := tightestWeight(c, c); math.Abs(w-0.5) > 1e-12 {
 			t.Errorf("w⁺(%v, %v) = %.17g, want ½", c, c, w)
 		}
@@ -469,7 +469,7 @@ func TestTightestRejectsInvalidCounts(t *testing.T) {
 	if _, err := Unmarshal(good); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []float64{-1, math.NaN(), math.Inf(1), 2 * tightestCountCap} {
+	for _, c := range []float64{-1, math.NaN(), math.Inf(1), 2 * tightestCountMax} {
 		saved := a.cneg[3]
 		a.cneg[3] = c
 		b, _ := l.MarshalBinary()
@@ -509,5 +509,72 @@ func TestTightBudgetsCostOnlyWhatIsUsed(t *testing.T) {
 		if l.Size() == 0 {
 			t.Fatalf("%s learned nothing", spec)
 		}
+	}
+}
+
+// TestTightestWeightOfHugeCounts checks w⁺ at counts far beyond the range
+// of the Simpson reference against the normal approximation of the Beta
+// distribution, P(p > ½) ≈ Φ((μ − ½)/σ), σ² = μν/(n + 1), whose error is
+// O(1/√n) (below 1e-6 here). Counts of 8.8·10¹⁶ and 1.4·10¹⁷ once came
+// out ½ (each count capped at 10¹⁵).
+func TestTightestWeightOfHugeCounts(t *testing.T) {
+	normal := func(cp, cn float64) float64 {
+		a, b := cp+1, cn+1
+		n := a + b
+		mu := a / n
+		sd := math.Sqrt(mu * (1 - mu) / (n + 1))
+		return 0.5 * math.Erfc((0.5-mu)/sd/math.Sqrt2)
+	}
+	for _, c := range [][2]float64{
+		{8.8e16, 1.4e17}, {1.4e17, 8.8e16}, {1e12, 1e12 - 5e5}, {1e12, 1e12 + 2e6},
+		{1e16, 1e16 + 1e8}, {3e14 + 1e7, 3e14}, {1e17, 1e17 + 3e8}, {5e20, 5e20 - 4e10},
+		{1e100, 1.000001e100}, {tightestCountMax, tightestCountMax / 3},
+	} {
+		got, want := tightestWeight(c[0], c[1]), normal(c[0], c[1])
+		if math.Abs(got-want) > 1e-6 {
+			t.Errorf("w⁺(%g, %g) = %.12g, normal approximation %.12g", c[0], c[1], got, want)
+		}
+	}
+	if w := tightestWeight(8.8e16, 1.4e17); w > 1e-100 {
+		t.Errorf("w⁺(8.8e16, 1.4e17) = %v, want ≈ 0", w)
+	}
+	// Mid-range checks of the approximation's accuracy: z near 1 at n ≈ 2e16.
+	if w := tightestWeight(1e16, 1e16+1e8); w < 0.2 || w > 0.3 {
+		t.Errorf("w⁺(1e16, 1e16+1e8) = %v, want ≈ Φ(−0.71) ≈ 0.24", w)
+	}
+}
+
+// TestTightestCountsAreNotCappedOneByOne: credits that take the counts to
+// (8.8·10¹⁶, 1.4·10¹⁷) keep both (so w⁺ ≈ 0), and credits past
+// tightestCountMax scale both counts together, keeping their ratio.
+func TestTightestCountsAreNotCappedOneByOne(t *testing.T) {
+	a := &tightest{cpos: []float64{1}, cneg: []float64{0}, w: []float64{math.NaN()}}
+	a.credit(0, 1, 0, 8.8e16-1)
+	a.credit(0, 0, 1, 1.4e17)
+	if a.cpos[0] != 8.8e16 || a.cneg[0] != 1.4e17 {
+		t.Fatalf("counts (%v, %v)", a.cpos[0], a.cneg[0])
+	}
+	if w := tightestWeight(a.cpos[0], a.cneg[0]); w > 1e-100 {
+		t.Fatalf("w⁺ = %v", w)
+	}
+	for _, c := range []struct{ p, n, cp, cn, kv float64 }{
+		{tightestCountMax, tightestCountMax / 2, 1, 0, tightestCountMax},         // p doubles
+		{tightestCountMax / 4, tightestCountMax, 0, 3, tightestCountMax},         // n quadruples
+		{tightestCountMax, 7, tightestCountMax, tightestCountMax, 1e300},         // both overflow float64
+		{0.5 * tightestCountMax, 0.25 * tightestCountMax, 1, 1, math.MaxFloat64}, // equal increments dominate
+	} {
+		p, n := addCounts(c.p, c.n, c.cp, c.cn, c.kv)
+		// The exact sums, as ratios computed at a safe scale.
+		s := 1 / tightestCountMax
+		wantRatio := (c.p*s + c.cp*s*c.kv) / (c.n*s + c.cn*s*c.kv)
+		if max(p, n) != tightestCountMax || math.Abs(p/n/wantRatio-1) > 1e-12 {
+			t.Errorf("addCounts%+v = (%v, %v): ratio %v, want %v with the larger at the limit", c, p, n, p/n, wantRatio)
+		}
+	}
+	if p, n := addCounts(3, 4, 1, 0, math.Inf(1)); p != tightestCountMax || n != 0 {
+		t.Errorf("infinite credit: (%v, %v)", p, n)
+	}
+	if p, n := addCounts(3, 4, 1, 1, math.NaN()); p != 3 || n != 4 {
+		t.Errorf("NaN credit: (%v, %v)", p, n)
 	}
 }
