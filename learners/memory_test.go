@@ -79,7 +79,7 @@ func TestEstimateMemoryMatchesHeap(t *testing.T) {
 	specs := []string{
 		"perceptron:max=%d", "stoptron:budget=%d", "rbp:budget=%d", "lbp:budget=%d",
 		"forgetron:budget=%d", "cks:budget=%d", "spa:lambda=0.5,max=%d", "pa1:max=%d",
-		"projectron:eta=0,max=%d", "projectron++:eta=0,max=%d",
+		"projectron:eta=0,max=%d", "projectron++:eta=0,max=%d,u=1",
 		"tighter0:budget=%d", "tighter:budget=%d", "tighter:budget=%d,validation=50", "tightest:budget=%d",
 		"sop:max=%d", "rbsop:budget=%d", "lbsop:budget=%d",
 	}
@@ -132,7 +132,7 @@ func TestEstimateMemoryUnbounded(t *testing.T) {
 	k := mustKernel(t, "rbf:gamma=0.02")
 	d := Data{NNZ: 20, Dim: 1000}
 	xs, ys := memData(d, 1200, 2)
-	for _, spec := range []string{"perceptron", "spa", "pa1", "sop", "projectron:budget=50", "projectron++"} {
+	for _, spec := range []string{"perceptron", "spa", "pa1", "sop", "projectron:eta=0.3", "projectron++:eta=0.3"} {
 		m, err := EstimateMemory(spec, k, d)
 		if err != nil {
 			t.Fatal(err)
