@@ -47,24 +47,61 @@ type Config struct {
 	// Progress, if set, is called from the workers now and then with the
 	// rounds done so far and the total.
 	Progress func(done, total int64)
+	// Every, with Point, reports running metrics every Every records of
+	// each run (learner × order), and once more at its end — a learning
+	// curve, as River's progressive_val_score and MOA's
+	// EvaluatePrequential print. 0: no points.
+	Every int
+	// Point receives the running metrics. It is called from the workers,
+	// so with Jobs > 1 concurrently: it must synchronize itself.
+	Point func(Point)
+	// Window is the number of labeled rounds in the windowed mistake rate
+	// of the points. Default prequential.DefaultWindow (1000).
+	Window int
+}
+
+// Point is one run's running metrics after Seen records. Rates are
+// fractions.
+type Point struct {
+	Spec         string  `json:"learner"`
+	Order        int     `json:"order"`
+	Seen         int     `json:"seen"`
+	MistakeRate  float64 `json:"mistake_rate"`
+	WindowRate   float64 `json:"window_rate"`
+	BaselineRate float64 `json:"baseline_rate"`
+	Kappa        float64 `json:"kappa"`
+	Support      int     `json:"support"`
 }
 
 // Result summarizes one learner over all orders. Rates and accuracies are
 // fractions in [0, 1]; "± std" values are sample standard deviations over
 // orders (0 for one order).
 type Result struct {
-	Spec              string   `json:"spec"`
-	Kernel            string   `json:"kernel"`
-	Orders            int      `json:"orders"`
-	Examples          int      `json:"examples"`
-	MistakeRate       float64  `json:"mistake_rate"`
-	MistakeRateStd    float64  `json:"mistake_rate_std"`
+	Spec           string  `json:"spec"`
+	Kernel         string  `json:"kernel"`
+	Orders         int     `json:"orders"`
+	Examples       int     `json:"examples"`
+	MistakeRate    float64 `json:"mistake_rate"`
+	MistakeRateStd float64 `json:"mistake_rate_std"`
+	// BaselineRate is the prequential majority-class baseline's mistake
+	// rate on the same stream (predict the class seen most so far).
+	BaselineRate float64 `json:"baseline_rate"`
+	// Kappa is Cohen's kappa of the learner's predictions (mean over
+	// orders): 0 is no better than chance given the class frequencies.
+	Kappa    float64 `json:"kappa"`
+	KappaStd float64 `json:"kappa_std"`
+	// Updates is the mean number of rounds that changed the model.
+	Updates           float64  `json:"updates"`
 	Support           float64  `json:"support"`
 	SupportStd        float64  `json:"support_std"`
 	SupportMax        float64  `json:"support_max"`
 	TestAccuracy      *float64 `json:"test_accuracy"`
 	TestAccuracyStd   *float64 `json:"test_accuracy_std"`
 	ExamplesPerSecond float64  `json:"examples_per_second"`
+	// Interrupted is set when the run was stopped before the end:
+	// Examples is then the mean number of records its runs saw, and the
+	// test accuracy is left out.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Seed streams: each purpose draws from its own sequence of the run seed.
@@ -82,7 +119,11 @@ func Order(seed uint64, o, n int) []int { return rng.New(seed, streamOrder+uint6
 
 type run struct {
 	learner, order int
+	seen           int // records played
 	mistakeRate    float64
+	baselineRate   float64
+	kappa          float64
+	updates        uint64
 	support        int
 	supportMax     int
 	testAcc        float64
@@ -91,7 +132,9 @@ type run struct {
 }
 
 // Run evaluates every learner on train (and test, if not nil) and returns
-// one Result per learner, in Config order.
+// one Result per learner, in Config order. When ctx is cancelled, Run
+// returns the results so far (marked Interrupted; learners whose runs had
+// not started are left out) together with ctx's error.
 func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, error) {
 	if len(cfg.Learners) == 0 {
 		return nil, errors.New("no learner given")
@@ -130,6 +173,7 @@ func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, e
 	}
 	var done atomic.Int64
 	total := int64(len(results) * train.Len())
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -142,7 +186,9 @@ func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, e
 		go func() {
 			defer wg.Done()
 			for r := range tasks {
-				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, total); err != nil {
+				// A stop from the caller is an interruption, reported
+				// below with the results so far, not a failure.
+				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, total); err != nil && parent.Err() == nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 				}
 			}
@@ -161,8 +207,8 @@ feed:
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if err := parent.Err(); err != nil {
+		return summarize(cfg, orders, train.Len(), test, results), err
 	}
 	if cfg.Trace != nil {
 		if err := writeTrace(cfg.Trace, results); err != nil {
@@ -178,11 +224,27 @@ func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm
 	if perm == nil { // file order: the service's seeding, see KeepOrder
 		seed = cfg.Seed
 	}
+	if err := ctx.Err(); err != nil {
+		return err // stopped before this run began
+	}
 	l, err := learners.New(spec, cfg.Kernel, seed)
 	if err != nil {
 		return err
 	}
-	var ev prequential.Evaluator
+	ev := prequential.Evaluator{Window: cfg.Window}
+	shown := displaySpec(spec, cfg.Kernel)
+	point := func(seen int) {
+		if cfg.Point != nil {
+			cfg.Point(Point{Spec: shown, Order: r.order, Seen: seen, MistakeRate: ev.MistakeRate(), WindowRate: ev.WindowRate(),
+				BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa, Support: l.Size()})
+		}
+	}
+	// The statistics so far are kept whatever ends the run, so that an
+	// interrupted eval still reports them.
+	defer func() {
+		r.mistakeRate, r.baselineRate, r.kappa, r.updates = ev.MistakeRate(), ev.BaselineRate(), ev.Scores().Kappa, ev.Updates
+		r.support, r.supportMax = ev.Support, ev.SupportMax
+	}()
 	if cfg.Trace != nil {
 		r.margins = make([]float64, 0, train.Len())
 	}
@@ -191,6 +253,7 @@ func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm
 	for i := range train.Len() {
 		if i%chunk == chunk-1 {
 			if ctx.Err() != nil {
+				r.seconds = time.Since(start).Seconds()
 				return ctx.Err()
 			}
 			n := done.Add(chunk)
@@ -204,17 +267,22 @@ func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm
 		}
 		y := train.Y[j]
 		o := l.Round(train.X[j], y)
-		ev.Observe(o, y != 0, l.Size())
+		ev.Binary(o.Margin, y, o.Updated, l.Size())
+		r.seen = i + 1
 		if r.margins != nil {
 			r.margins = append(r.margins, o.Margin)
+		}
+		if cfg.Every > 0 && r.seen%cfg.Every == 0 {
+			point(r.seen)
 		}
 	}
 	r.seconds = time.Since(start).Seconds()
 	if n := done.Add(int64(train.Len() % chunk)); cfg.Progress != nil {
 		cfg.Progress(n, total)
 	}
-	r.mistakeRate = ev.MistakeRate()
-	r.support, r.supportMax = ev.Support, ev.SupportMax
+	if cfg.Every > 0 && r.seen%cfg.Every != 0 {
+		point(r.seen)
+	}
 	if test != nil {
 		right, labeled := 0, 0
 		for j, x := range test.X {
@@ -222,7 +290,7 @@ func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm
 				continue
 			}
 			labeled++
-			if float64(test.Y[j])*l.Predict(x) > 0 {
+			if prequential.Predict(l.Predict(x)) == test.Y[j] {
 				right++
 			}
 		}
@@ -235,32 +303,43 @@ func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm
 }
 
 func summarize(cfg Config, orders, n int, test *dataset.Set, runs []*run) []Result {
-	out := make([]Result, len(cfg.Learners))
+	out := make([]Result, 0, len(cfg.Learners))
 	for l, spec := range cfg.Learners {
-		var mr, sup, supMax, acc, eps []float64
+		var mr, br, kappa, upd, sup, supMax, acc, eps, seen []float64
 		canon := displaySpec(spec, cfg.Kernel)
+		complete := true
 		for _, r := range runs {
-			if r.learner != l {
+			if r.learner != l || r.seen == 0 {
 				continue
 			}
+			complete = complete && r.seen == n
+			seen = append(seen, float64(r.seen))
 			mr = append(mr, r.mistakeRate)
+			br = append(br, r.baselineRate)
+			kappa = append(kappa, r.kappa)
+			upd = append(upd, float64(r.updates))
 			sup = append(sup, float64(r.support))
 			supMax = append(supMax, float64(r.supportMax))
 			acc = append(acc, r.testAcc)
-			eps = append(eps, float64(n)/r.seconds)
+			eps = append(eps, float64(r.seen)/r.seconds)
 		}
+		if len(seen) == 0 {
+			continue // interrupted before this learner started
+		}
+		complete = complete && len(seen) == orders
 		res := Result{
-			Spec: canon, Kernel: cfg.Kernel.String(), Orders: orders, Examples: n,
-			ExamplesPerSecond: mean(eps),
+			Spec: canon, Kernel: cfg.Kernel.String(), Orders: len(seen), Examples: int(math.Round(mean(seen))),
+			ExamplesPerSecond: mean(eps), Interrupted: !complete, Updates: mean(upd), BaselineRate: mean(br),
 		}
 		res.MistakeRate, res.MistakeRateStd = mean(mr), std(mr)
+		res.Kappa, res.KappaStd = mean(kappa), std(kappa)
 		res.Support, res.SupportStd = mean(sup), std(sup)
 		res.SupportMax = mean(supMax)
-		if test != nil {
+		if test != nil && complete {
 			m, s := mean(acc), std(acc)
 			res.TestAccuracy, res.TestAccuracyStd = &m, &s
 		}
-		out[l] = res
+		out = append(out, res)
 	}
 	return out
 }

@@ -301,17 +301,18 @@ func (ln *lane) play(cfg Config, base int64, recs []Record, marks []bool) {
 		}
 		o := ln.l.Round(r.X, r.Y)
 		labeled := r.Y != 0
-		ln.ev.Observe(o, labeled, ln.l.Size())
+		ln.ev.Binary(o.Margin, r.Y, o.Updated, ln.l.Size())
+		mistake := prequential.IsMistake(o.Margin, r.Y)
 		seg := &ln.segments[len(ln.segments)-1]
 		seg.Rounds++
 		if labeled {
 			seg.Labeled++
-			if o.Mistake {
+			if mistake {
 				seg.Mistakes++
 			}
-			ln.observePost(cfg, round, o.Mistake)
+			ln.observePost(cfg, round, mistake)
 			for d, det := range ln.dets {
-				if det.Add(o.Mistake) {
+				if det.Add(mistake) {
 					ln.detected[d] = append(ln.detected[d], round)
 				}
 			}

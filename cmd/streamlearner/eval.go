@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -31,6 +34,9 @@ type evalCmd struct {
 	Format      string   `default:"table" enum:"table,json" help:"Output format: table or json."`
 	Trace       string   `placeholder:"FILE" help:"Write each round's margin f(x) before learning, one line per round, a column per learner (needs --keep-order)."`
 	Jobs        int      `default:"1" help:"Runs (learner × order) in parallel; more than 1 makes examples/s figures contend for cores."`
+	PrintEvery  int      `placeholder:"N" help:"Print running metrics (mistake rate, windowed rate, baseline, kappa, support) every N records of each run (0: only the final table; to stderr with --format json)."`
+	Curve       string   `placeholder:"FILE" help:"Write the learning curve, a point every --print-every records (default 1000) per run: CSV, or JSON lines when FILE ends in .jsonl or .json."`
+	Window      int      `default:"1000" help:"Labeled records in the windowed mistake rate of the running metrics."`
 }
 
 func (c *evalCmd) Validate() error {
@@ -42,6 +48,9 @@ func (c *evalCmd) Validate() error {
 	}
 	if c.Orders < 1 || c.Jobs < 1 || c.Limit < 0 {
 		return errors.New("--orders and --jobs must be ≥ 1, --limit ≥ 0")
+	}
+	if c.PrintEvery < 0 || c.Window < 1 {
+		return errors.New("--print-every must be ≥ 0, --window ≥ 1")
 	}
 	return nil
 }
@@ -112,15 +121,97 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	bar := progress.New(os.Stderr, "eval")
 	cfg.Progress = bar.Update
-	results, err := offline.Run(ctx, train, test, cfg)
-	bar.Done()
+	curve, err := c.curve(&cfg, bar, out)
 	if err != nil {
 		return err
 	}
-	if c.Format == "json" {
-		return offline.WriteJSON(out, results)
+	results, err := offline.Run(ctx, train, test, cfg)
+	bar.Done()
+	if cerr := curve.close(); cerr != nil {
+		err = errors.Join(err, cerr)
 	}
-	return offline.WriteTable(out, results)
+	if len(results) == 0 {
+		return err
+	}
+	// An interrupted eval (Ctrl-C) still prints what it measured.
+	var werr error
+	if c.Format == "json" {
+		werr = offline.WriteJSON(out, results)
+	} else {
+		werr = offline.WriteTable(out, results)
+	}
+	return errors.Join(err, werr)
+}
+
+// curveWriter receives the running points of eval: lines for the reader
+// and the learning-curve file.
+type curveWriter struct {
+	mu    sync.Mutex
+	file  *os.File
+	buf   *bufio.Writer
+	jsonl bool
+	lines io.Writer
+	err   error
+}
+
+// curve sets up --print-every and --curve on cfg.
+func (c *evalCmd) curve(cfg *offline.Config, bar *progress.Bar, out io.Writer) (*curveWriter, error) {
+	cw := &curveWriter{}
+	if c.PrintEvery == 0 && c.Curve == "" {
+		return cw, nil
+	}
+	cfg.Every, cfg.Window = c.PrintEvery, c.Window
+	if cfg.Every == 0 {
+		cfg.Every = 1000
+	}
+	if c.PrintEvery > 0 {
+		cw.lines = out
+		if c.Format == "json" {
+			cw.lines = os.Stderr
+		}
+	}
+	if c.Curve != "" {
+		f, err := os.Create(c.Curve)
+		if err != nil {
+			return nil, fmt.Errorf("curve: %w", err)
+		}
+		cw.file, cw.buf = f, bufio.NewWriter(f)
+		cw.jsonl = strings.HasSuffix(c.Curve, ".jsonl") || strings.HasSuffix(c.Curve, ".json")
+		if !cw.jsonl {
+			cw.buf.WriteString(offline.CurveHeader + "\n")
+		}
+	}
+	cfg.Point = func(p offline.Point) {
+		cw.mu.Lock()
+		defer cw.mu.Unlock()
+		if cw.lines != nil {
+			bar.Done() // erase the bar; the next update redraws it
+			offline.WritePoint(cw.lines, p)
+		}
+		if cw.buf != nil && cw.err == nil {
+			if cw.jsonl {
+				b, _ := json.Marshal(p)
+				cw.buf.Write(append(b, '\n'))
+			} else {
+				cw.buf.Write(offline.AppendCurveCSV(nil, p))
+			}
+		}
+	}
+	return cw, nil
+}
+
+func (cw *curveWriter) close() error {
+	if cw.file == nil {
+		return nil
+	}
+	err := cw.buf.Flush()
+	if cerr := cw.file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("curve: %w", err)
+	}
+	return nil
 }
 
 type learnersCmd struct{}

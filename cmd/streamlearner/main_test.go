@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -59,9 +61,9 @@ func TestEvalJSONOnA9A(t *testing.T) {
 	if p.Spec != "perceptron:max=0" || r.Spec != "rbp:budget=50" || p.Kernel != "rbf:gamma=0.02" || p.Orders != 3 || p.Examples != 3000 {
 		t.Fatalf("header fields %+v", p)
 	}
-	// The Perceptron's support set is its mistakes; a9a's mistake rate is
-	// about 20 %, far from 0 and from the trivial 24 % of "always -1".
-	if math.Abs(p.Support-p.MistakeRate*3000) > 1e-6 || p.MistakeRate < 0.15 || p.MistakeRate > 0.3 {
+	// The Perceptron's support set is its updates; a9a's mistake rate is
+	// about 20 %, far from 0 and below the majority baseline (about 24 %).
+	if p.Support != p.Updates || p.MistakeRate < 0.15 || p.MistakeRate > 0.3 || p.BaselineRate < 0.2 || p.BaselineRate > 0.3 || p.Kappa <= 0 {
 		t.Fatalf("perceptron: %+v", p)
 	}
 	if r.Support != 50 || r.SupportMax != 50 || r.MistakeRateStd <= 0 {
@@ -154,4 +156,81 @@ func TestLearnersListsEveryLearner(t *testing.T) {
 			t.Errorf("%s missing from:\n%s", info.Name, out)
 		}
 	}
+}
+
+func TestEvalRunningMetricsAndCurve(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"curve.csv", "curve.jsonl"} {
+		curve := filepath.Join(dir, name)
+		out, err := execute(t, "eval", "--data", "../../testdata/a9a.gz", "--limit", "2500", "--keep-order",
+			"--learner", "perceptron", "--learner", "rbp:budget=20", "--kernel", "linear", "--print-every", "1000", "--curve", curve)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Three running lines per learner (1000, 2000 and the end at 2500),
+		// then the table with the baseline and kappa.
+		if n := strings.Count(out, " seen  mistakes "); n != 6 || !strings.Contains(out, "baseline %") || !strings.Contains(out, "kappa") {
+			t.Fatalf("output:\n%s", out)
+		}
+		b, err := os.ReadFile(curve)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if name == "curve.csv" {
+			if len(lines) != 7 || lines[0] != offline.CurveHeader || !strings.HasPrefix(lines[3], `"perceptron:max=0",0,2500,`) {
+				t.Fatalf("csv curve:\n%s", b)
+			}
+			continue
+		}
+		var p offline.Point
+		if len(lines) != 6 || json.Unmarshal([]byte(lines[5]), &p) != nil || p.Seen != 2500 || p.Support != 20 || p.Spec != "rbp:budget=20" {
+			t.Fatalf("json curve:\n%s", b)
+		}
+	}
+}
+
+func TestEvalInterruptedPrintsResultsSoFar(t *testing.T) {
+	// Ctrl-C cancels the command's context: the table still comes, marked.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var c cli
+	var out lockedBuffer
+	p, err := kong.New(&c, options(ctx, &out)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kctx, err := p.Parse([]string{"eval", "--data", "../../testdata/a9a.gz", "--keep-order", "--learner", "perceptron", "--kernel", "rbf:gamma=0.05", "--print-every", "2000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first running line is the cue to interrupt.
+	go func() {
+		for !strings.Contains(out.String(), " seen ") {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	err = kctx.Run()
+	if !errors.Is(err, context.Canceled) || !strings.Contains(out.String(), "interrupted") || !strings.Contains(out.String(), "perceptron") {
+		t.Fatalf("err %v, output:\n%s", err, out.String())
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a command writes.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
