@@ -80,6 +80,8 @@ const (
 	ReasonTooManyFeatures Reason = "too_many_features"
 	ReasonEmptyFeatures   Reason = "empty_features"
 	ReasonMissingFeatures Reason = "missing_features"
+	ReasonBadField        Reason = "bad_field"
+	ReasonTooManyClasses  Reason = "too_many_classes"
 )
 
 // Reasons returns every Reason this package can report, so that metrics can
@@ -99,6 +101,8 @@ func Reasons() []Reason {
 		ReasonTooManyFeatures,
 		ReasonEmptyFeatures,
 		ReasonMissingFeatures,
+		ReasonBadField,
+		ReasonTooManyClasses,
 	}
 }
 
@@ -236,6 +240,10 @@ type entry struct {
 type scratch struct {
 	ents []entry
 	buf  []byte // unescaped JSON strings
+
+	// For events: flattened field names, and the label and key seen.
+	names              []byte
+	labelSeen, keySeen bool
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
