@@ -234,17 +234,26 @@ func (r *eventReader) record() *Error {
 	return nil
 }
 
+// open steps into the container at the cursor, which sits inside depth
+// containers, and reports whether it is empty (then also closed).
+func (r *eventReader) open(depth int, closer byte) (empty bool, err *Error) {
+	if depth > maxDepth {
+		return false, errorf(ReasonInvalidJSON, "offset %d: nesting deeper than %d levels", r.i, maxDepth)
+	}
+	r.i++
+	r.skipWS()
+	if r.peek() == closer {
+		r.i++
+		return true, nil
+	}
+	return false, nil
+}
+
 // object reads the object at the cursor; its members are fields named
 // prefix + "." + key (just key at the top level).
 func (r *eventReader) object(prefix []byte, depth int) *Error {
-	if depth > maxDepth {
-		return errorf(ReasonInvalidJSON, "offset %d: nesting deeper than %d levels", r.i, maxDepth)
-	}
-	r.i++ // '{'
-	r.skipWS()
-	if r.peek() == '}' {
-		r.i++
-		return nil
+	if empty, err := r.open(depth, '}'); empty || err != nil {
+		return err
 	}
 	for {
 		if r.peek() != '"' {
@@ -358,14 +367,8 @@ func (r *eventReader) value(name []byte, depth int) *Error {
 // array reads an array: strings are tokens of the field itself, anything
 // else is field name.i.
 func (r *eventReader) array(name []byte, kind FieldKind, depth int) *Error {
-	if depth > maxDepth {
-		return errorf(ReasonInvalidJSON, "offset %d: nesting deeper than %d levels", r.i, maxDepth)
-	}
-	r.i++ // '['
-	r.skipWS()
-	if r.peek() == ']' {
-		r.i++
-		return nil
+	if empty, err := r.open(depth, ']'); empty || err != nil {
+		return err
 	}
 	for i := 0; ; i++ {
 		if r.peek() == '"' {
