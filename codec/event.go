@@ -285,22 +285,22 @@ func (r *eventReader) object(prefix []byte, depth int) *Error {
 // value reads the value of field name, which sits inside depth containers.
 func (r *eventReader) value(name []byte, depth int) *Error {
 	d, at := r.dec, r.i
-	switch string(name) {
-	case d.label:
+	if string(name) == d.label {
 		if r.s.labelSeen {
 			return errorf(ReasonInvalidJSON, "offset %d: label field %q appears twice", at, d.label)
 		}
 		return r.label()
-	case d.key:
-		if d.key != "" {
-			return r.key()
-		}
+	}
+	if d.key != "" && string(name) == d.key {
+		return r.key()
 	}
 	kind := FieldAuto
-	if d.ignore[string(name)] {
+	if len(d.ignore) > 0 && d.ignore[string(name)] {
 		kind = FieldIgnore
-	} else if k, ok := d.schema[string(name)]; ok {
-		kind = k
+	} else if len(d.schema) > 0 {
+		if k, ok := d.schema[string(name)]; ok {
+			kind = k
+		}
 	}
 	if kind == FieldIgnore {
 		return r.skipValue(depth)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -233,4 +234,30 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func TestFeaturesShowsIndicesAndCollisions(t *testing.T) {
+	out, err := execute(t, "features", "--data", "../../testdata/adult.train.3000.jsonl.gz", "--label-field", "income", "--key-field", "id", "--show", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first Adult record, its golden indices (features/features_test.go).
+	for _, want := range []string{"record key adult-train-000001, label <=50K", "age             numeric      39             218836",
+		"workclass       categorical  State-gov      179989", "3000 records", "102 distinct features", "collisions: 0 features"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// In 2^4 indices the 102 features must collide.
+	out, err = execute(t, "features", "--data", "../../testdata/adult.train.3000.jsonl.gz", "--label-field", "income", "--key-field", "id", "--show", "0", "--hash-bits", "4")
+	var shared, sharedIdx int
+	if _, serr := fmt.Sscanf(out[strings.Index(out, "collisions:"):], "collisions: %d features share %d indices", &shared, &sharedIdx); err != nil || serr != nil ||
+		!strings.Contains(out, "102 distinct features (field or field=value, text tokens not counted) on 16 of 2^4 indices") {
+		t.Fatalf("%v %v\n%s", err, serr, out)
+	}
+	// 102 features on 16 indices: those alone on an index (16 − sharedIdx)
+	// and those sharing one add up to 102.
+	if shared+(16-sharedIdx) != 102 {
+		t.Fatalf("%d features share %d indices: does not add up to 102 on 16", shared, sharedIdx)
+	}
 }
