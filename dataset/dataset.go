@@ -130,6 +130,27 @@ func LoadRaw(ctx context.Context, path string, opts Options) (*RawSet, error) {
 // scan decodes every record of r, gunzipping it if needed, and passes it
 // with its line number to fn until fn returns false or an error.
 func scan(ctx context.Context, r io.Reader, lim codec.Limits, fn func(line int, ex codec.Example) (more bool, err error)) error {
+	lim.AllowEmpty = true
+	if lim.MaxBytes == 0 {
+		lim.MaxBytes = maxLine
+	}
+	return Lines(ctx, r, func(line int, b []byte) (bool, error) {
+		if b[0] == '#' {
+			return true, nil
+		}
+		ex, err := codec.Decode(b, lim)
+		if err != nil {
+			return false, fmt.Errorf("line %d: %w", line, err)
+		}
+		return fn(line, ex)
+	})
+}
+
+// Lines calls fn with each non-blank line of r (gunzipped when it starts
+// with the gzip magic bytes), blanks trimmed, and its 1-based line number,
+// until fn returns false or an error, or ctx ends. The bytes are valid only
+// during the call.
+func Lines(ctx context.Context, r io.Reader, fn func(line int, b []byte) (more bool, err error)) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -139,10 +160,6 @@ func scan(ctx context.Context, r io.Reader, lim codec.Limits, fn func(line int, 
 		defer zr.Close()
 		br = bufio.NewReaderSize(zr, 1<<16)
 	}
-	lim.AllowEmpty = true
-	if lim.MaxBytes == 0 {
-		lim.MaxBytes = maxLine
-	}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 1<<16), maxLine+1)
 	for line := 1; sc.Scan(); line++ {
@@ -150,25 +167,28 @@ func scan(ctx context.Context, r io.Reader, lim codec.Limits, fn func(line int, 
 			return ctx.Err()
 		}
 		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 || b[0] == '#' {
+		if len(b) == 0 {
 			continue
 		}
-		ex, err := codec.Decode(b, lim)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", line, err)
-		}
-		more, err := fn(line, ex)
-		if err != nil {
+		more, err := fn(line, b)
+		if err != nil || !more {
 			return err
-		}
-		if !more {
-			return nil
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("read: %w", err)
 	}
 	return nil
+}
+
+// LinesOf is Lines over the file at path.
+func LinesOf(ctx context.Context, path string, fn func(line int, b []byte) (more bool, err error)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return Lines(ctx, f, fn)
 }
 
 // Stats are per-feature means and standard deviations; index i holds

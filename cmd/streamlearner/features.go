@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/features"
 )
 
@@ -70,7 +71,7 @@ func (c *featuresCmd) Run(ctx context.Context, out io.Writer) error {
 	var ev codec.Event
 	names := map[string]uint32{} // distinct feature names → index
 	records, fields := 0, 0
-	err = features.ScanLines(ctx, c.Data, func(line int, b []byte) (bool, error) {
+	err = dataset.LinesOf(ctx, c.Data, func(line int, b []byte) (bool, error) {
 		if err := dec.Decode(b, &ev); err != nil {
 			return false, fmt.Errorf("%s line %d: %w", c.Data, line, err)
 		}
