@@ -156,6 +156,7 @@ type Featurizer struct {
 	val  []float64
 
 	collisions int
+	frozen     bool
 
 	// The online scaler: slot per numeric field index.
 	slot map[uint32]int
@@ -347,18 +348,26 @@ func (f *Featurizer) finish() sparse.Vector {
 	return sparse.Vector{Idx: f.idx, Val: f.val}
 }
 
+// Freeze stops (true) or resumes (false) the scaler's updates: a frozen
+// featurizer scales with the statistics it has and learns nothing, as a
+// test set needs.
+func (f *Featurizer) Freeze(on bool) { f.frozen = on }
+
 // scale standardizes x with the statistics of index i so far, then adds x
 // to them (Welford).
 func (f *Featurizer) scale(i uint32, x float64) float64 {
 	s, ok := f.slot[i]
+	z := 0.0
+	if ok && f.n[s] > 0 && f.m2[s] > 0 {
+		z = (x - f.mean[s]) / math.Sqrt(f.m2[s]/float64(f.n[s]))
+	}
+	if f.frozen {
+		return z
+	}
 	if !ok {
 		s = len(f.n)
 		f.slot[i] = s
 		f.n, f.mean, f.m2 = append(f.n, 0), append(f.mean, 0), append(f.m2, 0)
-	}
-	z := 0.0
-	if f.n[s] > 0 && f.m2[s] > 0 {
-		z = (x - f.mean[s]) / math.Sqrt(f.m2[s]/float64(f.n[s]))
 	}
 	f.n[s]++
 	d := x - f.mean[s]
