@@ -36,7 +36,34 @@ func WriteTable(w io.Writer, results []Result) error {
 	if interrupted {
 		fmt.Fprintln(w, "* interrupted: the statistics of the records seen before the stop.")
 	}
+	for _, r := range results {
+		if r.Classes != nil {
+			if err := writeClasses(w, r); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// writeClasses prints a many-class result: accuracy, macro-F1, per-class
+// recall and the confusion matrix.
+func writeClasses(w io.Writer, r Result) error {
+	fmt.Fprintf(w, "\n%s: %d classes, prequential accuracy %.2f %%, macro-F1 %.3f\n", r.Spec, len(r.Classes), 100*r.Accuracy, r.MacroF1)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "true \\ predicted\t")
+	for _, c := range r.Classes {
+		fmt.Fprintf(tw, "%s\t", c)
+	}
+	fmt.Fprint(tw, "recall %\t\n")
+	for t, c := range r.Classes {
+		fmt.Fprintf(tw, "%s\t", c)
+		for _, n := range r.Confusion[t] {
+			fmt.Fprintf(tw, "%d\t", n)
+		}
+		fmt.Fprintf(tw, "%.1f\t\n", 100*r.Recall[t])
+	}
+	return tw.Flush()
 }
 
 // CurveHeader is the first line of a CSV learning curve (WriteCurveCSV).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,12 +16,15 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/offline"
 	"github.com/streamlearner/streamlearner/progress"
 )
 
 type evalCmd struct {
-	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM or JSON lines, gzip allowed."`
+	fieldFlags  `embed:""`
+	modelFlags  `embed:""`
+	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM, JSON records or JSON events (named fields), gzip allowed."`
 	Test        string   `type:"existingfile" placeholder:"FILE" help:"Test file: accuracy of the final model."`
 	Learner     []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec name[:key=value,...], repeatable (see 'streamlearner learners')."`
 	Kernel      string   `required:"" placeholder:"SPEC" help:"Kernel: linear, poly:degree=4,coef0=1,scale=1, rbf:gamma=0.01 or rbf:sigma2=25; add normalize=true for k(x,x)=1."`
@@ -37,6 +41,8 @@ type evalCmd struct {
 	PrintEvery  int      `placeholder:"N" help:"Print running metrics (mistake rate, windowed rate, baseline, kappa, support) every N records of each run (0: only the final table; to stderr with --format json)."`
 	Curve       string   `placeholder:"FILE" help:"Write the learning curve, a point every --print-every records (default 1000) per run: CSV, or JSON lines when FILE ends in .jsonl or .json."`
 	Window      int      `default:"1000" help:"Labeled records in the windowed mistake rate of the running metrics."`
+
+	stats *dataset.Stats // --standardize: the training set's
 }
 
 func (c *evalCmd) Validate() error {
@@ -90,26 +96,29 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	train, err := dataset.Load(ctx, c.Data, dataset.Options{Labels: labels, Limit: c.Limit})
+	mc, err := c.modelConfig(c.fieldFlags, labels)
 	if err != nil {
 		return err
 	}
-	var test *dataset.Set
-	if c.Test != "" {
-		if test, err = dataset.Load(ctx, c.Test, dataset.Options{Labels: labels}); err != nil {
-			return err
-		}
+	if mc.Events, err = isEvents(ctx, c.Input, c.Data); err != nil {
+		return err
 	}
-	if c.Standardize {
-		st := dataset.ComputeStats(train)
-		st.Standardize(train)
-		if test != nil {
-			st.Standardize(test)
+	if mc.Events && c.Standardize {
+		return errors.New("--standardize is for records; events scale with --scale online")
+	}
+	train, err := c.load(ctx, c.Data, mc, labels, c.Limit)
+	if err != nil {
+		return err
+	}
+	var test *offline.Data
+	if c.Test != "" {
+		if test, err = c.load(ctx, c.Test, mc, labels, 0); err != nil {
+			return err
 		}
 	}
 	cfg := offline.Config{
 		Learners: c.Learner, Kernel: kern, Orders: c.Orders, Seed: c.Seed,
-		KeepOrder: c.KeepOrder, Jobs: c.Jobs,
+		KeepOrder: c.KeepOrder, Jobs: c.Jobs, Model: mc,
 	}
 	if c.Trace != "" {
 		f, err := os.Create(c.Trace)
@@ -125,7 +134,7 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	results, err := offline.Run(ctx, train, test, cfg)
+	results, err := offline.RunData(ctx, train, test, cfg)
 	bar.Done()
 	if cerr := curve.close(); cerr != nil {
 		err = errors.Join(err, cerr)
@@ -141,6 +150,43 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 		werr = offline.WriteTable(out, results)
 	}
 	return errors.Join(err, werr)
+}
+
+// load reads a data file as mc says: events as raw lines, binary records
+// through the label map (and --standardize), many-class records with
+// their label tokens.
+func (c *evalCmd) load(ctx context.Context, path string, mc model.Config, labels codec.LabelMap, limit int) (*offline.Data, error) {
+	switch {
+	case mc.Events:
+		d := &offline.Data{Events: [][]byte{}}
+		err := dataset.LinesOf(ctx, path, func(_ int, b []byte) (bool, error) {
+			d.Events = append(d.Events, bytes.Clone(b))
+			return limit <= 0 || len(d.Events) < limit, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", path, err)
+		}
+		return d, nil
+	case len(mc.Classes) > 0:
+		raw, err := dataset.LoadRaw(ctx, path, dataset.Options{Limit: limit})
+		if err != nil {
+			return nil, err
+		}
+		return &offline.Data{X: raw.X, Labels: raw.Labels}, nil
+	}
+	set, err := dataset.Load(ctx, path, dataset.Options{Labels: labels, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	if c.Standardize {
+		// Training-set statistics, applied to the test set too.
+		if c.stats == nil {
+			st := dataset.ComputeStats(set)
+			c.stats = &st
+		}
+		c.stats.Standardize(set)
+	}
+	return offline.FromSet(set), nil
 }
 
 // curveWriter receives the running points of eval: lines for the reader

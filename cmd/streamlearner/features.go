@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/features"
+	"github.com/streamlearner/streamlearner/model"
 )
 
 // fieldFlags say how named-field events are read (shared by the commands
@@ -39,6 +41,61 @@ func (f fieldFlags) featureConfig(scale string) (features.Config, error) {
 	}
 	cfg := features.Config{HashBits: f.HashBits, NormalizeText: f.NormText, Scale: sc}
 	return cfg, cfg.Validate()
+}
+
+// modelFlags choose the input kind, scaling and classes of the commands
+// that run partition models.
+type modelFlags struct {
+	Input      string `default:"auto" enum:"auto,records,events" help:"Input kind: records (LIBSVM, {\"label\",\"features\"} JSON), events (JSON objects of named fields), or auto (events when the first record is a JSON object without a \"features\" key)."`
+	Scale      string `default:"none" enum:"none,online" help:"Events: scale numeric fields online (running mean and variance of the records before each one)."`
+	Classes    string `placeholder:"auto|A,B,..." help:"Many-class one-vs-rest: auto discovers classes online, or list them (default: binary, see --positive)."`
+	MaxClasses int    `default:"100" help:"Most classes --classes auto discovers; a record with one more class is refused (too_many_classes)."`
+}
+
+// modelConfig is the model template the flags describe (learner, kernel
+// and seed are set by the caller).
+func (f modelFlags) modelConfig(ff fieldFlags, labels codec.LabelMap) (model.Config, error) {
+	ec, err := ff.eventConfig()
+	if err != nil {
+		return model.Config{}, err
+	}
+	fc, err := ff.featureConfig(f.Scale)
+	if err != nil {
+		return model.Config{}, err
+	}
+	mc := model.Config{Event: ec, Features: fc, Labels: labels, MaxClasses: f.MaxClasses, Events: f.Input == "events"}
+	if f.Classes != "" {
+		if len(labels.Positive) > 0 {
+			return model.Config{}, errors.New("--classes and --positive exclude each other: many classes or a binary mapping")
+		}
+		if f.Classes == model.Auto {
+			mc.Classes = []string{model.Auto}
+		} else if mc.Classes, err = codec.ParseLabelList(f.Classes); err != nil {
+			return model.Config{}, fmt.Errorf("--classes: %w", err)
+		}
+	}
+	return mc, nil
+}
+
+// isEvents decides --input auto by the first record of the file.
+func isEvents(ctx context.Context, input, path string) (bool, error) {
+	if input != "auto" {
+		return input == "events", nil
+	}
+	events := false
+	err := dataset.LinesOf(ctx, path, func(_ int, b []byte) (bool, error) {
+		if b[0] == '#' {
+			return true, nil
+		}
+		_, err := codec.Decode(b, codec.Limits{AllowEmpty: true, MaxBytes: 16 << 20})
+		var ce *codec.Error
+		events = errors.As(err, &ce) && ce.Reason == codec.ReasonMissingFeatures
+		return false, nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	return events, nil
 }
 
 type featuresCmd struct {

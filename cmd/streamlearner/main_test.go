@@ -16,8 +16,11 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/offline"
 )
 
@@ -43,9 +46,10 @@ func executeCtx(t *testing.T, ctx context.Context, args ...string) (string, erro
 	return out.String(), err
 }
 
-func TestEvalJSONOnA9A(t *testing.T) {
-	out, err := execute(t, "eval", "--data", "../../testdata/a9a.gz", "--test", "../../testdata/a9a.t.gz", "--limit", "3000",
-		"--learner", "perceptron", "--learner", "rbp:budget=50", "--kernel", "rbf:sigma2=25", "--orders", "3", "--format", "json")
+// evalJSON runs an eval with --format json and returns its results.
+func evalJSON(t *testing.T, args ...string) []offline.Result {
+	t.Helper()
+	out, err := execute(t, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,10 +59,16 @@ func TestEvalJSONOnA9A(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
-	if len(got.Learners) != 2 {
-		t.Fatalf("%d results", len(got.Learners))
+	return got.Learners
+}
+
+func TestEvalJSONOnA9A(t *testing.T) {
+	got := evalJSON(t, "eval", "--data", "../../testdata/a9a.gz", "--test", "../../testdata/a9a.t.gz", "--limit", "3000",
+		"--learner", "perceptron", "--learner", "rbp:budget=50", "--kernel", "rbf:sigma2=25", "--orders", "3", "--format", "json")
+	if len(got) != 2 {
+		t.Fatalf("%d results", len(got))
 	}
-	p, r := got.Learners[0], got.Learners[1]
+	p, r := got[0], got[1]
 	if p.Spec != "perceptron:max=0" || r.Spec != "rbp:budget=50" || p.Kernel != "rbf:gamma=0.02" || p.Orders != 3 || p.Examples != 3000 {
 		t.Fatalf("header fields %+v", p)
 	}
@@ -259,5 +269,52 @@ func TestFeaturesShowsIndicesAndCollisions(t *testing.T) {
 	// and those sharing one add up to 102.
 	if shared+(16-sharedIdx) != 102 {
 		t.Fatalf("%d features share %d indices: does not add up to 102 on 16", shared, sharedIdx)
+	}
+}
+
+func TestEvalOnEvents(t *testing.T) {
+	// Adult as it is (named fields, auto-detected), train → test, binary.
+	r := evalJSON(t, "eval", "--data", "../../testdata/adult.train.3000.jsonl.gz", "--test", "../../testdata/adult.test.1000.jsonl.gz",
+		"--label-field", "income", "--key-field", "id", "--positive", ">50K", "--keep-order", "--scale", "online",
+		"--learner", "rbp:budget=50", "--kernel", "rbf:gamma=0.1", "--format", "json")[0]
+	// The same through the model by hand.
+	k, _ := learners.ParseKernel("rbf:gamma=0.1")
+	m, err := model.New(model.Config{Learner: "rbp:budget=50", Kernel: k, Seed: 1, Events: true,
+		Event:  codec.EventConfig{LabelField: "income", KeyField: "id"},
+		Labels: codec.LabelMap{Positive: []string{">50K"}}, Features: features.Config{Scale: features.ScaleOnline}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = dataset.LinesOf(context.Background(), "../../testdata/adult.train.3000.jsonl.gz", func(_ int, b []byte) (bool, error) {
+		_, err := m.Step(b)
+		return true, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Examples != 3000 || r.MistakeRate != m.Eval().MistakeRate() || r.BaselineRate != m.Eval().BaselineRate() || r.TestAccuracy == nil {
+		t.Fatalf("eval %+v, model by hand: %v", r, m.Eval().MistakeRate())
+	}
+	// 50 support vectors on 3000 records do not beat always answering
+	// "<=50K" (24.5 %), but agree beyond chance.
+	if r.Kappa <= 0.2 || *r.TestAccuracy < 0.7 {
+		t.Fatalf("rbp on Adult: %+v", r)
+	}
+
+	// Covertype, many classes discovered online: the table shows the
+	// classes' confusion matrix and recall.
+	out, err := execute(t, "eval", "--data", "../../testdata/covtype.2000.jsonl.gz", "--label-field", "Cover_Type", "--key-field", "id",
+		"--classes", "auto", "--keep-order", "--scale", "online", "--learner", "rbp:budget=30", "--kernel", "rbf:gamma=0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "7 classes, prequential accuracy") || !strings.Contains(out, "recall %") {
+		t.Fatalf("output:\n%s", out)
+	}
+	// With room for three classes, the fourth one met is refused.
+	_, err = execute(t, "eval", "--data", "../../testdata/covtype.2000.jsonl.gz", "--label-field", "Cover_Type", "--classes", "auto",
+		"--max-classes", "3", "--keep-order", "--learner", "perceptron", "--kernel", "linear")
+	if err == nil || !strings.Contains(err.Error(), "too_many_classes") {
+		t.Fatalf("max classes: %v", err)
 	}
 }
