@@ -441,40 +441,19 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 }
 
 // mergeClasses fills the many-class fields of res from learner l's runs:
-// their confusion matrices are added class token by class token, since
-// orders may meet the classes in different orders.
+// their confusion matrices are added class by class name, since orders
+// may meet the classes in different orders.
 func mergeClasses(res *Result, runs []*run, l int) {
-	index := map[string]int{}
 	var acc, f1 []float64
 	for _, r := range runs {
 		if r.learner != l || r.seen == 0 || r.classes == nil {
 			continue
 		}
 		acc, f1 = append(acc, r.accuracy), append(f1, r.macroF1)
-		for _, c := range r.classes {
-			if _, ok := index[c]; !ok {
-				index[c] = len(res.Classes)
-				res.Classes = append(res.Classes, c)
-			}
-		}
+		res.Classes, res.Confusion = prequential.MergeConfusion(res.Classes, res.Confusion, r.classes, r.confusion)
 	}
 	if res.Classes == nil {
 		return
-	}
-	k := len(res.Classes)
-	res.Confusion = make([][]uint64, k)
-	for i := range res.Confusion {
-		res.Confusion[i] = make([]uint64, k)
-	}
-	for _, r := range runs {
-		if r.learner != l || r.seen == 0 || r.classes == nil {
-			continue
-		}
-		for t, row := range r.confusion {
-			for p, c := range row {
-				res.Confusion[index[r.classes[t]]][index[r.classes[p]]] += c
-			}
-		}
 	}
 	res.Accuracy, res.MacroF1 = mean(acc), mean(f1)
 	res.Recall = prequential.ScoresOf(res.Confusion, 0).Recall

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/streamlearner/streamlearner/prequential"
 	"text/tabwriter"
 )
 
@@ -50,20 +52,7 @@ func WriteTable(w io.Writer, results []Result) error {
 // recall and the confusion matrix.
 func writeClasses(w io.Writer, r Result) error {
 	fmt.Fprintf(w, "\n%s: %d classes, prequential accuracy %.2f %%, macro-F1 %.3f\n", r.Spec, len(r.Classes), 100*r.Accuracy, r.MacroF1)
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
-	fmt.Fprint(tw, "true \\ predicted\t")
-	for _, c := range r.Classes {
-		fmt.Fprintf(tw, "%s\t", c)
-	}
-	fmt.Fprint(tw, "recall %\t\n")
-	for t, c := range r.Classes {
-		fmt.Fprintf(tw, "%s\t", c)
-		for _, n := range r.Confusion[t] {
-			fmt.Fprintf(tw, "%d\t", n)
-		}
-		fmt.Fprintf(tw, "%.1f\t\n", 100*r.Recall[t])
-	}
-	return tw.Flush()
+	return prequential.WriteConfusion(w, r.Classes, r.Confusion)
 }
 
 // CurveHeader is the first line of a CSV learning curve (WriteCurveCSV).

@@ -20,7 +20,13 @@
 // new class appears and never allocates otherwise.
 package prequential
 
-import "github.com/streamlearner/streamlearner/learners"
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/streamlearner/streamlearner/learners"
+)
 
 // DefaultWindow is the sliding window used when Window is 0.
 const DefaultWindow = 1000
@@ -262,4 +268,67 @@ func ScoresOf(conf [][]uint64, unanswered uint64) Scores {
 		s.MacroF1 /= float64(classes)
 	}
 	return s
+}
+
+// MergeConfusion adds matrix conf, whose classes are named by classes,
+// into dst (named by dstClasses), class by class name; classes new to dst
+// are appended. Reports that sum over partitions or orders use it, since
+// each may have met the classes in its own order.
+func MergeConfusion(dstClasses []string, dst [][]uint64, classes []string, conf [][]uint64) ([]string, [][]uint64) {
+	index := make(map[string]int, len(dstClasses))
+	for i, c := range dstClasses {
+		index[c] = i
+	}
+	for _, c := range classes {
+		if _, ok := index[c]; !ok {
+			index[c] = len(dstClasses)
+			dstClasses = append(dstClasses, c)
+		}
+	}
+	k := len(dstClasses)
+	for len(dst) < k {
+		dst = append(dst, nil)
+	}
+	for i := range dst {
+		for len(dst[i]) < k {
+			dst[i] = append(dst[i], 0)
+		}
+	}
+	for t, row := range conf {
+		for p, c := range row {
+			dst[index[classes[t]]][index[classes[p]]] += c
+		}
+	}
+	return dstClasses, dst
+}
+
+// BinaryClasses names the binary class indices: 0 is −1, 1 is +1.
+var BinaryClasses = []string{"-1", "+1"}
+
+// WriteConfusion prints a confusion matrix (row = true class) with each
+// class's recall, as the eval and replay reports show it.
+func WriteConfusion(w io.Writer, classes []string, conf [][]uint64) error {
+	recall := ScoresOf(conf, 0).Recall
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "true \\ predicted\t")
+	for _, c := range classes {
+		fmt.Fprintf(tw, "%s\t", c)
+	}
+	fmt.Fprint(tw, "recall %\t\n")
+	for t, c := range classes {
+		fmt.Fprintf(tw, "%s\t", c)
+		for p := range classes {
+			n := uint64(0)
+			if t < len(conf) && p < len(conf[t]) {
+				n = conf[t][p]
+			}
+			fmt.Fprintf(tw, "%d\t", n)
+		}
+		r := 0.0
+		if t < len(recall) {
+			r = recall[t]
+		}
+		fmt.Fprintf(tw, "%.1f\t\n", 100*r)
+	}
+	return tw.Flush()
 }

@@ -48,6 +48,13 @@ type Summary struct {
 	BaselineRate float64 `json:"baseline_rate"`
 	// Kappa is Cohen's kappa over the summed confusion matrices.
 	Kappa float64 `json:"kappa"`
+	// Classes and Confusion sum the partitions' matrices class by class;
+	// Accuracy, MacroF1 and Recall are computed from that sum.
+	Classes   []string   `json:"classes"`
+	Confusion [][]uint64 `json:"confusion"`
+	Accuracy  float64    `json:"accuracy"`
+	MacroF1   float64    `json:"macro_f1"`
+	Recall    []float64  `json:"recall"`
 	// MeanRecovery is the mean of the recoveries that happened (records),
 	// Recovered/Shifts how many did.
 	MeanRecovery float64 `json:"mean_recovery"`
@@ -68,9 +75,15 @@ type LearnerReport struct {
 	BaselineMistakes uint64  `json:"baseline_mistakes"`
 	BaselineRate     float64 `json:"baseline_rate"`
 	Kappa            float64 `json:"kappa"`
+	// Classes names the confusion matrix's classes: "-1" and "+1" for a
+	// binary model, the class tokens in the order met for a many-class one.
+	Classes []string `json:"classes"`
 	// Confusion counts labeled rounds by true class (row) and predicted
-	// class (column), class 0 being −1 and class 1 being +1.
-	Confusion         [][]uint64       `json:"confusion"`
+	// class (column).
+	Confusion [][]uint64 `json:"confusion"`
+	// Failed counts records the model refused, by reason; empty unless the
+	// stream's own checks missed one.
+	Failed            map[string]int64 `json:"failed,omitempty"`
 	Support           int              `json:"support"`
 	SupportMax        int              `json:"support_max"`
 	ExamplesPerSecond float64          `json:"examples_per_second"`
@@ -199,17 +212,22 @@ func (s *Stream) Report() PartitionReport {
 		known[i] = sh.Round
 	}
 	for _, ln := range s.lanes {
-		lr := LearnerReport{Spec: ln.spec, Seed: ln.seed, Rounds: ln.ev.Rounds, Labeled: ln.ev.Labeled,
-			Mistakes: ln.ev.Mistakes, Updates: ln.ev.Updates, MistakeRate: ln.ev.MistakeRate(),
-			WindowRate: ln.ev.WindowRate(), Support: ln.ev.Support, SupportMax: ln.ev.SupportMax,
-			BaselineMistakes: ln.ev.BaselineMistakes, BaselineRate: ln.ev.BaselineRate(), Kappa: ln.ev.Scores().Kappa,
-			Confusion: ln.ev.Confusion(),
-			Segments:  slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace)}
+		ev := ln.m.Eval()
+		classes := ln.m.Classes()
+		if !ln.m.Multi() {
+			classes = prequential.BinaryClasses
+		}
+		lr := LearnerReport{Spec: ln.spec, Seed: ln.seed, Rounds: ev.Rounds, Labeled: ev.Labeled,
+			Mistakes: ev.Mistakes, Updates: ev.Updates, MistakeRate: ev.MistakeRate(),
+			WindowRate: ev.WindowRate(), Support: ev.Support, SupportMax: ev.SupportMax,
+			BaselineMistakes: ev.BaselineMistakes, BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa,
+			Classes: classes, Confusion: ev.Confusion(), Failed: ln.failed,
+			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace)}
 		if lr.Recovery == nil {
 			lr.Recovery = []Recovery{}
 		}
 		if secs := ln.elapsed.Seconds(); secs > 0 {
-			lr.ExamplesPerSecond = float64(ln.ev.Rounds) / secs
+			lr.ExamplesPerSecond = float64(ev.Rounds) / secs
 		}
 		for i := range lr.Segments {
 			if sg := &lr.Segments[i]; sg.Labeled > 0 {
@@ -230,24 +248,6 @@ func (s *Stream) Report() PartitionReport {
 	return pr
 }
 
-// addMatrix adds square matrix b into a, growing a as needed.
-func addMatrix(a, b [][]uint64) [][]uint64 {
-	for len(a) < len(b) {
-		a = append(a, nil)
-	}
-	for i := range a {
-		for len(a[i]) < len(a) {
-			a[i] = append(a[i], 0)
-		}
-	}
-	for i, row := range b {
-		for j, c := range row {
-			a[i][j] += c
-		}
-	}
-	return a
-}
-
 func nonNil(xs []int64) []int64 {
 	if xs == nil {
 		return []int64{}
@@ -266,6 +266,7 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 	for l, spec := range cfg.Learners {
 		sm := Summary{Spec: spec}
 		var sum float64
+		var classes []string
 		var conf [][]uint64
 		var baseline uint64
 		for _, p := range parts {
@@ -273,7 +274,7 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 			sm.Labeled += lr.Labeled
 			sm.Mistakes += lr.Mistakes
 			baseline += lr.BaselineMistakes
-			conf = addMatrix(conf, lr.Confusion)
+			classes, conf = prequential.MergeConfusion(classes, conf, lr.Classes, lr.Confusion)
 			for _, r := range lr.Recovery {
 				sm.Shifts++
 				if r.Records != nil {
@@ -286,7 +287,9 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 			sm.MistakeRate = float64(sm.Mistakes) / float64(sm.Labeled)
 			sm.BaselineRate = float64(baseline) / float64(sm.Labeled)
 		}
-		sm.Kappa = prequential.ScoresOf(conf, 0).Kappa
+		sc := prequential.ScoresOf(conf, 0)
+		sm.Kappa, sm.Accuracy, sm.MacroF1, sm.Recall = sc.Kappa, sc.Accuracy, sc.MacroF1, sc.Recall
+		sm.Classes, sm.Confusion = classes, conf
 		if sm.Recovered > 0 {
 			sm.MeanRecovery = sum / float64(sm.Recovered)
 		}
@@ -350,6 +353,15 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
+	}
+	for _, sm := range r.Learners {
+		if len(sm.Classes) == 0 || slices.Equal(sm.Classes, prequential.BinaryClasses) {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s, all partitions: %d classes, accuracy %.2f %%, macro-F1 %.3f\n", sm.Spec, len(sm.Classes), 100*sm.Accuracy, sm.MacroF1)
+		if err := prequential.WriteConfusion(w, sm.Classes, sm.Confusion); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
 	}
 	return nil
 }
