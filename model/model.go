@@ -42,6 +42,20 @@
 //     and are valid until the next call. Once its buffers have grown, a
 //     Step on an event allocates nothing but what the learners allocate
 //     (a learner at its budget allocates nothing either).
+//
+// # Wiring a consumer
+//
+// One Model per partition, built with New (seed: the service's seed for the
+// partition) or restored with Unmarshal. For each message: r, err :=
+// m.Step(value); an error is a dead letter whose reason is the
+// *codec.Error's (errors.As), and the model is unchanged; otherwise r has
+// the prediction (r.Predicted, r.Class, r.Margin, r.Margins), whether it
+// was learned (r.Labeled) and a mistake (r.Mistake), and r.Key. m.Eval() is
+// the partition's evaluator (mistake rates, baseline, kappa, confusion) and
+// m.Support() its support-set size, for metrics. At a checkpoint, store
+// m.MarshalBinary() (it holds the evaluator too); to continue, Unmarshal
+// it. eval and replay drive the same type, so their numbers are the
+// service's by construction.
 package model
 
 import (
