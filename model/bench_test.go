@@ -1,10 +1,14 @@
 package model
 
 import (
+	"context"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/features"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/prequential"
 )
 
 // BenchmarkStep is one partition-model round on Adult events (decode,
@@ -50,4 +54,39 @@ func benchSteps(b *testing.B, m *Model, recs [][]byte) {
 		}
 		i++
 	}
+}
+
+// BenchmarkIndexedRound compares one round on a decoded a9a record through
+// the bare learner (what eval and replay ran before the model existed) and
+// through Model.StepVector (what they run now): the indexed path's cost of
+// the model layer (label map, reporting rule, evaluator).
+func BenchmarkIndexedRound(b *testing.B) {
+	set, err := dataset.Load(context.Background(), "../testdata/a9a.gz", dataset.Options{Limit: 3000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := kernel(b, "rbf:gamma=0.01")
+	tokens := map[int][]byte{1: []byte("1"), -1: []byte("-1")}
+	b.Run("learner", func(b *testing.B) {
+		l, _ := learners.New("rbp:budget=100", k, 1)
+		var ev prequential.Evaluator
+		i := 0
+		for b.Loop() {
+			j := i % set.Len()
+			o := l.Round(set.X[j], set.Y[j])
+			ev.Observe(o, true, l.Size())
+			i++
+		}
+	})
+	b.Run("model", func(b *testing.B) {
+		m := build(b, Config{Learner: "rbp:budget=100", Kernel: k, Seed: 1})
+		i := 0
+		for b.Loop() {
+			j := i % set.Len()
+			if _, err := m.StepVector(set.X[j], tokens[set.Y[j]]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 }
