@@ -18,7 +18,7 @@ import (
 // fieldFlags say how named-field events are read (shared by the commands
 // that take events).
 type fieldFlags struct {
-	LabelField  string   `default:"label" placeholder:"FIELD" help:"Field holding the label (events: JSON objects of named fields)."`
+	LabelField  string   `default:"label" help:"Field holding the label (events: JSON objects of named fields)."`
 	KeyField    string   `placeholder:"FIELD" help:"Field holding the record's id, carried into predictions and not a feature (default: none)."`
 	IgnoreField []string `placeholder:"FIELD" help:"Field that is not a feature, repeatable."`
 	Features    string   `placeholder:"FIELD:KIND,..." help:"Schema: field kinds numeric, categorical, text or ignore (default: inferred; numbers numeric, strings categorical, booleans 0/1, arrays of strings bags of tokens, objects flattened with '.')."`
