@@ -259,13 +259,19 @@ func (r *eventReader) object(prefix []byte, depth int) *Error {
 		if r.peek() != '"' {
 			return r.unexpected("a string key")
 		}
-		key, err := r.stringValue()
+		start, end, esc, err := r.scanString()
 		if err != nil {
 			return err
 		}
-		// The name goes to a scratch buffer: key may alias the unescape
-		// buffer, which the value overwrites.
-		name := r.s.name(prefix, key)
+		// A top-level key without escapes is its own name, in the input;
+		// any other name is built in a scratch buffer (an unescaped key
+		// lives in the unescape buffer, which the value overwrites).
+		name := r.b[start:end:end]
+		if esc {
+			name = r.s.name(prefix, r.unescape(name))
+		} else if prefix != nil {
+			name = r.s.name(prefix, name)
+		}
 		if err := r.colon(); err != nil {
 			return err
 		}
