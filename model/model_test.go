@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -248,6 +249,54 @@ func TestSnapshotContinuesBitIdentical(t *testing.T) {
 				t.Fatalf("other version: %v", err)
 			}
 		}
+	}
+}
+
+// TestTextEvents: a text field goes through the model (tokens, counts, l2
+// normalization) and its snapshot keeps the featurizer's configuration.
+func TestTextEvents(t *testing.T) {
+	words := []string{"rates", "rise", "fall", "oil", "wheat", "bank", "profit", "loss", "Market", "market!"}
+	r := rng.New(3, 0)
+	var recs [][]byte
+	for i := range 400 {
+		text, label := "", "down"
+		for range 3 + r.Uint64n(5) {
+			w := words[r.Uint64n(uint64(len(words)))]
+			text += w + " "
+			if w == "rise" || w == "profit" {
+				label = "up"
+			}
+		}
+		recs = append(recs, []byte(fmt.Sprintf(`{"id":%d,"headline":%q,"label":%q}`, i, text, label)))
+	}
+	cfg := Config{Learner: "rbp:budget=30", Kernel: kernel(t, "linear"), Events: true, Labels: codec.LabelMap{Positive: []string{"up"}},
+		Event:    codec.EventConfig{KeyField: "id", Schema: map[string]codec.FieldKind{"headline": codec.FieldText}},
+		Features: features.Config{NormalizeText: true, HashBits: 10}}
+	m := build(t, cfg)
+	for _, b := range recs[:300] {
+		if _, err := m.Step(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, _ := m.MarshalBinary()
+	c, err := Unmarshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fc := c.Featurizer().Config(); !fc.NormalizeText || fc.HashBits != 10 {
+		t.Fatalf("restored featurizer %+v", fc)
+	}
+	for _, b := range recs[300:] {
+		ra, _ := m.Step(b)
+		rc, _ := c.Step(b)
+		if math.Float64bits(ra.Margin) != math.Float64bits(rc.Margin) {
+			t.Fatalf("restored model differs: %v %v", ra.Margin, rc.Margin)
+		}
+	}
+	t.Logf("text stream: %.3f mistakes, baseline %.3f", m.Eval().MistakeRate(), m.Eval().BaselineRate())
+	// The label is a word of the text: a linear learner gets most right.
+	if e := m.Eval(); e.MistakeRate() > 0.2 || e.BaselineRate() < 0.3 {
+		t.Fatalf("text stream: %v mistakes, baseline %v", e.MistakeRate(), e.BaselineRate())
 	}
 }
 
