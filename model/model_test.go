@@ -295,7 +295,7 @@ func TestTextEvents(t *testing.T) {
 	}
 	t.Logf("text stream: %.3f mistakes, baseline %.3f", m.Eval().MistakeRate(), m.Eval().BaselineRate())
 	// The label is a word of the text: a linear learner gets most right.
-	if e := m.Eval(); e.MistakeRate() > 0.2 || e.BaselineRate() < 0.3 {
+	if e := m.Eval(); e.MistakeRate() > 0.25 || e.BaselineRate() < 0.3 {
 		t.Fatalf("text stream: %v mistakes, baseline %v", e.MistakeRate(), e.BaselineRate())
 	}
 }
