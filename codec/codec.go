@@ -93,6 +93,8 @@ const (
 	ReasonEmptyFeatures   Reason = "empty_features"
 	ReasonValueTooLarge   Reason = "value_too_large"
 	ReasonMissingFeatures Reason = "missing_features"
+	ReasonBadField        Reason = "bad_field"
+	ReasonTooManyClasses  Reason = "too_many_classes"
 )
 
 // Reasons returns every Reason this package can report, so that metrics can
@@ -113,6 +115,8 @@ func Reasons() []Reason {
 		ReasonEmptyFeatures,
 		ReasonMissingFeatures,
 		ReasonValueTooLarge,
+		ReasonBadField,
+		ReasonTooManyClasses,
 	}
 }
 
@@ -269,6 +273,10 @@ type entry struct {
 type scratch struct {
 	ents []entry
 	buf  []byte // unescaped JSON strings
+
+	// For events: flattened field names, and the label and key seen.
+	names              []byte
+	labelSeen, keySeen bool
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

@@ -25,6 +25,47 @@
 // hexadecimal floats such as 0x1p-3 are read), except that Go's "_" digit
 // separators are refused, as are NaN and infinities.
 //
+// # Named-field events
+//
+// An event is a JSON object whose members are the record's own fields,
+// {"id":"adult-000001","age":39,"workclass":"State-gov",...,"income":"<=50K"}:
+// one field is the label, one may be a key (a record id carried into
+// predictions), and the others become features. EventDecoder reads such an
+// object into an Event, a flat list of named fields; package features
+// hashes them into a vector. The {"label":…,"features":{…}} records and
+// LIBSVM lines are not events: Decode keeps reading them as before.
+//
+// How a field becomes features is its kind: from EventConfig.Schema when it
+// names the field, otherwise inferred from the value:
+//
+//	number          numeric: one feature, the value
+//	string          categorical: one feature "field=value", value 1
+//	true, false     numeric 1 and 0
+//	array           each element as if it were field "name.i" (i from 0),
+//	                except strings, which are a bag of tokens of the field
+//	                itself (categorical "name=token", counted)
+//	object          flattened: its members are fields "name.member"
+//	null, absent    missing: no feature
+//
+// A schema kind overrides the inference: numeric takes numbers and
+// booleans; categorical takes strings, numbers (their canonical text) and
+// booleans; text takes strings (tokenized by the featurizer); ignore drops
+// the field, as EventConfig.Ignore does. A value that its kind cannot take
+// is an error with reason bad_field. Names are matched after flattening
+// ("address.city"), exactly (case matters).
+//
+// The label follows the rules of the record format: a number (canonical
+// token), a boolean, a non-empty string, or null/absent for an unlabeled
+// event; anything else is bad_label. The key is a string or a number (its
+// text as written); null or absent means no key.
+//
+// A field given twice contributes twice (a bag); a repeated label or key
+// field is invalid_json. The message-level checks (empty_message,
+// too_large, invalid_utf8) come first, as for records, and NaN or
+// infinite numbers cannot be written in JSON; a number that overflows
+// float64 is non_finite. At most Limits.MaxNonZeros fields (array elements
+// included) are read: too_many_features beyond.
+//
 // # Vectors and indices
 //
 // Feature indices are decimal integers from 0 to Limits.MaxIndex ("03" is
@@ -77,6 +118,10 @@
 //	too_many_features  more than MaxNonZeros features
 //	empty_features     no non-zero feature, unless Limits.AllowEmpty
 //	missing_features   a JSON object without a "features" key
+//	bad_field          (events) a field value its schema kind cannot take,
+//	                   or a key field that is not a string or a number
+//	too_many_classes   (events) a label beyond the model's class limit;
+//	                   reported by the model, not by a decoder
 //
 // The message-level checks come first, in this order: empty_message,
 // too_large, invalid_utf8. Then the record is read once, from the start,

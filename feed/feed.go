@@ -27,7 +27,11 @@ import (
 type ProduceConfig struct {
 	Conn  kafkaconn.Config
 	Topic string // required
-	Data  string // LIBSVM or JSON lines file, gzip allowed; required
+	// Data is a LIBSVM or JSON lines file (records, or events: JSON objects
+	// of named fields, sent as they are), or a CSV file with a header row
+	// (its name ends in .csv or .csv.gz), each row sent as an event whose
+	// fields are the header's names; gzip allowed; required.
+	Data string
 	// Rate limits records per second; 0 sends as fast as the broker takes them.
 	Rate float64
 	// Key chooses record keys: "round-robin" (default: no key, records
@@ -77,29 +81,51 @@ func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
 	if cfg.Key != "round-robin" {
 		balancer = &kafka.Hash{}
 	}
+	key := func(line int, rec []byte) []byte {
+		switch cfg.Key {
+		case "round-robin":
+			return nil
+		case "line":
+			return strconv.AppendInt(nil, int64(line), 10)
+		}
+		return jsonField(rec, cfg.Key)
+	}
 	lines := func(yield func(Message, error) bool) {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 0, 1<<16), 16<<20)
 		lim := codec.Limits{AllowEmpty: true, MaxBytes: 16 << 20}
+		events := false
+		var eventDec *codec.EventDecoder
+		var ev codec.Event
 		n := 0
 		for line := 1; sc.Scan(); line++ {
 			b := bytes.TrimSpace(sc.Bytes())
 			if len(b) == 0 || b[0] == '#' {
 				continue
 			}
+			var msg Message
 			ex, err := codec.Decode(b, lim)
+			var ce *codec.Error
+			if n == 0 && errors.As(err, &ce) && ce.Reason == codec.ReasonMissingFeatures {
+				// The first record is an event: the file is sent as it is,
+				// each line checked to be one JSON object.
+				events = true
+				eventDec, _ = codec.NewEventDecoder(codec.EventConfig{Limits: lim})
+			}
+			if events {
+				err = eventDec.Decode(b, &ev)
+				var ce *codec.Error
+				if errors.As(err, &ce) && (ce.Reason == codec.ReasonBadLabel || ce.Reason == codec.ReasonEmptyFeatures) {
+					err = nil // the consumer's label field and schema decide
+				}
+				msg.Raw = bytes.Clone(b)
+			}
 			if err != nil {
 				yield(Message{}, fmt.Errorf("%s line %d: %w", cfg.Data, line, err))
 				return
 			}
-			msg := Message{Example: ex}
-			switch cfg.Key {
-			case "round-robin":
-			case "line":
-				msg.Key = strconv.AppendInt(nil, int64(line), 10)
-			default:
-				msg.Key = jsonField(b, cfg.Key)
-			}
+			msg.Example = ex
+			msg.Key = key(line, b)
 			if !yield(msg, nil) {
 				return
 			}
@@ -109,6 +135,24 @@ func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
 		}
 		if err := sc.Err(); err != nil {
 			yield(Message{}, fmt.Errorf("read %s: %w", cfg.Data, err))
+		}
+	}
+	if isCSV(cfg.Data) {
+		lines = func(yield func(Message, error) bool) {
+			n := 0
+			for row, err := range CSVEvents(r) {
+				if err != nil {
+					yield(Message{}, fmt.Errorf("%s: %w", cfg.Data, err))
+					return
+				}
+				n++
+				if !yield(Message{Raw: row, Key: key(n+1, row)}, nil) {
+					return
+				}
+				if cfg.Limit > 0 && n >= cfg.Limit {
+					return
+				}
+			}
 		}
 	}
 	return ProduceExamples(ctx, WriterConfig{
@@ -139,9 +183,11 @@ type WriterConfig struct {
 }
 
 // Message is one record to produce: the example, written as JSON with
-// codec.AppendJSON, and optionally a key and headers.
+// codec.AppendJSON, or Raw, sent as it is (an event); and optionally a key
+// and headers.
 type Message struct {
 	Example codec.Example
+	Raw     []byte
 	Key     []byte
 	Headers []kafka.Header
 }
@@ -213,7 +259,11 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 		if err != nil {
 			return sent, err
 		}
-		batch = append(batch, kafka.Message{Key: m.Key, Value: codec.AppendJSON(nil, m.Example), Headers: m.Headers})
+		value := m.Raw
+		if value == nil {
+			value = codec.AppendJSON(nil, m.Example)
+		}
+		batch = append(batch, kafka.Message{Key: m.Key, Value: value, Headers: m.Headers})
 		if len(batch) >= batchSize {
 			if err := flush(); err != nil {
 				return sent, err

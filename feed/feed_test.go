@@ -189,3 +189,50 @@ func TestProduceExamplesSplitsWideRecordsUnderTheBrokerLimit(t *testing.T) {
 		t.Fatalf("over-limit batch: %v", err)
 	}
 }
+
+func TestProduceSendsEventsAndCSVRowsAsTheyAre(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"ev", "csv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	events := `{"id":"e1","age":39,"w":"State-gov","income":"<=50K"}` + "\n" + `{"id":"e2","age":null,"tags":["a"],"income":">50K"}` + "\n"
+	os.WriteFile(filepath.Join(dir, "e.jsonl"), []byte(events), 0o600)
+	os.WriteFile(filepath.Join(dir, "d.csv"), []byte("id,age,w,income\ne1,39,State-gov,<=50K\ne2,,Private,>50K\n"), 0o600)
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	read := func(topic string) []kafka.Message {
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: topic, Partition: 0, MaxWait: time.Second})
+		defer r.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+		defer cancel()
+		var got []kafka.Message
+		for {
+			m, err := r.ReadMessage(ctx)
+			if err != nil {
+				return got
+			}
+			got = append(got, m)
+		}
+	}
+	if n, err := Produce(context.Background(), ProduceConfig{Conn: conn, Topic: "ev", Data: filepath.Join(dir, "e.jsonl"), Key: "id"}); err != nil || n != 2 {
+		t.Fatalf("events: sent %d: %v", n, err)
+	}
+	got := read("ev")
+	if len(got) != 2 || string(got[0].Value)+"\n"+string(got[1].Value)+"\n" != events || string(got[1].Key) != "e2" {
+		t.Fatalf("events in the topic: %v", got)
+	}
+	if n, err := Produce(context.Background(), ProduceConfig{Conn: conn, Topic: "csv", Data: filepath.Join(dir, "d.csv"), Key: "id"}); err != nil || n != 2 {
+		t.Fatalf("csv: sent %d: %v", n, err)
+	}
+	got = read("csv")
+	if len(got) != 2 || string(got[0].Value) != `{"id":"e1","age":39,"w":"State-gov","income":"<=50K"}` ||
+		string(got[1].Value) != `{"id":"e2","age":null,"w":"Private","income":">50K"}` || string(got[0].Key) != "e1" {
+		t.Fatalf("csv rows in the topic: %v", got)
+	}
+	// A broken event line is an error naming it.
+	os.WriteFile(filepath.Join(dir, "bad.jsonl"), []byte(`{"a":1}`+"\n"+`{"a":`+"\n"), 0o600)
+	if _, err := Produce(context.Background(), ProduceConfig{Conn: conn, Topic: "ev", Data: filepath.Join(dir, "bad.jsonl")}); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("broken event: %v", err)
+	}
+}

@@ -17,8 +17,10 @@ import (
 
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/prequential"
 	"github.com/streamlearner/streamlearner/rng"
+	"github.com/streamlearner/streamlearner/sparse"
 )
 
 // Config says what to run.
@@ -47,24 +49,108 @@ type Config struct {
 	// Progress, if set, is called from the workers now and then with the
 	// rounds done so far and the total.
 	Progress func(done, total int64)
+	// Every, with Point, reports running metrics every Every records of
+	// each run (learner × order), and once more at its end — a learning
+	// curve, as River's progressive_val_score and MOA's
+	// EvaluatePrequential print. 0: no points.
+	Every int
+	// Point receives the running metrics. It is called from the workers,
+	// so with Jobs > 1 concurrently: it must synchronize itself.
+	Point func(Point)
+	// Window is the number of labeled rounds in the windowed mistake rate
+	// of the points. Default prequential.DefaultWindow (1000).
+	Window int
+	// Model is the template of every run's partition model: how messages
+	// are read (records or events), labels and classes. Its Learner,
+	// Kernel, Seed and Window are set per run from the fields above.
+	Model model.Config
+}
+
+// Data is a stream to evaluate on: indexed records with their label
+// tokens, or raw event messages (with Config.Model.Events).
+type Data struct {
+	X      []sparse.Vector
+	Labels []string // canonical label tokens; "" for an unlabeled record
+	Events [][]byte
+}
+
+// Len is the number of records.
+func (d *Data) Len() int {
+	if d.Events != nil {
+		return len(d.Events)
+	}
+	return len(d.X)
+}
+
+// FromSet wraps a binary data set: labels ±1 become the tokens "1" and
+// "-1", which the default label map takes back to ±1.
+func FromSet(s *dataset.Set) *Data {
+	if s == nil {
+		return nil
+	}
+	d := &Data{X: s.X, Labels: make([]string, len(s.Y))}
+	for i, y := range s.Y {
+		switch y {
+		case 1:
+			d.Labels[i] = "1"
+		case -1:
+			d.Labels[i] = "-1"
+		}
+	}
+	return d
+}
+
+// Point is one run's running metrics after Seen records. Rates are
+// fractions.
+type Point struct {
+	Spec         string  `json:"learner"`
+	Order        int     `json:"order"`
+	Seen         int     `json:"seen"`
+	MistakeRate  float64 `json:"mistake_rate"`
+	WindowRate   float64 `json:"window_rate"`
+	BaselineRate float64 `json:"baseline_rate"`
+	Kappa        float64 `json:"kappa"`
+	Support      int     `json:"support"`
 }
 
 // Result summarizes one learner over all orders. Rates and accuracies are
 // fractions in [0, 1]; "± std" values are sample standard deviations over
 // orders (0 for one order).
 type Result struct {
-	Spec              string   `json:"spec"`
-	Kernel            string   `json:"kernel"`
-	Orders            int      `json:"orders"`
-	Examples          int      `json:"examples"`
-	MistakeRate       float64  `json:"mistake_rate"`
-	MistakeRateStd    float64  `json:"mistake_rate_std"`
+	Spec     string `json:"spec"`
+	Kernel   string `json:"kernel"`
+	Orders   int    `json:"orders"`
+	Examples int    `json:"examples"`
+	// Classes, Accuracy, MacroF1, Recall and Confusion are set for
+	// many-class runs: the classes (in the order the first order met
+	// them), the mean accuracy and macro-F1 over orders, and per-class
+	// recall and the confusion matrix (row = true class) over all orders.
+	Classes        []string   `json:"classes,omitempty"`
+	Accuracy       float64    `json:"accuracy,omitempty"`
+	MacroF1        float64    `json:"macro_f1,omitempty"`
+	Recall         []float64  `json:"recall,omitempty"`
+	Confusion      [][]uint64 `json:"confusion,omitempty"`
+	MistakeRate    float64    `json:"mistake_rate"`
+	MistakeRateStd float64    `json:"mistake_rate_std"`
+	// BaselineRate is the prequential majority-class baseline's mistake
+	// rate on the same stream (predict the class seen most so far).
+	BaselineRate float64 `json:"baseline_rate"`
+	// Kappa is Cohen's kappa of the learner's predictions (mean over
+	// orders): 0 is no better than chance given the class frequencies.
+	Kappa    float64 `json:"kappa"`
+	KappaStd float64 `json:"kappa_std"`
+	// Updates is the mean number of rounds that changed the model.
+	Updates           float64  `json:"updates"`
 	Support           float64  `json:"support"`
 	SupportStd        float64  `json:"support_std"`
 	SupportMax        float64  `json:"support_max"`
 	TestAccuracy      *float64 `json:"test_accuracy"`
 	TestAccuracyStd   *float64 `json:"test_accuracy_std"`
 	ExamplesPerSecond float64  `json:"examples_per_second"`
+	// Interrupted is set when the run was stopped before the end:
+	// Examples is then the mean number of records its runs saw, and the
+	// test accuracy is left out.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // Seed streams: each purpose draws from its own sequence of the run seed.
@@ -82,7 +168,15 @@ func Order(seed uint64, o, n int) []int { return rng.New(seed, streamOrder+uint6
 
 type run struct {
 	learner, order int
+	seen           int // records played
+	classes        []string
+	confusion      [][]uint64
+	accuracy       float64
+	macroF1        float64
 	mistakeRate    float64
+	baselineRate   float64
+	kappa          float64
+	updates        uint64
 	support        int
 	supportMax     int
 	testAcc        float64
@@ -90,9 +184,18 @@ type run struct {
 	margins        []float64 // for the trace
 }
 
-// Run evaluates every learner on train (and test, if not nil) and returns
-// one Result per learner, in Config order.
+// Run evaluates every learner on a binary train set (and test, if not
+// nil), records as they are; see RunData.
 func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, error) {
+	return RunData(ctx, FromSet(train), FromSet(test), cfg)
+}
+
+// RunData evaluates every learner on train (and test, if not nil) through
+// the partition model (package model) and returns one Result per learner,
+// in Config order. When ctx is cancelled, Run
+// returns the results so far (marked Interrupted; learners whose runs had
+// not started are left out) together with ctx's error.
+func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, error) {
 	if len(cfg.Learners) == 0 {
 		return nil, errors.New("no learner given")
 	}
@@ -106,9 +209,9 @@ func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, e
 	if cfg.KeepOrder {
 		orders = 1
 	}
-	// Fail on a bad spec before any work.
+	// Fail on a bad spec or configuration before any work.
 	for _, spec := range cfg.Learners {
-		if _, err := learners.New(spec, cfg.Kernel, 0); err != nil {
+		if _, err := model.New(cfg.modelConfig(spec, 0)); err != nil {
 			return nil, err
 		}
 	}
@@ -130,6 +233,7 @@ func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, e
 	}
 	var done atomic.Int64
 	total := int64(len(results) * train.Len())
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -142,7 +246,9 @@ func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, e
 		go func() {
 			defer wg.Done()
 			for r := range tasks {
-				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, total); err != nil {
+				// A stop from the caller is an interruption, reported
+				// below with the results so far, not a failure.
+				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, total); err != nil && parent.Err() == nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 				}
 			}
@@ -161,8 +267,8 @@ feed:
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if err := parent.Err(); err != nil {
+		return summarize(cfg, orders, train.Len(), test, results), err
 	}
 	if cfg.Trace != nil {
 		if err := writeTrace(cfg.Trace, results); err != nil {
@@ -172,17 +278,63 @@ feed:
 	return summarize(cfg, orders, train.Len(), test, results), nil
 }
 
-func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm []int, done *atomic.Int64, total int64) error {
+// modelConfig is the model of one run.
+func (cfg Config) modelConfig(spec string, seed uint64) model.Config {
+	mc := cfg.Model
+	mc.Learner, mc.Kernel, mc.Seed, mc.Window = spec, cfg.Kernel, seed, cfg.Window
+	return mc
+}
+
+// step plays record j of d through m, learning or (test) only predicting.
+func step(m *model.Model, d *Data, j int, learn bool) (model.Result, error) {
+	var r model.Result
+	var err error
+	switch {
+	case d.Events != nil && learn:
+		r, err = m.Step(d.Events[j])
+	case d.Events != nil:
+		r, err = m.Predict(d.Events[j])
+	case learn:
+		r, err = m.StepVector(d.X[j], []byte(d.Labels[j]))
+	default:
+		r, err = m.PredictVector(d.X[j], []byte(d.Labels[j]))
+	}
+	if err != nil {
+		return r, fmt.Errorf("record %d: %w", j+1, err)
+	}
+	return r, nil
+}
+
+func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int, done *atomic.Int64, total int64) error {
 	spec := cfg.Learners[r.learner]
 	seed := OrderSeed(cfg.Seed, r.order)
 	if perm == nil { // file order: the service's seeding, see KeepOrder
 		seed = cfg.Seed
 	}
-	l, err := learners.New(spec, cfg.Kernel, seed)
+	if err := ctx.Err(); err != nil {
+		return err // stopped before this run began
+	}
+	m, err := model.New(cfg.modelConfig(spec, seed))
 	if err != nil {
 		return err
 	}
-	var ev prequential.Evaluator
+	ev := m.Eval()
+	shown := displaySpec(spec, cfg.Kernel)
+	point := func(seen int) {
+		if cfg.Point != nil {
+			cfg.Point(Point{Spec: shown, Order: r.order, Seen: seen, MistakeRate: ev.MistakeRate(), WindowRate: ev.WindowRate(),
+				BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa, Support: m.Support()})
+		}
+	}
+	// The statistics so far are kept whatever ends the run, so that an
+	// interrupted eval still reports them.
+	defer func() {
+		sc := ev.Scores()
+		r.mistakeRate, r.baselineRate, r.kappa, r.updates = ev.MistakeRate(), ev.BaselineRate(), sc.Kappa, ev.Updates
+		r.support, r.supportMax = ev.Support, ev.SupportMax
+		r.accuracy, r.macroF1, r.confusion = sc.Accuracy, sc.MacroF1, ev.Confusion()
+		r.classes = m.Classes()
+	}()
 	if cfg.Trace != nil {
 		r.margins = make([]float64, 0, train.Len())
 	}
@@ -191,6 +343,7 @@ func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm
 	for i := range train.Len() {
 		if i%chunk == chunk-1 {
 			if ctx.Err() != nil {
+				r.seconds = time.Since(start).Seconds()
 				return ctx.Err()
 			}
 			n := done.Add(chunk)
@@ -202,27 +355,37 @@ func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm
 		if perm != nil {
 			j = perm[i]
 		}
-		y := train.Y[j]
-		o := l.Round(train.X[j], y)
-		ev.Observe(o, y != 0, l.Size())
+		o, err := step(m, train, j, true)
+		if err != nil {
+			return err
+		}
+		r.seen = i + 1
 		if r.margins != nil {
 			r.margins = append(r.margins, o.Margin)
+		}
+		if cfg.Every > 0 && r.seen%cfg.Every == 0 {
+			point(r.seen)
 		}
 	}
 	r.seconds = time.Since(start).Seconds()
 	if n := done.Add(int64(train.Len() % chunk)); cfg.Progress != nil {
 		cfg.Progress(n, total)
 	}
-	r.mistakeRate = ev.MistakeRate()
-	r.support, r.supportMax = ev.Support, ev.SupportMax
+	if cfg.Every > 0 && r.seen%cfg.Every != 0 {
+		point(r.seen)
+	}
 	if test != nil {
 		right, labeled := 0, 0
-		for j, x := range test.X {
-			if test.Y[j] == 0 {
+		for j := range test.Len() {
+			o, err := step(m, test, j, false)
+			if err != nil {
+				return fmt.Errorf("test %w", err)
+			}
+			if !o.Labeled {
 				continue
 			}
 			labeled++
-			if float64(test.Y[j])*l.Predict(x) > 0 {
+			if !o.Mistake {
 				right++
 			}
 		}
@@ -234,35 +397,66 @@ func (r *run) do(ctx context.Context, train, test *dataset.Set, cfg Config, perm
 	return nil
 }
 
-func summarize(cfg Config, orders, n int, test *dataset.Set, runs []*run) []Result {
-	out := make([]Result, len(cfg.Learners))
+func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
+	out := make([]Result, 0, len(cfg.Learners))
 	for l, spec := range cfg.Learners {
-		var mr, sup, supMax, acc, eps []float64
+		var mr, br, kappa, upd, sup, supMax, acc, eps, seen []float64
 		canon := displaySpec(spec, cfg.Kernel)
+		complete := true
 		for _, r := range runs {
-			if r.learner != l {
+			if r.learner != l || r.seen == 0 {
 				continue
 			}
+			complete = complete && r.seen == n
+			seen = append(seen, float64(r.seen))
 			mr = append(mr, r.mistakeRate)
+			br = append(br, r.baselineRate)
+			kappa = append(kappa, r.kappa)
+			upd = append(upd, float64(r.updates))
 			sup = append(sup, float64(r.support))
 			supMax = append(supMax, float64(r.supportMax))
 			acc = append(acc, r.testAcc)
-			eps = append(eps, float64(n)/r.seconds)
+			eps = append(eps, float64(r.seen)/r.seconds)
 		}
+		if len(seen) == 0 {
+			continue // interrupted before this learner started
+		}
+		complete = complete && len(seen) == orders
 		res := Result{
-			Spec: canon, Kernel: cfg.Kernel.String(), Orders: orders, Examples: n,
-			ExamplesPerSecond: mean(eps),
+			Spec: canon, Kernel: cfg.Kernel.String(), Orders: len(seen), Examples: int(math.Round(mean(seen))),
+			ExamplesPerSecond: mean(eps), Interrupted: !complete, Updates: mean(upd), BaselineRate: mean(br),
 		}
 		res.MistakeRate, res.MistakeRateStd = mean(mr), std(mr)
+		mergeClasses(&res, runs, l)
+		res.Kappa, res.KappaStd = mean(kappa), std(kappa)
 		res.Support, res.SupportStd = mean(sup), std(sup)
 		res.SupportMax = mean(supMax)
-		if test != nil {
+		if test != nil && complete {
 			m, s := mean(acc), std(acc)
 			res.TestAccuracy, res.TestAccuracyStd = &m, &s
 		}
-		out[l] = res
+		out = append(out, res)
 	}
 	return out
+}
+
+// mergeClasses fills the many-class fields of res from learner l's runs:
+// their confusion matrices are added class by class name, since orders
+// may meet the classes in different orders.
+func mergeClasses(res *Result, runs []*run, l int) {
+	var acc, f1 []float64
+	for _, r := range runs {
+		if r.learner != l || r.seen == 0 || r.classes == nil {
+			continue
+		}
+		acc, f1 = append(acc, r.accuracy), append(f1, r.macroF1)
+		res.Classes, res.Confusion = prequential.MergeConfusion(res.Classes, res.Confusion, r.classes, r.confusion)
+	}
+	if res.Classes == nil {
+		return
+	}
+	res.Accuracy, res.MacroF1 = mean(acc), mean(f1)
+	res.Recall = prequential.ScoresOf(res.Confusion, 0).Recall
 }
 
 func mean(xs []float64) float64 {

@@ -1,12 +1,15 @@
 package offline
 
 import (
+	"bytes"
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/prequential"
 )
 
 func load(t testing.TB, path string, limit int) *dataset.Set {
@@ -62,7 +65,7 @@ func TestRunOrdersAreThePublishedPermutations(t *testing.T) {
 	l, _ := learners.New("rbp:budget=30", k, OrderSeed(9, 0))
 	mistakes := 0
 	for _, j := range Order(9, 0, train.Len()) {
-		if l.Round(train.X[j], train.Y[j]).Mistake {
+		if prequential.IsMistake(l.Round(train.X[j], train.Y[j]).Margin, train.Y[j]) {
 			mistakes++
 		}
 	}
@@ -79,8 +82,81 @@ func TestRunStopsOnCancel(t *testing.T) {
 	k, _ := learners.ParseKernel("rbf:gamma=0.05")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Run(ctx, train, nil, Config{Learners: []string{"perceptron"}, Kernel: k}); err == nil {
-		t.Fatal("cancelled run returned results")
+	res, err := Run(ctx, train, nil, Config{Learners: []string{"perceptron"}, Kernel: k})
+	if err == nil || len(res) != 0 {
+		t.Fatalf("cancelled before the start: %v, %d results", err, len(res))
+	}
+}
+
+func TestInterruptedRunReportsTheRecordsSoFar(t *testing.T) {
+	train := load(t, "../testdata/a9a.gz", 5000)
+	k, _ := learners.ParseKernel("linear")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Stop after the point at 2048 records: the run notices at its next
+	// chunk boundary (every 1024 records).
+	cfg := Config{Learners: []string{"perceptron", "rbp:budget=10"}, Kernel: k, KeepOrder: true, Every: 2048,
+		Point: func(p Point) { cancel() }}
+	res, err := Run(ctx, train, nil, cfg)
+	if err == nil || len(res) != 1 {
+		t.Fatalf("err %v, %d results (want the first learner's, interrupted)", err, len(res))
+	}
+	r := res[0]
+	if !r.Interrupted || r.Examples != 3071 || r.Orders != 1 {
+		t.Fatalf("interrupted result %+v", r)
+	}
+	// The same numbers as a run limited to those records.
+	full, err := Run(context.Background(), load(t, "../testdata/a9a.gz", 3071), nil, Config{Learners: []string{"perceptron"}, Kernel: k, KeepOrder: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full[0].MistakeRate != r.MistakeRate || full[0].BaselineRate != r.BaselineRate || full[0].Kappa != r.Kappa {
+		t.Fatalf("interrupted %+v, limited run %+v", r, full[0])
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, res); err != nil || !strings.Contains(buf.String(), "3071*") || !strings.Contains(buf.String(), "interrupted") {
+		t.Fatalf("table %q (%v)", buf.String(), err)
+	}
+}
+
+func TestPointsAreTheLearningCurve(t *testing.T) {
+	train := load(t, "../testdata/a9a.gz", 2500)
+	k, _ := learners.ParseKernel("rbf:gamma=0.05")
+	var pts []Point
+	cfg := Config{Learners: []string{"rbp:budget=20"}, Kernel: k, KeepOrder: true, Seed: 5, Every: 1000, Window: 500,
+		Point: func(p Point) { pts = append(pts, p) }}
+	res, err := Run(context.Background(), train, nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 3 || pts[0].Seen != 1000 || pts[1].Seen != 2000 || pts[2].Seen != 2500 {
+		t.Fatalf("points %+v", pts)
+	}
+	// Each point is the statistics of the records so far: recompute them.
+	l, _ := learners.New("rbp:budget=20", k, 5)
+	ev := prequential.Evaluator{Window: 500}
+	for j := range train.Len() {
+		o := l.Round(train.X[j], train.Y[j])
+		ev.Binary(o.Margin, train.Y[j], o.Updated, l.Size())
+		if j+1 == 2000 {
+			p := pts[1]
+			if p.MistakeRate != ev.MistakeRate() || p.WindowRate != ev.WindowRate() || p.BaselineRate != ev.BaselineRate() ||
+				p.Kappa != ev.Scores().Kappa || p.Support != 20 {
+				t.Fatalf("point %+v, recomputed %v %v %v %v", p, ev.MistakeRate(), ev.WindowRate(), ev.BaselineRate(), ev.Scores().Kappa)
+			}
+		}
+	}
+	if last := pts[2]; last.MistakeRate != res[0].MistakeRate || last.Kappa != res[0].Kappa || last.BaselineRate != res[0].BaselineRate {
+		t.Fatalf("last point %+v, result %+v", last, res[0])
+	}
+	// a9a's first 2500 records: about 24 % positive, so the baseline is
+	// near that and a learner that beats it has kappa > 0.
+	if r := res[0]; r.BaselineRate < 0.2 || r.BaselineRate > 0.3 || r.Kappa <= 0 {
+		t.Fatalf("baseline %v kappa %v", r.BaselineRate, r.Kappa)
+	}
+	line := string(AppendCurveCSV(nil, pts[0]))
+	if !strings.HasPrefix(line, `"rbp:budget=20",0,1000,`) || strings.Count(line, ",") != strings.Count(CurveHeader, ",")+0 {
+		t.Fatalf("csv line %q", line)
 	}
 }
 
@@ -105,7 +181,7 @@ func TestKeepOrderSeedsLearnersLikeTheService(t *testing.T) {
 	l, _ := learners.New("rbp:budget=30", k, 12)
 	mistakes := 0
 	for j := range train.Len() {
-		if l.Round(train.X[j], train.Y[j]).Mistake {
+		if prequential.IsMistake(l.Round(train.X[j], train.Y[j]).Margin, train.Y[j]) {
 			mistakes++
 		}
 	}

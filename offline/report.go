@@ -4,23 +4,77 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
+
+	"github.com/streamlearner/streamlearner/prequential"
 	"text/tabwriter"
 )
 
-// WriteTable prints results as an aligned table, rates in percent.
+// WriteTable prints results as an aligned table, rates in percent, each
+// learner's mistake rate beside the majority-class baseline on the same
+// stream and Cohen's kappa.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "learner\tkernel\torders\texamples\tmistakes %\tsupport\tpeak\ttest acc %\texamples/s")
+	fmt.Fprintln(tw, "learner\tkernel\torders\texamples\tmistakes %\tbaseline %\tkappa\tsupport\tpeak\ttest acc %\texamples/s")
+	interrupted := false
 	for _, r := range results {
 		acc := "-"
 		if r.TestAccuracy != nil {
 			acc = fmt.Sprintf("%.2f ± %.2f", 100**r.TestAccuracy, 100**r.TestAccuracyStd)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.2f ± %.2f\t%.1f ± %.1f\t%.1f\t%s\t%.0f\n",
-			r.Spec, r.Kernel, r.Orders, r.Examples, 100*r.MistakeRate, 100*r.MistakeRateStd,
+		examples := fmt.Sprint(r.Examples)
+		if r.Interrupted {
+			examples += "*"
+			interrupted = true
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.2f ± %.2f\t%.2f\t%.3f\t%.1f ± %.1f\t%.1f\t%s\t%.0f\n",
+			r.Spec, r.Kernel, r.Orders, examples, 100*r.MistakeRate, 100*r.MistakeRateStd, 100*r.BaselineRate, r.Kappa,
 			r.Support, r.SupportStd, r.SupportMax, acc, r.ExamplesPerSecond)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "baseline: always the class seen most so far (prequential); kappa: agreement beyond chance (0: none, 1: perfect).")
+	if interrupted {
+		fmt.Fprintln(w, "* interrupted: the statistics of the records seen before the stop.")
+	}
+	for _, r := range results {
+		if r.Classes != nil {
+			if err := writeClasses(w, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeClasses prints a many-class result: accuracy, macro-F1, per-class
+// recall and the confusion matrix.
+func writeClasses(w io.Writer, r Result) error {
+	fmt.Fprintf(w, "\n%s: %d classes, prequential accuracy %.2f %%, macro-F1 %.3f\n", r.Spec, len(r.Classes), 100*r.Accuracy, r.MacroF1)
+	return prequential.WriteConfusion(w, r.Classes, r.Confusion)
+}
+
+// CurveHeader is the first line of a CSV learning curve (WriteCurveCSV).
+const CurveHeader = "learner,order,seen,mistake_rate,window_rate,baseline_rate,kappa,support"
+
+// AppendCurveCSV appends one point as a CSV line of the learning curve.
+func AppendCurveCSV(b []byte, p Point) []byte {
+	b = append(b, csvField(p.Spec)...)
+	b = fmt.Appendf(b, ",%d,%d,%g,%g,%g,%g,%d\n", p.Order, p.Seen, p.MistakeRate, p.WindowRate, p.BaselineRate, p.Kappa, p.Support)
+	return b
+}
+
+// csvField quotes a spec (specs hold commas) as RFC 4180 asks.
+func csvField(s string) string {
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// WritePoint prints one running-metrics line.
+func WritePoint(w io.Writer, p Point) error {
+	_, err := fmt.Fprintf(w, "%-28s order %d  %9d seen  mistakes %6.2f %%  window %6.2f %%  baseline %6.2f %%  kappa %6.3f  support %d\n",
+		p.Spec, p.Order, p.Seen, 100*p.MistakeRate, 100*p.WindowRate, 100*p.BaselineRate, p.Kappa, p.Support)
+	return err
 }
 
 // WriteJSON prints {"learners": [...]}, one object per learner.

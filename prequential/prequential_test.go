@@ -1,6 +1,9 @@
 package prequential
 
 import (
+	"math"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/learners"
@@ -64,5 +67,117 @@ func TestStateRoundTrip(t *testing.T) {
 		if err := c.UnmarshalBinary(b[:len(b)-1]); err == nil && n > 0 {
 			t.Fatalf("n=%d: truncated state accepted", n)
 		}
+	}
+}
+
+func TestReportingRuleAtZeroMargin(t *testing.T) {
+	if Predict(0) != -1 || Predict(-0.0) != -1 || Predict(1e-300) != 1 || Predict(-2) != -1 {
+		t.Fatal("sign rule")
+	}
+	// Margin 0: the learners update on y·f ≤ 0 for both labels, but the
+	// reported prediction is −1, right for y = −1.
+	if IsMistake(0, -1) || !IsMistake(0, 1) || IsMistake(0, 0) || IsMistake(3, 0) {
+		t.Fatal("mistake rule at f = 0")
+	}
+	var e Evaluator
+	e.Binary(0, -1, true, 1)
+	e.Binary(0, 1, true, 2)
+	if e.Mistakes != 1 || e.Labeled != 2 || e.Updates != 2 {
+		t.Fatalf("counts %+v", e)
+	}
+	if c := e.Confusion(); c[0][0] != 1 || c[1][0] != 1 || c[0][1] != 0 || c[1][1] != 0 {
+		t.Fatalf("confusion %v", c)
+	}
+}
+
+func TestBaselineAndKappa(t *testing.T) {
+	// Labels: − − + − + + +, answers all −1 (margin −1).
+	var e Evaluator
+	labels := []int{-1, -1, 1, -1, 1, 1, 1}
+	for _, y := range labels {
+		e.Binary(-1, y, false, 0)
+	}
+	// Baseline before each round: − (none seen, ties to −1), −, −, −, −
+	// (3−,1+), − (3−,2+), − (3−,3+ tie → −1): wrong on the four +.
+	if e.BaselineMistakes != 4 || e.BaselineRate() != 4.0/7 {
+		t.Fatalf("baseline %d (%v)", e.BaselineMistakes, e.BaselineRate())
+	}
+	s := e.Scores()
+	// Always −1: p₀ = 3/7 = pₑ, kappa 0.
+	if s.Accuracy != 3.0/7 || s.Kappa != 0 || s.Recall[0] != 1 || s.Recall[1] != 0 {
+		t.Fatalf("scores %+v", s)
+	}
+	// A perfect classifier on the same labels: kappa 1, macro-F1 1.
+	var p Evaluator
+	for _, y := range labels {
+		p.Binary(float64(y), y, false, 0)
+	}
+	if s := p.Scores(); s.Kappa != 1 || s.MacroF1 != 1 || s.Accuracy != 1 || p.Mistakes != 0 {
+		t.Fatalf("perfect: %+v", s)
+	}
+	// A hand-computed matrix: truth a,a,a,b,b,c answered a,b,a,b,b,a.
+	var m Evaluator
+	for i, tp := range [][2]int{{0, 0}, {0, 1}, {0, 0}, {1, 1}, {1, 1}, {2, 0}} {
+		m.Class(tp[1], tp[0], false, i)
+	}
+	s = m.Scores()
+	// p₀ = 4/6; rows 3,2,1; cols 3,3,0; pₑ = (9+6+0)/36; kappa = (4/6−15/36)/(1−15/36) = 9/21.
+	if math.Abs(s.Kappa-9.0/21) > 1e-15 || s.Accuracy != 4.0/6 {
+		t.Fatalf("kappa %v accuracy %v", s.Kappa, s.Accuracy)
+	}
+	// F1: a 2·2/(3+3) = 2/3, b 2·2/(2+3) = 4/5, c 0 → macro (2/3+4/5)/3.
+	if math.Abs(s.MacroF1-(2.0/3+4.0/5)/3) > 1e-15 || s.Recall[0] != 2.0/3 || s.Recall[1] != 1 || s.Recall[2] != 0 {
+		t.Fatalf("f1 %v recall %v", s.MacroF1, s.Recall)
+	}
+	// Baseline: a (nothing seen → index 0) right, then a,a right, b wrong,
+	// b wrong (a 3 > b 1), c wrong: 3 mistakes.
+	if m.BaselineMistakes != 3 {
+		t.Fatalf("baseline mistakes %d", m.BaselineMistakes)
+	}
+	// No answer yet: a mistake outside the matrix.
+	var u Evaluator
+	u.Class(-1, 0, false, 0)
+	if u.Mistakes != 1 || u.Unanswered != 1 || u.Scores().Accuracy != 0 || u.Scored() != 1 {
+		t.Fatalf("unanswered %+v", u)
+	}
+}
+
+func TestClassStateRoundTrip(t *testing.T) {
+	a := Evaluator{Window: 5}
+	for i := range 40 {
+		a.Class(i%3, (i*7)%4, i%2 == 0, i)
+	}
+	b, _ := a.MarshalBinary()
+	var c Evaluator
+	if err := c.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		a.Class(i%5, i%6, false, i)
+		c.Class(i%5, i%6, false, i)
+	}
+	if !reflect.DeepEqual(a, c) {
+		t.Fatalf("restored\n%+v\noriginal\n%+v", c, a)
+	}
+	for n := range len(b) {
+		if err := c.UnmarshalBinary(b[:n]); err == nil {
+			t.Fatalf("state cut at %d of %d accepted", n, len(b))
+		}
+	}
+}
+
+func TestVersion1StateLoads(t *testing.T) {
+	// A version-1 state as the previous build wrote it: 3 rounds, 2
+	// labeled, 1 mistake, window of 4 holding [true false].
+	v1 := []byte{1, 3, 2, 1, 1, 2, 2, 4, 2, 4, 0, 0b01}
+	var e Evaluator
+	if err := e.UnmarshalBinary(v1); err != nil {
+		t.Fatal(err)
+	}
+	if e.Rounds != 3 || e.Labeled != 2 || e.Mistakes != 1 || e.WindowRate() != 0.5 || e.Classes() != 0 {
+		t.Fatalf("v1 state %+v", e)
+	}
+	if err := e.UnmarshalBinary([]byte{9}); err == nil || !strings.Contains(err.Error(), "version 9") {
+		t.Fatalf("unknown version: %v", err)
 	}
 }

@@ -6,11 +6,20 @@ import (
 	"fmt"
 )
 
-// MarshalBinary encodes the counters and the sliding window, so that a
-// restored evaluator continues exactly (checkpoints carry it with the
-// model).
+// stateVersion 2 added the baseline, the unanswered count and the
+// confusion matrix; version 1 states still load, with those empty (they
+// then cover the rounds after the restore).
+const stateVersion = 2
+
+// maxStateClasses bounds the matrix a state may claim, so a corrupt state
+// cannot make UnmarshalBinary allocate without limit.
+const maxStateClasses = 1 << 12
+
+// MarshalBinary encodes the counters, the sliding window, the baseline and
+// the confusion matrix, so that a restored evaluator continues exactly
+// (checkpoints carry it with the model).
 func (e *Evaluator) MarshalBinary() ([]byte, error) {
-	b := []byte{1} // format version
+	b := []byte{stateVersion}
 	for _, v := range []uint64{e.Rounds, e.Labeled, e.Mistakes, e.Updates, uint64(e.Support), uint64(e.SupportMax), uint64(e.Window), uint64(len(e.ring)), uint64(cap(e.ring)), uint64(e.next)} {
 		b = binary.AppendUvarint(b, v)
 	}
@@ -23,14 +32,29 @@ func (e *Evaluator) MarshalBinary() ([]byte, error) {
 		}
 		b = append(b, bits)
 	}
+	b = binary.AppendUvarint(b, e.BaselineMistakes)
+	b = binary.AppendUvarint(b, e.Unanswered)
+	b = binary.AppendUvarint(b, uint64(e.majority))
+	b = binary.AppendUvarint(b, uint64(e.k))
+	for _, c := range e.counts {
+		b = binary.AppendUvarint(b, c)
+	}
+	for _, c := range e.confusion {
+		b = binary.AppendUvarint(b, c)
+	}
 	return b, nil
 }
 
-// UnmarshalBinary restores what MarshalBinary wrote.
+// UnmarshalBinary restores what MarshalBinary wrote (this version or
+// version 1).
 func (e *Evaluator) UnmarshalBinary(b []byte) error {
-	if len(b) == 0 || b[0] != 1 {
-		return errors.New("evaluator state: unknown format")
+	if len(b) == 0 || (b[0] != 1 && b[0] != stateVersion) {
+		if len(b) > 0 {
+			return fmt.Errorf("evaluator state: format version %d not supported (this build reads 1 and %d)", b[0], stateVersion)
+		}
+		return errors.New("evaluator state: empty")
 	}
+	version := b[0]
 	b = b[1:]
 	var v [10]uint64
 	for i := range v {
@@ -41,18 +65,58 @@ func (e *Evaluator) UnmarshalBinary(b []byte) error {
 		v[i], b = x, b[n:]
 	}
 	length, capacity, next := v[7], v[8], v[9]
-	if length > capacity || capacity > 1<<24 || (length > 0 && next >= length) || uint64(len(b)) != (length+7)/8 {
+	ringBytes := (length + 7) / 8
+	if length > capacity || capacity > 1<<24 || (length > 0 && next >= length) || uint64(len(b)) < ringBytes ||
+		(version == 1 && uint64(len(b)) != ringBytes) {
 		return fmt.Errorf("evaluator state: window %d/%d at %d with %d bytes", length, capacity, next, len(b))
 	}
-	*e = Evaluator{Window: int(v[6]), Rounds: v[0], Labeled: v[1], Mistakes: v[2], Updates: v[3], Support: int(v[4]), SupportMax: int(v[5]), next: int(next)}
+	r := Evaluator{Window: int(v[6]), Rounds: v[0], Labeled: v[1], Mistakes: v[2], Updates: v[3], Support: int(v[4]), SupportMax: int(v[5]), next: int(next)}
 	if capacity > 0 {
-		e.ring = make([]bool, length, capacity)
-		for i := range e.ring {
-			e.ring[i] = b[i/8]&(1<<(i%8)) != 0
-			if e.ring[i] {
-				e.inWindow++
+		r.ring = make([]bool, length, capacity)
+		for i := range r.ring {
+			r.ring[i] = b[i/8]&(1<<(i%8)) != 0
+			if r.ring[i] {
+				r.inWindow++
 			}
 		}
 	}
+	b = b[ringBytes:]
+	if version >= 2 {
+		next := func() (uint64, error) {
+			x, n := binary.Uvarint(b)
+			if n <= 0 {
+				return 0, errors.New("evaluator state: truncated")
+			}
+			b = b[n:]
+			return x, nil
+		}
+		var head [4]uint64
+		for i := range head {
+			x, err := next()
+			if err != nil {
+				return err
+			}
+			head[i] = x
+		}
+		k := head[3]
+		if k > maxStateClasses || (k > 0 && head[2] >= k) || (k == 0 && head[2] != 0) {
+			return fmt.Errorf("evaluator state: %d classes, majority %d", k, head[2])
+		}
+		r.BaselineMistakes, r.Unanswered, r.majority = head[0], head[1], int(head[2])
+		r.grow(int(k))
+		for _, dst := range [][]uint64{r.counts, r.confusion} {
+			for i := range dst {
+				x, err := next()
+				if err != nil {
+					return err
+				}
+				dst[i] = x
+			}
+		}
+		if len(b) != 0 {
+			return fmt.Errorf("evaluator state: %d trailing bytes", len(b))
+		}
+	}
+	*e = r
 	return nil
 }

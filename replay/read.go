@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/feed"
 	"github.com/streamlearner/streamlearner/fetch"
 	"github.com/streamlearner/streamlearner/kafkaconn"
@@ -49,6 +51,10 @@ type Source struct {
 	// Progress, if set, is called now and then with the records read so
 	// far and the total to read.
 	Progress func(done, total int64)
+	// DetectInput decides between records and events (Config.Model.Events)
+	// by the first record replayed: events when it is a JSON object
+	// without a "features" key.
+	DetectInput bool
 }
 
 // span is one partition's offsets to replay: [start, end).
@@ -84,13 +90,25 @@ func Run(ctx context.Context, src Source, cfg Config) (Report, error) {
 	for _, s := range spans {
 		total += max(s.end-s.start, 0)
 	}
+	if src.DetectInput {
+		if cfg.Model.Events, err = detect(ctx, src, spans); err != nil {
+			return Report{}, err
+		}
+		if err := cfg.Validate(); err != nil {
+			return Report{}, err
+		}
+	}
+	dec, err := newDecoder(src, cfg)
+	if err != nil {
+		return Report{}, err
+	}
 	var parts []PartitionReport
 	for _, sp := range spans {
 		st, err := NewStream(cfg, sp.partition)
 		if err != nil {
 			return Report{}, err
 		}
-		err = readSpan(ctx, src, sp, st, func(n int64) {
+		err = readSpan(ctx, src, sp, st, dec, func(n int64) {
 			if src.Progress != nil {
 				src.Progress(done+n, total)
 			}
@@ -158,7 +176,7 @@ func (src *Source) isolation() kafka.IsolationLevel {
 
 // readSpan reads [sp.start, sp.end) of one partition into st, decoding in
 // this goroutine while the learners play the previous batch.
-func readSpan(ctx context.Context, src Source, sp span, st *Stream, progress func(int64)) error {
+func readSpan(ctx context.Context, src Source, sp span, st *Stream, dec *decoder, progress func(int64)) error {
 	if sp.end <= sp.start {
 		return nil
 	}
@@ -218,7 +236,7 @@ func readSpan(ctx context.Context, src Source, sp span, st *Stream, progress fun
 			}
 			// decode copies what it keeps: the record's bytes are the
 			// reader's until the next fetch.
-			batch = append(batch, decode(kafka.Message{Topic: src.Topic, Partition: sp.partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Headers: m.Headers, Time: m.Time}, src))
+			batch = append(batch, dec.decode(kafka.Message{Topic: src.Topic, Partition: sp.partition, Offset: m.Offset, Key: m.Key, Value: m.Value, Headers: m.Headers, Time: m.Time}))
 			if len(batch) == cap(batch) {
 				if err := send(); err != nil {
 					return err
@@ -234,13 +252,61 @@ func readSpan(ctx context.Context, src Source, sp span, st *Stream, progress fun
 	return nil
 }
 
+// decoder turns messages into records as the models will read them.
+type decoder struct {
+	src    Source
+	events *codec.EventDecoder  // event models
+	ev     codec.Event          // reused by each decode
+	feat   *features.Featurizer // unscaled events: refuses empty ones up front
+	multi  bool
+}
+
+func newDecoder(src Source, cfg Config) (*decoder, error) {
+	d := &decoder{src: src, multi: len(cfg.Model.Classes) > 0}
+	if !cfg.Model.Events {
+		return d, nil
+	}
+	var err error
+	if d.events, err = codec.NewEventDecoder(cfg.Model.Event); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	if cfg.Model.Features.Scale == features.ScaleNone {
+		if d.feat, err = features.New(cfg.Model.Features); err != nil {
+			return nil, fmt.Errorf("replay: %w", err)
+		}
+	}
+	return d, nil
+}
+
 // decode turns a message into a record, or into a bad one naming why it
-// cannot be played.
-func decode(m kafka.Message, src Source) Record {
-	ex, err := codec.Decode(m.Value, src.Limits)
-	y, keep := 0, true
+// cannot be played. Everything that does not depend on a model's state is
+// checked here, once for all learners.
+func (d *decoder) decode(m kafka.Message) Record {
+	rec := Record{Offset: m.Offset, Segment: -1}
+	var err error
+	var label string
+	if d.events != nil {
+		if err = d.events.Decode(m.Value, &d.ev); err == nil && d.feat != nil {
+			_, err = d.feat.Vector(&d.ev)
+		}
+		// The message's bytes are the reader's until its next fetch, and
+		// the record is played later.
+		label, rec.Value = string(d.ev.Label()), bytes.Clone(m.Value)
+	} else {
+		var ex codec.Example
+		ex, err = codec.Decode(m.Value, d.src.Limits)
+		label, rec.X = ex.Label, ex.X
+	}
 	if err == nil {
-		y, keep, err = src.Labels.Map(ex.Label)
+		if d.multi {
+			rec.Label = label
+		} else {
+			var keep bool
+			rec.Y, keep, err = d.src.Labels.Map(label)
+			if !keep {
+				rec.Y = 0
+			}
+		}
 	}
 	if err != nil {
 		bad := Record{Offset: m.Offset, Bad: "internal"}
@@ -250,10 +316,6 @@ func decode(m kafka.Message, src Source) Record {
 		}
 		return bad
 	}
-	if !keep {
-		y = 0
-	}
-	rec := Record{Offset: m.Offset, X: ex.X, Y: y, Segment: -1}
 	for _, h := range m.Headers {
 		if h.Key == synth.SegmentHeader {
 			if s, err := strconv.Atoi(string(h.Value)); err == nil && s >= 0 {
@@ -262,4 +324,33 @@ func decode(m kafka.Message, src Source) Record {
 		}
 	}
 	return rec
+}
+
+// detect reads the first record to replay and says whether it is an event.
+func detect(ctx context.Context, src Source, spans []span) (bool, error) {
+	for _, sp := range spans {
+		if sp.end <= sp.start {
+			continue
+		}
+		dialer, err := src.Conn.Dialer()
+		if err != nil {
+			return false, err
+		}
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: src.Conn.Brokers, Topic: src.Topic, Partition: sp.partition,
+			Dialer: dialer, MaxWait: 500 * time.Millisecond})
+		defer r.Close()
+		if err := r.SetOffset(sp.start); err != nil {
+			return false, fmt.Errorf("replay: %s/%d: seek to %d: %w", src.Topic, sp.partition, sp.start, err)
+		}
+		fctx, cancel := context.WithTimeout(ctx, src.IdleTimeout)
+		m, err := r.FetchMessage(fctx)
+		cancel()
+		if err != nil {
+			return false, fmt.Errorf("replay: %s/%d: reading the first record: %w", src.Topic, sp.partition, err)
+		}
+		_, err = codec.Decode(m.Value, src.Limits)
+		var ce *codec.Error
+		return errors.As(err, &ce) && ce.Reason == codec.ReasonMissingFeatures, nil
+	}
+	return false, nil
 }

@@ -1,20 +1,26 @@
 package replay
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/feed"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/offline"
 )
 
@@ -129,5 +135,79 @@ func TestReplayEqualsEvalOnTheSameRecords(t *testing.T) {
 	}
 	if _, err := Run(ctx, Source{Conn: conn, Topic: "stream", Partitions: []int{3}}, cfg); err == nil {
 		t.Fatal("partition 3 of a one-partition topic was replayed")
+	}
+}
+
+// TestReplayEqualsEvalOnEvents: named-field events, many classes found
+// online, online scaling: replay (input detected) and eval give the same
+// numbers, class by class.
+func TestReplayEqualsEvalOnEvents(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"events"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var lines [][]byte
+	err = dataset.LinesOf(ctx, "../testdata/covtype.2000.jsonl.gz", func(_ int, l []byte) (bool, error) {
+		lines = append(lines, bytes.Clone(l))
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "events", BatchSize: 1000}
+	msgs := []kafka.Message{}
+	for i, l := range lines {
+		msgs = append(msgs, kafka.Message{Value: l})
+		if i == 400 {
+			msgs = append(msgs, kafka.Message{Value: []byte(`{"Cover_Type":1,"Elevation":`)}) // bad: counted, not played
+		}
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	k, _ := learners.ParseKernel("rbf:gamma=0.5")
+	specs := []string{"rbp:budget=20", "forgetron:budget=20"}
+	mc := model.Config{Event: codec.EventConfig{LabelField: "Cover_Type", KeyField: "id"}, Classes: []string{model.Auto},
+		Features: features.Config{Scale: features.ScaleOnline}}
+	cfg := Config{Learners: specs, Kernel: k, Seed: 5, Detectors: []string{}, Model: mc}
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	rep, err := Run(ctx, Source{Conn: conn, Topic: "events", DetectInput: true}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rep.Partitions[0]
+	if p.Rounds != 2000 || p.Bad["invalid_json"] != 1 {
+		t.Fatalf("rounds %d bad %v", p.Rounds, p.Bad)
+	}
+	mc.Events = true
+	want, err := offline.RunData(ctx, &offline.Data{Events: lines}, nil, offline.Config{Learners: specs, Kernel: k, Seed: 5, KeepOrder: true, Model: mc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range p.Learners {
+		if l.MistakeRate != want[i].MistakeRate || float64(l.Support) != want[i].Support || !slices.Equal(l.Classes, want[i].Classes) ||
+			l.Kappa != want[i].Kappa || len(l.Classes) < 5 {
+			t.Errorf("%s: replay %v %d %q, eval %v %v %q", l.Spec, l.MistakeRate, l.Support, l.Classes, want[i].MistakeRate, want[i].Support, want[i].Classes)
+		}
+	}
+	var table strings.Builder
+	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "rbp:budget=20, all partitions: 7 classes, accuracy") ||
+		!strings.Contains(table.String(), "recall %") {
+		t.Fatalf("table (%v):\n%s", err, table.String())
+	}
+	// Room for three classes: the records of a fourth are refused, once
+	// for all learners.
+	cfg.Model.MaxClasses = 3
+	rep, err = Run(ctx, Source{Conn: conn, Topic: "events", DetectInput: true}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := rep.Partitions[0]; p.Bad["too_many_classes"] == 0 || p.Rounds+p.Bad["too_many_classes"] != 2000 || len(p.Learners[0].Classes) != 3 {
+		t.Fatalf("with 3 classes: rounds %d, bad %v, classes %q", p.Rounds, p.Bad, p.Learners[0].Classes)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/streamlearner/streamlearner/drift"
+	"github.com/streamlearner/streamlearner/prequential"
 )
 
 // Report is what a replay found, per partition and per learner. Rates are
@@ -42,6 +43,18 @@ type Summary struct {
 	Labeled     uint64  `json:"labeled"`
 	Mistakes    uint64  `json:"mistakes"`
 	MistakeRate float64 `json:"mistake_rate"`
+	// BaselineRate is the majority-class baseline's mistake rate, each
+	// partition predicting the class it has seen most so far.
+	BaselineRate float64 `json:"baseline_rate"`
+	// Kappa is Cohen's kappa over the summed confusion matrices.
+	Kappa float64 `json:"kappa"`
+	// Classes and Confusion sum the partitions' matrices class by class;
+	// Accuracy, MacroF1 and Recall are computed from that sum.
+	Classes   []string   `json:"classes"`
+	Confusion [][]uint64 `json:"confusion"`
+	Accuracy  float64    `json:"accuracy"`
+	MacroF1   float64    `json:"macro_f1"`
+	Recall    []float64  `json:"recall"`
 	// MeanRecovery is the mean of the recoveries that happened (records),
 	// Recovered/Shifts how many did.
 	MeanRecovery float64 `json:"mean_recovery"`
@@ -51,14 +64,26 @@ type Summary struct {
 
 // LearnerReport is one learner on one partition.
 type LearnerReport struct {
-	Spec              string           `json:"spec"`
-	Seed              uint64           `json:"seed"`
-	Rounds            uint64           `json:"rounds"`
-	Labeled           uint64           `json:"labeled"`
-	Mistakes          uint64           `json:"mistakes"`
-	Updates           uint64           `json:"updates"`
-	MistakeRate       float64          `json:"mistake_rate"`
-	WindowRate        float64          `json:"window_rate"`
+	Spec             string  `json:"spec"`
+	Seed             uint64  `json:"seed"`
+	Rounds           uint64  `json:"rounds"`
+	Labeled          uint64  `json:"labeled"`
+	Mistakes         uint64  `json:"mistakes"`
+	Updates          uint64  `json:"updates"`
+	MistakeRate      float64 `json:"mistake_rate"`
+	WindowRate       float64 `json:"window_rate"`
+	BaselineMistakes uint64  `json:"baseline_mistakes"`
+	BaselineRate     float64 `json:"baseline_rate"`
+	Kappa            float64 `json:"kappa"`
+	// Classes names the confusion matrix's classes: "-1" and "+1" for a
+	// binary model, the class tokens in the order met for a many-class one.
+	Classes []string `json:"classes"`
+	// Confusion counts labeled rounds by true class (row) and predicted
+	// class (column).
+	Confusion [][]uint64 `json:"confusion"`
+	// Failed counts records the model refused, by reason; empty unless the
+	// stream's own checks missed one.
+	Failed            map[string]int64 `json:"failed,omitempty"`
 	Support           int              `json:"support"`
 	SupportMax        int              `json:"support_max"`
 	ExamplesPerSecond float64          `json:"examples_per_second"`
@@ -66,6 +91,36 @@ type LearnerReport struct {
 	Recovery          []Recovery       `json:"recovery"`
 	Detectors         []DetectorReport `json:"detectors"`
 	Trace             []TracePoint     `json:"trace"`
+}
+
+// Status says why a learner report has no rates: "no records" for a
+// partition with nothing in the replayed range, "no labels" when none of
+// its records was labeled, and "" otherwise.
+func (l LearnerReport) Status() string {
+	switch {
+	case l.Rounds == 0:
+		return "no records"
+	case l.Labeled == 0:
+		return "no labels"
+	}
+	return ""
+}
+
+// MarshalJSON writes the rates as null, and a "status", when there were no
+// labeled records: a 0 would read as a perfect learner.
+func (l LearnerReport) MarshalJSON() ([]byte, error) {
+	type plain LearnerReport
+	if l.Labeled > 0 {
+		return json.Marshal(plain(l))
+	}
+	return json.Marshal(struct {
+		plain
+		Status       string   `json:"status"`
+		MistakeRate  *float64 `json:"mistake_rate"`
+		WindowRate   *float64 `json:"window_rate"`
+		BaselineRate *float64 `json:"baseline_rate"`
+		Kappa        *float64 `json:"kappa"`
+	}{plain: plain(l), Status: l.Status()})
 }
 
 // SegmentStats are the rounds between two shifts.
@@ -157,15 +212,22 @@ func (s *Stream) Report() PartitionReport {
 		known[i] = sh.Round
 	}
 	for _, ln := range s.lanes {
-		lr := LearnerReport{Spec: ln.spec, Seed: ln.seed, Rounds: ln.ev.Rounds, Labeled: ln.ev.Labeled,
-			Mistakes: ln.ev.Mistakes, Updates: ln.ev.Updates, MistakeRate: ln.ev.MistakeRate(),
-			WindowRate: ln.ev.WindowRate(), Support: ln.ev.Support, SupportMax: ln.ev.SupportMax,
+		ev := ln.m.Eval()
+		classes := ln.m.Classes()
+		if !ln.m.Multi() {
+			classes = prequential.BinaryClasses
+		}
+		lr := LearnerReport{Spec: ln.spec, Seed: ln.seed, Rounds: ev.Rounds, Labeled: ev.Labeled,
+			Mistakes: ev.Mistakes, Updates: ev.Updates, MistakeRate: ev.MistakeRate(),
+			WindowRate: ev.WindowRate(), Support: ev.Support, SupportMax: ev.SupportMax,
+			BaselineMistakes: ev.BaselineMistakes, BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa,
+			Classes: classes, Confusion: ev.Confusion(), Failed: ln.failed,
 			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace)}
 		if lr.Recovery == nil {
 			lr.Recovery = []Recovery{}
 		}
 		if secs := ln.elapsed.Seconds(); secs > 0 {
-			lr.ExamplesPerSecond = float64(ln.ev.Rounds) / secs
+			lr.ExamplesPerSecond = float64(ev.Rounds) / secs
 		}
 		for i := range lr.Segments {
 			if sg := &lr.Segments[i]; sg.Labeled > 0 {
@@ -204,10 +266,15 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 	for l, spec := range cfg.Learners {
 		sm := Summary{Spec: spec}
 		var sum float64
+		var classes []string
+		var conf [][]uint64
+		var baseline uint64
 		for _, p := range parts {
 			lr := p.Learners[l]
 			sm.Labeled += lr.Labeled
 			sm.Mistakes += lr.Mistakes
+			baseline += lr.BaselineMistakes
+			classes, conf = prequential.MergeConfusion(classes, conf, lr.Classes, lr.Confusion)
 			for _, r := range lr.Recovery {
 				sm.Shifts++
 				if r.Records != nil {
@@ -218,7 +285,11 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 		}
 		if sm.Labeled > 0 {
 			sm.MistakeRate = float64(sm.Mistakes) / float64(sm.Labeled)
+			sm.BaselineRate = float64(baseline) / float64(sm.Labeled)
 		}
+		sc := prequential.ScoresOf(conf, 0)
+		sm.Kappa, sm.Accuracy, sm.MacroF1, sm.Recall = sc.Kappa, sc.Accuracy, sc.MacroF1, sc.Recall
+		sm.Classes, sm.Confusion = classes, conf
 		if sm.Recovered > 0 {
 			sm.MeanRecovery = sum / float64(sm.Recovered)
 		}
@@ -241,9 +312,14 @@ func (r Report) WriteJSON(w io.Writer) error {
 // overall and per-segment mistake rates, recovery and detections.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "partition\tlearner\tmistakes %\tsupport\tsegments (mistakes %)\trecovery (records)\tdetections (found/known, false)")
+	fmt.Fprintln(tw, "partition\tlearner\tmistakes %\tbaseline %\tkappa\tsupport\tsegments (mistakes %)\trecovery (records)\tdetections (found/known, false)")
 	for _, p := range r.Partitions {
 		for _, l := range p.Learners {
+			if st := l.Status(); st != "" {
+				// No rates to show: 0.00 % would read as a perfect learner.
+				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t%d\t\t\t\n", p.Partition, l.Spec, st, l.Support)
+				continue
+			}
 			segs := ""
 			for i, s := range l.Segments {
 				if i > 0 {
@@ -272,11 +348,20 @@ func (r Report) WriteTable(w io.Writer) error {
 				}
 				dets += fmt.Sprintf("%s %d/%d,%d", d.Name, len(d.Known)-d.Missed, len(d.Known), d.FalseAlarms)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%.2f\t%d\t%s\t%s\t%s\n", p.Partition, l.Spec, 100*l.MistakeRate, l.Support, segs, rec, dets)
+			fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%.3f\t%d\t%s\t%s\t%s\n", p.Partition, l.Spec, 100*l.MistakeRate, 100*l.BaselineRate, l.Kappa, l.Support, segs, rec, dets)
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
+	}
+	for _, sm := range r.Learners {
+		if len(sm.Classes) == 0 || slices.Equal(sm.Classes, prequential.BinaryClasses) {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s, all partitions: %d classes, accuracy %.2f %%, macro-F1 %.3f\n", sm.Spec, len(sm.Classes), 100*sm.Accuracy, sm.MacroF1)
+		if err := prequential.WriteConfusion(w, sm.Classes, sm.Confusion); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
 	}
 	return nil
 }

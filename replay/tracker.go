@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -9,8 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/drift"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/prequential"
 	"github.com/streamlearner/streamlearner/sparse"
 )
@@ -53,6 +56,18 @@ type Config struct {
 	// segment: one whose segment number is higher than any before it
 	// (records without a segment are never shifts).
 	ShiftsFromSegments bool
+	// Model is the template of every learner's partition model (package
+	// model): records or events, features, classes. Learner, Kernel, Seed
+	// and Window are set per learner and partition from the fields above.
+	// The zero value is today's binary model on records.
+	Model model.Config
+}
+
+// modelConfig is the model of one learner on partition p.
+func (c Config) modelConfig(spec string, seed uint64) model.Config {
+	mc := c.Model
+	mc.Learner, mc.Kernel, mc.Seed, mc.Window = spec, c.Kernel, seed, c.Window
+	return mc
 }
 
 // withDefaults fills in the documented defaults.
@@ -85,7 +100,7 @@ func (c Config) Validate() error {
 		return errors.New("replay: at least one learner is needed")
 	}
 	for _, spec := range c.Learners {
-		if _, err := learners.New(spec, c.Kernel, 0); err != nil {
+		if _, err := model.New(c.modelConfig(spec, 0)); err != nil {
 			return fmt.Errorf("replay: %w", err)
 		}
 	}
@@ -111,6 +126,11 @@ type Record struct {
 	Offset int64
 	X      sparse.Vector
 	Y      int // +1, −1, or 0 when unlabeled (predicted, not learned)
+	// Label is the label token, for many-class models ("" unlabeled).
+	Label string
+	// Value is the message itself, for event models: each learner's model
+	// decodes and featurizes it (X is then empty).
+	Value []byte
 	// Segment is the record's segment number, or −1 if it carries none.
 	Segment int
 	// Bad, if not empty, is why the record could not be decoded (a codec
@@ -131,6 +151,7 @@ type Stream struct {
 	shifts      []Shift
 	nextShift   int // index into cfg.ShiftOffsets
 	maxSegment  int
+	classes     map[string]bool // many-class: the labels met so far
 }
 
 // Shift is a known change point.
@@ -147,14 +168,20 @@ func NewStream(cfg Config, partition int) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Stream{cfg: cfg, partition: partition, firstOffset: -1, lastOffset: -1, maxSegment: -1, bad: map[string]int64{}}
+	s := &Stream{cfg: cfg, partition: partition, firstOffset: -1, lastOffset: -1, maxSegment: -1, bad: map[string]int64{},
+		classes: map[string]bool{}}
+	for _, c := range cfg.Model.Classes {
+		if c != model.Auto {
+			s.classes[c] = true
+		}
+	}
 	seed := cfg.Seed + uint64(partition)
 	for _, spec := range cfg.Learners {
-		l, err := learners.New(spec, cfg.Kernel, seed)
+		m, err := model.New(cfg.modelConfig(spec, seed))
 		if err != nil {
 			return nil, fmt.Errorf("replay: %w", err)
 		}
-		ln := &lane{spec: spec, seed: seed, l: l, ev: prequential.Evaluator{Window: cfg.Window},
+		ln := &lane{spec: spec, seed: seed, m: m,
 			post: make([]bool, 0, cfg.RecoveryWindow), traceCap: cfg.TracePoints, stride: 1}
 		for _, d := range cfg.Detectors {
 			det, err := drift.New(d)
@@ -184,8 +211,12 @@ func (s *Stream) Play(recs []Record) {
 	// Bad records are counted and dropped; the slice is copied only when
 	// there is one.
 	nbad := 0
-	for _, r := range recs {
+	for i := range recs {
+		r := &recs[i]
 		s.seen(r.Offset)
+		if r.Bad == "" {
+			r.Bad = s.classCheck(r)
+		}
 		if r.Bad != "" {
 			nbad++
 			s.bad[r.Bad]++
@@ -254,6 +285,24 @@ func (s *Stream) Play(recs []Record) {
 	wg.Wait()
 }
 
+// classCheck refuses, once for all lanes, a label that a many-class model
+// cannot take: a new class beyond MaxClasses (auto) or one outside the
+// given list, as the model itself would. It returns the codec reason, or "".
+func (s *Stream) classCheck(r *Record) string {
+	mc := s.cfg.Model
+	if len(mc.Classes) == 0 || r.Label == "" || s.classes[r.Label] {
+		return ""
+	}
+	if mc.Classes[0] != model.Auto {
+		return string(codec.ReasonBadLabel)
+	}
+	if limit := cmp.Or(mc.MaxClasses, model.DefaultMaxClasses); len(s.classes) >= limit {
+		return string(codec.ReasonTooManyClasses)
+	}
+	s.classes[r.Label] = true
+	return ""
+}
+
 // Rounds is the number of records played so far.
 func (s *Stream) Rounds() int64 { return s.rounds }
 
@@ -261,8 +310,10 @@ func (s *Stream) Rounds() int64 { return s.rounds }
 type lane struct {
 	spec string
 	seed uint64
-	l    learners.Learner
-	ev   prequential.Evaluator
+	m    *model.Model
+	// failed counts records the model refused although the stream took
+	// them (it checks what all lanes share; this stays 0).
+	failed map[string]int64
 
 	segments []SegmentStats
 
@@ -299,19 +350,30 @@ func (ln *lane) play(cfg Config, base int64, recs []Record, marks []bool) {
 		if i == 0 && round == 0 {
 			ln.segments[0].StartOffset, ln.segments[0].Segment = r.Offset, r.Segment
 		}
-		o := ln.l.Round(r.X, r.Y)
-		labeled := r.Y != 0
-		ln.ev.Observe(o, labeled, ln.l.Size())
+		o, err := ln.step(r)
+		if err != nil {
+			reason := "internal"
+			var ce *codec.Error
+			if errors.As(err, &ce) {
+				reason = string(ce.Reason)
+			}
+			if ln.failed == nil {
+				ln.failed = map[string]int64{}
+			}
+			ln.failed[reason]++
+			continue
+		}
+		labeled, mistake := o.Labeled, o.Mistake
 		seg := &ln.segments[len(ln.segments)-1]
 		seg.Rounds++
 		if labeled {
 			seg.Labeled++
-			if o.Mistake {
+			if mistake {
 				seg.Mistakes++
 			}
-			ln.observePost(cfg, round, o.Mistake)
+			ln.observePost(cfg, round, mistake)
 			for d, det := range ln.dets {
-				if det.Add(o.Mistake) {
+				if det.Add(mistake) {
 					ln.detected[d] = append(ln.detected[d], round)
 				}
 			}
@@ -323,12 +385,26 @@ func (ln *lane) play(cfg Config, base int64, recs []Record, marks []bool) {
 	ln.elapsed += time.Since(start)
 }
 
+// binaryToken is the label token of a binary target, for StepVector.
+var binaryToken = map[int][]byte{1: []byte("1"), -1: []byte("-1")}
+
+// step plays one record through the lane's model.
+func (ln *lane) step(r *Record) (model.Result, error) {
+	switch {
+	case r.Value != nil:
+		return ln.m.Step(r.Value)
+	case ln.m.Multi():
+		return ln.m.StepVector(r.X, []byte(r.Label))
+	}
+	return ln.m.StepVector(r.X, binaryToken[r.Y])
+}
+
 // shift closes the current segment and opens the recovery watch.
 func (ln *lane) shift(round int64, r *Record) {
 	ln.startSegment(round, r.Offset, r.Segment)
 	pre := math.NaN()
-	if ln.ev.Labeled > 0 {
-		pre = ln.ev.WindowRate()
+	if ev := ln.m.Eval(); ev.Labeled > 0 {
+		pre = ev.WindowRate()
 	}
 	ln.recovery = append(ln.recovery, Recovery{ShiftRound: round, PreRate: pre})
 	ln.post, ln.postNext, ln.postWrong = ln.post[:0], 0, 0
@@ -379,6 +455,7 @@ func (ln *lane) sample(round, offset int64) {
 			return
 		}
 	}
+	ev := ln.m.Eval()
 	ln.trace = append(ln.trace, TracePoint{Round: round, Offset: offset,
-		WindowRate: ln.ev.WindowRate(), MistakeRate: ln.ev.MistakeRate(), Support: ln.l.Size()})
+		WindowRate: ev.WindowRate(), MistakeRate: ev.MistakeRate(), Support: ln.m.Support()})
 }

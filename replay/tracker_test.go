@@ -17,8 +17,10 @@ func one(offset int64, y int) Record {
 }
 
 // flipStream is x = 1 with y = +1 for ten records, then y = −1 for ten.
-// The linear Perceptron errs at rounds 0 (f = 0), 10 (f = 1) and 11
-// (f = 0 after the update), and nowhere else.
+// The linear Perceptron updates at rounds 0 (f = 0), 10 (f = 1) and 11
+// (f = 0 after the update), and nowhere else; by the reporting rule
+// (sign(0) = −1) rounds 0 and 10 are mistakes, round 11 is not: its
+// label is −1.
 func flipStream() []Record {
 	var recs []Record
 	for i := range 20 {
@@ -55,8 +57,20 @@ func TestStreamNumbersByHand(t *testing.T) {
 		t.Fatalf("shifts %+v, want %+v", rep.Shifts, want)
 	}
 	l := rep.Learners[0]
-	if l.Mistakes != 3 || l.Labeled != 20 || l.MistakeRate != 3.0/20 {
-		t.Fatalf("mistakes %d of %d (%v), want 3 of 20", l.Mistakes, l.Labeled, l.MistakeRate)
+	if l.Mistakes != 2 || l.Labeled != 20 || l.MistakeRate != 2.0/20 || l.Updates != 3 {
+		t.Fatalf("mistakes %d of %d (%v), updates %d, want 2 of 20 and 3 updates", l.Mistakes, l.Labeled, l.MistakeRate, l.Updates)
+	}
+	// Baseline: −1 at round 0 (nothing seen), then +1 while the +1 labels
+	// lead: wrong at round 0 and on the −1 rounds 10..18; at round 19 the
+	// tally is 10 to 9, still +1, wrong again: 11.
+	if baselineByHand(flipStream()) != 11 {
+		t.Fatal("hand tally")
+	}
+	if l.BaselineMistakes != baselineByHand(flipStream()) {
+		t.Fatalf("baseline mistakes %d, want %d", l.BaselineMistakes, baselineByHand(flipStream()))
+	}
+	if want := [][]uint64{{9, 1}, {1, 9}}; !reflect.DeepEqual(l.Confusion, want) {
+		t.Fatalf("confusion %v, want %v", l.Confusion, want)
 	}
 	// The last five labeled rounds (15..19) hold no mistake.
 	if l.WindowRate != 0 {
@@ -64,15 +78,15 @@ func TestStreamNumbersByHand(t *testing.T) {
 	}
 	want := []SegmentStats{
 		{StartRound: 0, StartOffset: 100, Segment: -1, Rounds: 10, Labeled: 10, Mistakes: 1, MistakeRate: 0.1},
-		{StartRound: 10, StartOffset: 110, Segment: -1, Rounds: 10, Labeled: 10, Mistakes: 2, MistakeRate: 0.2},
+		{StartRound: 10, StartOffset: 110, Segment: -1, Rounds: 10, Labeled: 10, Mistakes: 1, MistakeRate: 0.1},
 	}
 	if !reflect.DeepEqual(l.Segments, want) {
 		t.Fatalf("segments\n%+v\nwant\n%+v", l.Segments, want)
 	}
 	// Pre-shift level: rounds 5..9, no mistake, 0. Post-shift windows of
-	// three: 10–12 (2/3), 11–13 (1/3), 12–14 (0) — recovered at round 14,
-	// five records counting the shift's.
-	if len(l.Recovery) != 1 || l.Recovery[0].PreRate != 0 || l.Recovery[0].Records == nil || *l.Recovery[0].Records != 5 {
+	// three: 10–12 (1/3), 11–13 (0) — recovered at round 13, four records
+	// counting the shift's.
+	if len(l.Recovery) != 1 || l.Recovery[0].PreRate != 0 || l.Recovery[0].Records == nil || *l.Recovery[0].Records != 4 {
 		t.Fatalf("recovery %+v", l.Recovery)
 	}
 	// Four trace points at most: the stride doubles at rounds 4, 8 and 16,
@@ -103,9 +117,9 @@ func TestStreamNoRecoveryBeforeTheNextShift(t *testing.T) {
 	if len(rec) != 2 || rec[0].Records != nil {
 		t.Fatalf("recovery %+v: the first shift must stay unrecovered", rec)
 	}
-	// Second shift at round 12: pre-shift window 8..11 holds 2 mistakes of 5.
-	if rec[1].PreRate != 2.0/5 || rec[1].Records == nil || *rec[1].Records != 3 {
-		t.Fatalf("second recovery %+v, want pre 0.4 and 3 records", rec[1])
+	// Second shift at round 12: pre-shift window 7..11 holds 1 mistake of 5.
+	if rec[1].PreRate != 1.0/5 || rec[1].Records == nil || *rec[1].Records != 3 {
+		t.Fatalf("second recovery %+v, want pre 0.2 and 3 records", rec[1])
 	}
 }
 
@@ -257,5 +271,59 @@ func TestReportWritesEmptyListsNotNulls(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("report lacks %s: %s", want, b)
 		}
+	}
+}
+
+// baselineByHand plays the majority-class baseline over records' labels:
+// answer the label seen most so far (ties and the start: −1).
+func baselineByHand(recs []Record) uint64 {
+	var pos, neg int
+	var wrong uint64
+	for _, r := range recs {
+		answer := -1
+		if pos > neg {
+			answer = 1
+		}
+		if r.Y != answer {
+			wrong++
+		}
+		if r.Y == 1 {
+			pos++
+		} else {
+			neg++
+		}
+	}
+	return wrong
+}
+
+func TestEmptyPartitionSaysNoRecords(t *testing.T) {
+	cfg := Config{Learners: []string{"perceptron"}, Kernel: linear(t), Detectors: []string{}}
+	s, err := NewStream(cfg, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Assemble("t", cfg, []PartitionReport{s.Report()})
+	var text strings.Builder
+	if err := rep.WriteTable(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "no records") || strings.Contains(text.String(), "0.00") {
+		t.Fatalf("empty partition reported as:\n%s", text.String())
+	}
+	var js strings.Builder
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Partitions []struct {
+			Learners []map[string]any `json:"learners"`
+		} `json:"partitions"`
+	}
+	if err := json.Unmarshal([]byte(js.String()), &back); err != nil {
+		t.Fatal(err)
+	}
+	l := back.Partitions[0].Learners[0]
+	if l["status"] != "no records" || l["mistake_rate"] != nil || l["kappa"] != nil {
+		t.Fatalf("empty partition in JSON: %v", l)
 	}
 }

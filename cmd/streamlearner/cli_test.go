@@ -19,7 +19,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
-func model(t *testing.T) *kong.Kong {
+func cliModel(t *testing.T) *kong.Kong {
 	t.Helper()
 	var c cli
 	k, err := kong.New(&c, options(context.Background(), &bytes.Buffer{})...)
@@ -68,7 +68,7 @@ func TestUsageErrorIsShortAndExitsTwo(t *testing.T) {
 // command; run's input topic and tail's prediction topic no longer share
 // STREAMLEARNER_TOPIC.
 func TestEnvironmentVariablesDoNotCollide(t *testing.T) {
-	k := model(t)
+	k := cliModel(t)
 	byVar := map[string]map[string]bool{} // variable -> flag names
 	for f, n := range flagOwners(k.Model.Node) {
 		if f.Name == "help" || f.Name == "version" {
@@ -136,7 +136,7 @@ func TestEnvironmentVariablesDoNotCollide(t *testing.T) {
 // TestHelpShowsEveryDefault walks every command's flags: a flag with a
 // default shows it in --help, as --flag=DEFAULT or "default: DEFAULT".
 func TestHelpShowsEveryDefault(t *testing.T) {
-	k := model(t)
+	k := cliModel(t)
 	space := regexp.MustCompile(`\s+`)
 	for _, path := range commands(k) {
 		code, out, errOut := runCLI(t, append(path, "--help")...)

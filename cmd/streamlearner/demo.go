@@ -16,11 +16,13 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/checkpoint"
+	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/feed"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/pipeline"
+	"github.com/streamlearner/streamlearner/prequential"
 	"github.com/streamlearner/streamlearner/replay"
 	"github.com/streamlearner/streamlearner/synth"
 )
@@ -136,12 +138,25 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprint(out, driftLegend)
+	// The service's mistakes, counted from the predictions it wrote by the
+	// reporting rule (predicted ≠ label), as the replay counts its own.
+	service := map[int]uint64{}
+	tctx, tcancel := context.WithTimeout(ctx, time.Minute)
+	_, err = feed.Tail(tctx, feed.TailConfig{Conn: conn, Topic: "demo-out", Limit: c.N}, func(p codec.Prediction, _ feed.TailStats) error {
+		if prequential.IsMistake(p.Margin, p.Label) {
+			service[int(p.Partition)]++
+		}
+		return nil
+	})
+	tcancel()
+	if err != nil {
+		return fmt.Errorf("demo: reading the predictions back: %w", err)
+	}
 	agree := true
 	for _, p := range rep.Partitions {
-		service := testutil.ToFloat64(metrics.Mistakes.WithLabelValues(strconv.Itoa(p.Partition)))
-		if float64(p.Learners[0].Mistakes) != service {
+		if p.Learners[0].Mistakes != service[p.Partition] {
 			agree = false
-			fmt.Fprintf(out, "partition %d: the replay of %s made %d mistakes, the service %.0f\n", p.Partition, c.Learner, p.Learners[0].Mistakes, service)
+			fmt.Fprintf(out, "partition %d: the replay of %s made %d mistakes, the service's predictions %d\n", p.Partition, c.Learner, p.Learners[0].Mistakes, service[p.Partition])
 		}
 	}
 	if agree {

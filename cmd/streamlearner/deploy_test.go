@@ -182,7 +182,7 @@ func TestDeployFiles(t *testing.T) {
 	// The members' variables are ones run reads (a variable of another
 	// command, or an old spelling, would be ignored without a word).
 	runVars := map[string]bool{}
-	tr, err := kong.Trace(model(t), []string{"run"})
+	tr, err := kong.Trace(cliModel(t), []string{"run"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,30 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/offline"
 	"github.com/streamlearner/streamlearner/progress"
 )
 
 type evalCmd struct {
-	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM or JSON lines, gzip allowed."`
+	fieldFlags  `embed:""`
+	modelFlags  `embed:""`
+	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM, JSON records or JSON events (named fields), gzip allowed."`
 	Test        string   `type:"existingfile" placeholder:"FILE" help:"Test file: accuracy of the final model."`
 	Learner     []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec name[:key=value,...], repeatable (see 'streamlearner learners')."`
 	Kernel      string   `required:"" placeholder:"SPEC" help:"Kernel: linear, poly:degree=4,coef0=1,scale=1, rbf:gamma=0.01 or rbf:sigma2=25; add normalize=true for k(x,x)=1."`
@@ -31,6 +38,11 @@ type evalCmd struct {
 	Format      string   `default:"table" enum:"table,json" help:"Output format: table or json."`
 	Trace       string   `placeholder:"FILE" help:"Write each round's margin f(x) before learning, one line per round, a column per learner (needs --keep-order)."`
 	Jobs        int      `default:"1" help:"Runs (learner × order) in parallel; more than 1 makes examples/s figures contend for cores."`
+	PrintEvery  int      `placeholder:"N" help:"Print running metrics (mistake rate, windowed rate, baseline, kappa, support) every N records of each run (0: only the final table; to stderr with --format json)."`
+	Curve       string   `placeholder:"FILE" help:"Write the learning curve, a point every --print-every records (default 1000) per run: CSV, or JSON lines when FILE ends in .jsonl or .json."`
+	Window      int      `default:"1000" help:"Labeled records in the windowed mistake rate of the running metrics."`
+
+	stats *dataset.Stats // --standardize: the training set's
 }
 
 func (c *evalCmd) Validate() error {
@@ -42,6 +54,9 @@ func (c *evalCmd) Validate() error {
 	}
 	if c.Orders < 1 || c.Jobs < 1 || c.Limit < 0 {
 		return errors.New("--orders and --jobs must be ≥ 1, --limit ≥ 0")
+	}
+	if c.PrintEvery < 0 || c.Window < 1 {
+		return errors.New("--print-every must be ≥ 0, --window ≥ 1")
 	}
 	return nil
 }
@@ -81,26 +96,29 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	train, err := dataset.Load(ctx, c.Data, dataset.Options{Labels: labels, Limit: c.Limit})
+	mc, err := c.modelConfig(c.fieldFlags, labels)
 	if err != nil {
 		return err
 	}
-	var test *dataset.Set
-	if c.Test != "" {
-		if test, err = dataset.Load(ctx, c.Test, dataset.Options{Labels: labels}); err != nil {
-			return err
-		}
+	if mc.Events, err = isEvents(ctx, c.Input, c.Data); err != nil {
+		return err
 	}
-	if c.Standardize {
-		st := dataset.ComputeStats(train)
-		st.Standardize(train)
-		if test != nil {
-			st.Standardize(test)
+	if mc.Events && c.Standardize {
+		return errors.New("--standardize is for records; events scale with --scale online")
+	}
+	train, err := c.load(ctx, c.Data, mc, labels, c.Limit)
+	if err != nil {
+		return err
+	}
+	var test *offline.Data
+	if c.Test != "" {
+		if test, err = c.load(ctx, c.Test, mc, labels, 0); err != nil {
+			return err
 		}
 	}
 	cfg := offline.Config{
 		Learners: c.Learner, Kernel: kern, Orders: c.Orders, Seed: c.Seed,
-		KeepOrder: c.KeepOrder, Jobs: c.Jobs,
+		KeepOrder: c.KeepOrder, Jobs: c.Jobs, Model: mc,
 	}
 	if c.Trace != "" {
 		f, err := os.Create(c.Trace)
@@ -112,15 +130,134 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	bar := progress.New(os.Stderr, "eval")
 	cfg.Progress = bar.Update
-	results, err := offline.Run(ctx, train, test, cfg)
-	bar.Done()
+	curve, err := c.curve(&cfg, bar, out)
 	if err != nil {
 		return err
 	}
-	if c.Format == "json" {
-		return offline.WriteJSON(out, results)
+	results, err := offline.RunData(ctx, train, test, cfg)
+	bar.Done()
+	if cerr := curve.close(); cerr != nil {
+		err = errors.Join(err, cerr)
 	}
-	return offline.WriteTable(out, results)
+	if len(results) == 0 {
+		return err
+	}
+	// An interrupted eval (Ctrl-C) still prints what it measured.
+	var werr error
+	if c.Format == "json" {
+		werr = offline.WriteJSON(out, results)
+	} else {
+		werr = offline.WriteTable(out, results)
+	}
+	return errors.Join(err, werr)
+}
+
+// load reads a data file as mc says: events as raw lines, binary records
+// through the label map (and --standardize), many-class records with
+// their label tokens.
+func (c *evalCmd) load(ctx context.Context, path string, mc model.Config, labels codec.LabelMap, limit int) (*offline.Data, error) {
+	switch {
+	case mc.Events:
+		d := &offline.Data{Events: [][]byte{}}
+		err := dataset.LinesOf(ctx, path, func(_ int, b []byte) (bool, error) {
+			d.Events = append(d.Events, bytes.Clone(b))
+			return limit <= 0 || len(d.Events) < limit, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", path, err)
+		}
+		return d, nil
+	case len(mc.Classes) > 0:
+		raw, err := dataset.LoadRaw(ctx, path, dataset.Options{Limit: limit})
+		if err != nil {
+			return nil, err
+		}
+		return &offline.Data{X: raw.X, Labels: raw.Labels}, nil
+	}
+	set, err := dataset.Load(ctx, path, dataset.Options{Labels: labels, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	if c.Standardize {
+		// Training-set statistics, applied to the test set too.
+		if c.stats == nil {
+			st := dataset.ComputeStats(set)
+			c.stats = &st
+		}
+		c.stats.Standardize(set)
+	}
+	return offline.FromSet(set), nil
+}
+
+// curveWriter receives the running points of eval: lines for the reader
+// and the learning-curve file.
+type curveWriter struct {
+	mu    sync.Mutex
+	file  *os.File
+	buf   *bufio.Writer
+	jsonl bool
+	lines io.Writer
+	err   error
+}
+
+// curve sets up --print-every and --curve on cfg.
+func (c *evalCmd) curve(cfg *offline.Config, bar *progress.Bar, out io.Writer) (*curveWriter, error) {
+	cw := &curveWriter{}
+	if c.PrintEvery == 0 && c.Curve == "" {
+		return cw, nil
+	}
+	cfg.Every, cfg.Window = c.PrintEvery, c.Window
+	if cfg.Every == 0 {
+		cfg.Every = 1000
+	}
+	if c.PrintEvery > 0 {
+		cw.lines = out
+		if c.Format == "json" {
+			cw.lines = os.Stderr
+		}
+	}
+	if c.Curve != "" {
+		f, err := os.Create(c.Curve)
+		if err != nil {
+			return nil, fmt.Errorf("curve: %w", err)
+		}
+		cw.file, cw.buf = f, bufio.NewWriter(f)
+		cw.jsonl = strings.HasSuffix(c.Curve, ".jsonl") || strings.HasSuffix(c.Curve, ".json")
+		if !cw.jsonl {
+			cw.buf.WriteString(offline.CurveHeader + "\n")
+		}
+	}
+	cfg.Point = func(p offline.Point) {
+		cw.mu.Lock()
+		defer cw.mu.Unlock()
+		if cw.lines != nil {
+			bar.Done() // erase the bar; the next update redraws it
+			offline.WritePoint(cw.lines, p)
+		}
+		if cw.buf != nil && cw.err == nil {
+			if cw.jsonl {
+				b, _ := json.Marshal(p)
+				cw.buf.Write(append(b, '\n'))
+			} else {
+				cw.buf.Write(offline.AppendCurveCSV(nil, p))
+			}
+		}
+	}
+	return cw, nil
+}
+
+func (cw *curveWriter) close() error {
+	if cw.file == nil {
+		return nil
+	}
+	err := cw.buf.Flush()
+	if cerr := cw.file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("curve: %w", err)
+	}
+	return nil
 }
 
 type learnersCmd struct{}

@@ -31,6 +31,7 @@ type cli struct {
 	Eval       evalCmd       `cmd:"" help:"Run learners over a data file, predict-then-learn, and report mistake rate, support size, test accuracy and speed."`
 	Gen        genCmd        `cmd:"" help:"Generate the papers' synthetic data sets as LIBSVM files."`
 	Learners   learnersCmd   `cmd:"" help:"List the learners, their parameters and their papers."`
+	Features   featuresCmd   `cmd:"" help:"Show how named-field events map to hashed features (field, value, index) and count collisions."`
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, revision and Go version."`
 	Help       helpCmd       `cmd:"" help:"Show the help of a command: 'streamlearner help run'."`
 	Completion completionCmd `cmd:"" help:"Print a shell completion script: eval \"$(streamlearner completion bash)\"."`

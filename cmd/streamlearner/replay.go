@@ -15,6 +15,8 @@ import (
 
 type replayCmd struct {
 	connFlags      `embed:""`
+	fieldFlags     `embed:""`
+	modelFlags     `embed:""`
 	Topic          string   `required:"" help:"Topic to replay (records as run reads them)."`
 	Partition      []int    `placeholder:"N" help:"Partitions to replay, repeatable (default: all, each its own stream)."`
 	From           string   `default:"earliest" placeholder:"BOUND" help:"First record: earliest, latest, an offset or an RFC 3339 time."`
@@ -81,12 +83,16 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 	if len(detectors) == 1 && detectors[0] == "none" {
 		detectors = []string{}
 	}
+	mc, err := c.modelConfig(c.fieldFlags, labels)
+	if err != nil {
+		return err
+	}
 	cfg := replay.Config{Learners: c.Learner, Kernel: kern, Seed: c.Seed, Window: c.Window,
 		RecoveryWindow: c.RecoveryWindow, Tolerance: c.Tolerance, Detectors: detectors,
-		ShiftOffsets: offsets, ShiftsFromSegments: fromHeaders}
+		ShiftOffsets: offsets, ShiftsFromSegments: fromHeaders, Model: mc}
 	bar := progress.New(os.Stderr, "replay")
 	src := replay.Source{Conn: c.config(), Topic: c.Topic, Partitions: c.Partition, From: c.From, To: c.To,
-		Labels: labels, Progress: bar.Update}
+		Labels: labels, Progress: bar.Update, DetectInput: c.Input == "auto"}
 	rep, err := replay.Run(ctx, src, cfg)
 	bar.Done()
 	if err != nil && len(rep.Partitions) == 0 {

@@ -277,7 +277,7 @@ func TestDemoRunsAndCleansUp(t *testing.T) {
 		}
 	}
 	// Every partition's line of the report has a number in each column.
-	rows := regexp.MustCompile(`(?m)^[0-3] +rbp:budget=200 +\d+\.\d\d +200 +(\d+\.\d ){4}`).FindAllString(out, -1)
+	rows := regexp.MustCompile(`(?m)^[0-3] +rbp:budget=200 +\d+\.\d\d +\d+\.\d\d +-?\d\.\d{3} +200 +(\d+\.\d ){4}`).FindAllString(out, -1)
 	if len(rows) != 4 {
 		t.Errorf("%d report rows for the service's learner, want one per partition:\n%s", len(rows), out)
 	}

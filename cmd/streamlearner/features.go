@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/features"
+	"github.com/streamlearner/streamlearner/model"
+)
+
+// fieldFlags say how named-field events are read (shared by the commands
+// that take events).
+type fieldFlags struct {
+	LabelField  string   `default:"label" help:"Field holding the label (events: JSON objects of named fields)."`
+	KeyField    string   `placeholder:"FIELD" help:"Field holding the record's id, carried into predictions and not a feature (default: none)."`
+	IgnoreField []string `placeholder:"FIELD" help:"Field that is not a feature, repeatable."`
+	Features    string   `placeholder:"FIELD:KIND,..." help:"Schema: field kinds numeric, categorical, text or ignore (default: inferred; numbers numeric, strings categorical, booleans 0/1, arrays of strings bags of tokens, objects flattened with '.')."`
+	HashBits    int      `default:"18" help:"Features are hashed (xxHash64) into 2^N indices."`
+	NormText    bool     `name:"normalize-text" help:"Divide each text field's term counts by their Euclidean norm."`
+}
+
+func (f fieldFlags) eventConfig() (codec.EventConfig, error) {
+	schema, err := codec.ParseSchema(f.Features)
+	if err != nil {
+		return codec.EventConfig{}, fmt.Errorf("--features: %w", err)
+	}
+	return codec.EventConfig{LabelField: f.LabelField, KeyField: f.KeyField, Ignore: f.IgnoreField, Schema: schema}, nil
+}
+
+func (f fieldFlags) featureConfig(scale string) (features.Config, error) {
+	sc, err := features.ParseScale(scale)
+	if err != nil {
+		return features.Config{}, fmt.Errorf("--scale: %w", err)
+	}
+	cfg := features.Config{HashBits: f.HashBits, NormalizeText: f.NormText, Scale: sc}
+	return cfg, cfg.Validate()
+}
+
+// modelFlags choose the input kind, scaling and classes of the commands
+// that run partition models.
+type modelFlags struct {
+	Input      string `default:"auto" enum:"auto,records,events" help:"Input kind: records (LIBSVM, {\"label\",\"features\"} JSON), events (JSON objects of named fields), or auto (events when the first record is a JSON object without a \"features\" key)."`
+	Scale      string `default:"none" enum:"none,online" help:"Events: scale numeric fields online (running mean and variance of the records before each one)."`
+	Classes    string `placeholder:"auto|A,B,..." help:"Many-class one-vs-rest: auto discovers classes online, or list them (default: binary, see --positive)."`
+	MaxClasses int    `default:"100" help:"Most classes --classes auto discovers; a record with one more class is refused (too_many_classes)."`
+}
+
+// modelConfig is the model template the flags describe (learner, kernel
+// and seed are set by the caller).
+func (f modelFlags) modelConfig(ff fieldFlags, labels codec.LabelMap) (model.Config, error) {
+	ec, err := ff.eventConfig()
+	if err != nil {
+		return model.Config{}, err
+	}
+	fc, err := ff.featureConfig(f.Scale)
+	if err != nil {
+		return model.Config{}, err
+	}
+	mc := model.Config{Event: ec, Features: fc, Labels: labels, MaxClasses: f.MaxClasses, Events: f.Input == "events"}
+	if f.Classes != "" {
+		if len(labels.Positive) > 0 {
+			return model.Config{}, errors.New("--classes and --positive exclude each other: many classes or a binary mapping")
+		}
+		if f.Classes == model.Auto {
+			mc.Classes = []string{model.Auto}
+		} else if mc.Classes, err = codec.ParseLabelList(f.Classes); err != nil {
+			return model.Config{}, fmt.Errorf("--classes: %w", err)
+		}
+	}
+	return mc, nil
+}
+
+// isEvents decides --input auto by the first record of the file.
+func isEvents(ctx context.Context, input, path string) (bool, error) {
+	if input != "auto" {
+		return input == "events", nil
+	}
+	events := false
+	err := dataset.LinesOf(ctx, path, func(_ int, b []byte) (bool, error) {
+		if b[0] == '#' {
+			return true, nil
+		}
+		_, err := codec.Decode(b, codec.Limits{AllowEmpty: true, MaxBytes: 16 << 20})
+		var ce *codec.Error
+		events = errors.As(err, &ce) && ce.Reason == codec.ReasonMissingFeatures
+		return false, nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", path, err)
+	}
+	return events, nil
+}
+
+type featuresCmd struct {
+	fieldFlags `embed:""`
+	Data       string `required:"" type:"existingfile" placeholder:"FILE" help:"JSON lines of named-field events, gzip allowed."`
+	Show       int    `default:"3" placeholder:"N" help:"Records whose fields are listed one by one."`
+	Limit      int    `placeholder:"N" help:"Read only the first N records for the collision count (0: all)."`
+}
+
+// Run lists how the first records map (field, value, index, feature
+// value) and counts, over the file, the feature names that share an index.
+func (c *featuresCmd) Run(ctx context.Context, out io.Writer) error {
+	ecfg, err := c.eventConfig()
+	if err != nil {
+		return err
+	}
+	fcfg, err := c.featureConfig("none")
+	if err != nil {
+		return err
+	}
+	fcfg.AllowEmpty = true
+	dec, err := codec.NewEventDecoder(ecfg)
+	if err != nil {
+		return err
+	}
+	fz, err := features.New(fcfg)
+	if err != nil {
+		return err
+	}
+	var ev codec.Event
+	names := map[string]uint32{} // distinct feature names → index
+	records, fields := 0, 0
+	err = dataset.LinesOf(ctx, c.Data, func(line int, b []byte) (bool, error) {
+		if err := dec.Decode(b, &ev); err != nil {
+			return false, fmt.Errorf("%s line %d: %w", c.Data, line, err)
+		}
+		x, _ := fz.Vector(&ev)
+		records++
+		fields += len(ev.Fields)
+		for _, fl := range ev.Fields {
+			name, text := ev.Name(fl), ev.Text(fl)
+			key := string(name)
+			if fl.Kind != codec.FieldNumeric {
+				key += "=" + string(text)
+			}
+			if fl.Kind == codec.FieldText {
+				key = string(name) + " (text)" // tokens are listed below
+			}
+			if _, ok := names[key]; !ok && fl.Kind != codec.FieldText {
+				names[key] = features.Index(name, text, fl.Kind != codec.FieldNumeric, fz.Config().HashBits)
+			}
+		}
+		if records <= c.Show {
+			showRecord(out, &ev, x, fz)
+		}
+		return c.Limit <= 0 || records < c.Limit, nil
+	})
+	if err != nil {
+		return err
+	}
+	byIndex := map[uint32]int{}
+	for _, i := range names {
+		byIndex[i]++
+	}
+	shared, sharedIdx := 0, 0
+	for _, n := range byIndex {
+		if n > 1 {
+			shared += n
+			sharedIdx++
+		}
+	}
+	fmt.Fprintf(out, "%d records, %d fields; %d distinct features (field or field=value, text tokens not counted) on %d of 2^%d indices; collisions: %d features share %d indices\n",
+		records, fields, len(names), len(byIndex), fz.Config().HashBits, shared, sharedIdx)
+	return nil
+}
+
+func showRecord(out io.Writer, ev *codec.Event, x interface{ Len() int }, fz *features.Featurizer) {
+	label, key := "none", "none"
+	if l := ev.Label(); l != nil {
+		label = string(l)
+	}
+	if k := ev.Key(); k != nil {
+		key = string(k)
+	}
+	fmt.Fprintf(out, "record key %s, label %s: %d fields → %d features, %d in collisions\n", key, label, len(ev.Fields), x.Len(), fz.Collisions())
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  field\tkind\tvalue\tindex\tx")
+	bits := fz.Config().HashBits
+	for _, fl := range ev.Fields {
+		name, text := ev.Name(fl), ev.Text(fl)
+		switch fl.Kind {
+		case codec.FieldNumeric:
+			fmt.Fprintf(tw, "  %s\tnumeric\t%s\t%d\t%s\n", name, strconv.FormatFloat(fl.Num, 'g', -1, 64),
+				features.Index(name, nil, false, bits), strconv.FormatFloat(fl.Num, 'g', -1, 64))
+		case codec.FieldCategorical:
+			fmt.Fprintf(tw, "  %s\tcategorical\t%s\t%d\t1\n", name, text, features.Index(name, text, true, bits))
+		case codec.FieldText:
+			toks := features.Tokens(text)
+			slices.Sort(toks)
+			for _, t := range slices.Compact(slices.Clone(toks)) {
+				n := 0
+				for _, u := range toks {
+					if u == t {
+						n++
+					}
+				}
+				fmt.Fprintf(tw, "  %s\ttext token\t%s\t%d\t%d\n", name, t, features.Index(name, []byte(t), true, bits), n)
+			}
+		}
+	}
+	tw.Flush()
+}

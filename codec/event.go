@@ -1,0 +1,548 @@
+package codec
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// FieldKind says how a named field becomes features.
+type FieldKind uint8
+
+// The field kinds. FieldAuto is inference from the value; a decoded Field
+// never has it.
+const (
+	FieldAuto FieldKind = iota
+	FieldNumeric
+	FieldCategorical
+	FieldText
+	FieldIgnore
+)
+
+var kindNames = [...]string{"auto", "numeric", "categorical", "text", "ignore"}
+
+func (k FieldKind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("FieldKind(%d)", k)
+}
+
+// ParseFieldKind reads a kind name: numeric, categorical, text or ignore.
+func ParseFieldKind(s string) (FieldKind, error) {
+	for k, n := range kindNames {
+		if k > 0 && n == s {
+			return FieldKind(k), nil
+		}
+	}
+	return 0, fmt.Errorf("field kind %q: want numeric, categorical, text or ignore", s)
+}
+
+// ParseSchema reads "field:kind,field:kind" (as a --features flag gives
+// it) into a schema. A field may appear once.
+func ParseSchema(s string) (map[string]FieldKind, error) {
+	out := map[string]FieldKind{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		name, kind, ok := strings.Cut(strings.TrimSpace(item), ":")
+		// The kind is after the last ':' so that field names may hold one.
+		if i := strings.LastIndexByte(item, ':'); ok && i >= 0 {
+			name, kind = strings.TrimSpace(item[:i]), strings.TrimSpace(item[i+1:])
+		}
+		if !ok || name == "" {
+			return nil, fmt.Errorf("schema item %q: want field:kind", item)
+		}
+		k, err := ParseFieldKind(kind)
+		if err != nil {
+			return nil, fmt.Errorf("schema item %q: %w", item, err)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("schema: field %q given twice", name)
+		}
+		out[name] = k
+	}
+	return out, nil
+}
+
+// DefaultLabelField is the label field when EventConfig.LabelField is "".
+const DefaultLabelField = "label"
+
+// EventConfig says how to read events. The zero value reads the label from
+// "label", carries no key, and infers every other field's kind.
+type EventConfig struct {
+	// LabelField names the label. Default "label".
+	LabelField string
+	// KeyField names the record id carried into predictions. Default "":
+	// no key field (every field other than the label is a feature).
+	KeyField string
+	// Ignore lists fields that are not features.
+	Ignore []string
+	// Schema fixes the kind of the fields it names; the others are
+	// inferred. FieldAuto entries are the same as absent ones.
+	Schema map[string]FieldKind
+	// Limits bound one message (MaxBytes) and the fields read
+	// (MaxNonZeros). MaxIndex and AllowEmpty are the featurizer's business.
+	Limits Limits
+}
+
+// Field is one named field of an event, its name and text held by the
+// Event (see Event.Name and Event.Text).
+type Field struct {
+	// Kind is FieldNumeric (Num holds the value), FieldCategorical (the
+	// text is the category, or one token of a bag) or FieldText (the text
+	// is free text).
+	Kind FieldKind
+	Num  float64
+	name span
+	text span
+}
+
+// span is a range of Event.buf.
+type span struct{ off, n int32 }
+
+// Event is one decoded named-field record. Its contents live in buffers
+// that the next Decode into the same Event reuses, so decoding allocates
+// nothing once they have grown; copy what must outlive it.
+type Event struct {
+	Fields []Field
+	buf    []byte
+	key    span
+	label  span
+	hasKey bool
+	hasLab bool
+	s      scratch
+}
+
+// Name is the field's (flattened) name.
+func (e *Event) Name(f Field) []byte { return e.buf[f.name.off : f.name.off+f.name.n] }
+
+// Text is a categorical or text field's text (nil for numeric fields).
+func (e *Event) Text(f Field) []byte { return e.buf[f.text.off : f.text.off+f.text.n] }
+
+// Key is the record's key, or nil when it has none.
+func (e *Event) Key() []byte {
+	if !e.hasKey {
+		return nil
+	}
+	return e.buf[e.key.off : e.key.off+e.key.n]
+}
+
+// Label is the canonical label token (see CanonicalLabel), or nil when the
+// event is unlabeled.
+func (e *Event) Label() []byte {
+	if !e.hasLab {
+		return nil
+	}
+	return e.buf[e.label.off : e.label.off+e.label.n]
+}
+
+// Reset empties the event, keeping its buffers.
+func (e *Event) Reset() {
+	e.Fields, e.buf = e.Fields[:0], e.buf[:0]
+	e.hasKey, e.hasLab = false, false
+}
+
+// EventDecoder reads events as an EventConfig says. It is safe for
+// concurrent use; each goroutine decodes into its own Event.
+type EventDecoder struct {
+	label, key string
+	ignore     map[string]bool
+	schema     map[string]FieldKind
+	lim        Limits
+}
+
+// NewEventDecoder checks cfg and prepares a decoder.
+func NewEventDecoder(cfg EventConfig) (*EventDecoder, error) {
+	d := &EventDecoder{label: cfg.LabelField, key: cfg.KeyField, ignore: map[string]bool{},
+		schema: map[string]FieldKind{}, lim: cfg.Limits.withDefaults()}
+	if d.label == "" {
+		d.label = DefaultLabelField
+	}
+	if d.key == d.label {
+		return nil, fmt.Errorf("events: the key field and the label field are both %q", d.key)
+	}
+	for _, f := range cfg.Ignore {
+		if f == "" {
+			return nil, errors.New("events: an ignored field has an empty name")
+		}
+		d.ignore[f] = true
+	}
+	names := make([]string, 0, len(cfg.Schema))
+	for f := range cfg.Schema {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	for _, f := range names {
+		k := cfg.Schema[f]
+		if k > FieldIgnore {
+			return nil, fmt.Errorf("events: field %q: invalid kind %d", f, k)
+		}
+		if f == d.label || (f == d.key && d.key != "") {
+			return nil, fmt.Errorf("events: field %q is the label or key field and cannot have a feature kind", f)
+		}
+		if k != FieldAuto {
+			d.schema[f] = k
+		}
+	}
+	return d, nil
+}
+
+// Decode reads one message into ev (which it resets first). Every error it
+// returns is an *Error; ev is then unusable until the next Decode.
+func (d *EventDecoder) Decode(b []byte, ev *Event) error {
+	ev.Reset()
+	if err := precheck(b, d.lim); err != nil {
+		return err
+	}
+	ev.s.ents, ev.s.names = ev.s.ents[:0], ev.s.names[:0]
+	ev.s.labelSeen, ev.s.keySeen = false, false
+	r := eventReader{jsonDecoder: jsonDecoder{b: b, lim: d.lim, s: &ev.s}, dec: d, ev: ev}
+	if err := r.record(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// eventReader is one Decode's state: the JSON cursor, the event being
+// filled and the flattened name of the current field (in ev.buf, from
+// nameAt).
+type eventReader struct {
+	jsonDecoder
+	dec *EventDecoder
+	ev  *Event
+}
+
+func (r *eventReader) record() *Error {
+	r.skipWS()
+	if r.peek() != '{' {
+		_, n := utf8.DecodeRune(r.b[r.i:])
+		return errorf(ReasonInvalidJSON, "top level is not an object: it starts with %s", quote(r.b[r.i:r.i+n]))
+	}
+	if err := r.object(nil, 1); err != nil {
+		return err
+	}
+	r.skipWS()
+	if r.i < len(r.b) {
+		return errorf(ReasonInvalidJSON, "offset %d: unexpected data after the event object", r.i)
+	}
+	return nil
+}
+
+// open steps into the container at the cursor, which sits inside depth
+// containers, and reports whether it is empty (then also closed).
+func (r *eventReader) open(depth int, closer byte) (empty bool, err *Error) {
+	if depth > maxDepth {
+		return false, errorf(ReasonInvalidJSON, "offset %d: nesting deeper than %d levels", r.i, maxDepth)
+	}
+	r.i++
+	r.skipWS()
+	if r.peek() == closer {
+		r.i++
+		return true, nil
+	}
+	return false, nil
+}
+
+// object reads the object at the cursor; its members are fields named
+// prefix + "." + key (just key at the top level).
+func (r *eventReader) object(prefix []byte, depth int) *Error {
+	if empty, err := r.open(depth, '}'); empty || err != nil {
+		return err
+	}
+	for {
+		if r.peek() != '"' {
+			return r.unexpected("a string key")
+		}
+		start, end, esc, err := r.scanString()
+		if err != nil {
+			return err
+		}
+		// A top-level key without escapes is its own name, in the input;
+		// any other name is built in a scratch buffer (an unescaped key
+		// lives in the unescape buffer, which the value overwrites).
+		name := r.b[start:end:end]
+		if esc {
+			name = r.s.name(prefix, r.unescape(name))
+		} else if prefix != nil {
+			name = r.s.name(prefix, name)
+		}
+		if err := r.colon(); err != nil {
+			return err
+		}
+		if err := r.value(name, depth); err != nil {
+			return err
+		}
+		more, err := r.afterMember()
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// value reads the value of field name, which sits inside depth containers.
+func (r *eventReader) value(name []byte, depth int) *Error {
+	d, at := r.dec, r.i
+	if string(name) == d.label {
+		if r.s.labelSeen {
+			return errorf(ReasonInvalidJSON, "offset %d: label field %q appears twice", at, d.label)
+		}
+		return r.label()
+	}
+	if d.key != "" && string(name) == d.key {
+		return r.key()
+	}
+	kind := FieldAuto
+	if len(d.ignore) > 0 && d.ignore[string(name)] {
+		kind = FieldIgnore
+	} else if len(d.schema) > 0 {
+		if k, ok := d.schema[string(name)]; ok {
+			kind = k
+		}
+	}
+	if kind == FieldIgnore {
+		return r.skipValue(depth)
+	}
+	switch c := r.peek(); c {
+	case 'n':
+		return r.literal("null")
+	case 't', 'f':
+		v, word := 0.0, falseBytes
+		if c == 't' {
+			v, word = 1, trueBytes
+		}
+		if err := r.literal(string(word)); err != nil {
+			return err
+		}
+		switch kind {
+		case FieldAuto, FieldNumeric:
+			return r.addNum(name, v)
+		case FieldCategorical:
+			return r.addText(name, FieldCategorical, word)
+		}
+		return errorf(ReasonBadField, "offset %d: field %s is text but holds a boolean", at, quote(name))
+	case '"':
+		s, err := r.stringValue()
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case FieldAuto, FieldCategorical:
+			return r.addText(name, FieldCategorical, s)
+		case FieldText:
+			return r.addText(name, FieldText, s)
+		}
+		return errorf(ReasonBadField, "offset %d: field %s is numeric but holds a string", at, quote(name))
+	case '{':
+		if kind != FieldAuto {
+			return errorf(ReasonBadField, "offset %d: field %s is %s but holds an object", at, quote(name), kind)
+		}
+		return r.object(name, depth+1)
+	case '[':
+		return r.array(name, kind, depth+1)
+	default:
+		if c != '-' && !isDigit(c) {
+			return r.unexpected("a value")
+		}
+		start, end, err := r.scanNumber()
+		if err != nil {
+			return err
+		}
+		v, ok := parseNumber(r.b[start:end])
+		if !ok {
+			return errorf(ReasonNonFinite, "offset %d: field %s: value %s overflows float64", at, quote(name), quote(r.b[start:end]))
+		}
+		switch kind {
+		case FieldAuto, FieldNumeric:
+			return r.addNum(name, v)
+		case FieldCategorical:
+			return r.addText(name, FieldCategorical, r.b[start:end])
+		}
+		return errorf(ReasonBadField, "offset %d: field %s is text but holds a number", at, quote(name))
+	}
+}
+
+// array reads an array: strings are tokens of the field itself, anything
+// else is field name.i.
+func (r *eventReader) array(name []byte, kind FieldKind, depth int) *Error {
+	if empty, err := r.open(depth, ']'); empty || err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		if r.peek() == '"' {
+			at := r.i
+			s, err := r.stringValue()
+			if err != nil {
+				return err
+			}
+			switch kind {
+			case FieldAuto, FieldCategorical:
+				err = r.addText(name, FieldCategorical, s)
+			case FieldText:
+				err = r.addText(name, FieldText, s)
+			default:
+				err = errorf(ReasonBadField, "offset %d: field %s is numeric but holds a string", at, quote(name))
+			}
+			if err != nil {
+				return err
+			}
+		} else {
+			var idx [20]byte
+			elem := r.s.name(name, strconv.AppendInt(idx[:0], int64(i), 10))
+			if err := r.value(elem, depth); err != nil {
+				return err
+			}
+		}
+		r.skipWS()
+		switch r.peek() {
+		case ',':
+			r.i++
+			r.skipWS()
+			continue
+		case ']':
+			r.i++
+			return nil
+		}
+		return r.unexpected("',' or ']'")
+	}
+}
+
+func (r *eventReader) count() *Error {
+	if len(r.ev.Fields) >= r.lim.MaxNonZeros {
+		return errorf(ReasonTooManyFeatures, "offset %d: more than %d fields", r.i, r.lim.MaxNonZeros)
+	}
+	return nil
+}
+
+func (r *eventReader) put(b []byte) span {
+	s := span{int32(len(r.ev.buf)), int32(len(b))}
+	r.ev.buf = append(r.ev.buf, b...)
+	return s
+}
+
+func (r *eventReader) addNum(name []byte, v float64) *Error {
+	if err := r.count(); err != nil {
+		return err
+	}
+	r.ev.Fields = append(r.ev.Fields, Field{Kind: FieldNumeric, Num: v, name: r.put(name)})
+	return nil
+}
+
+func (r *eventReader) addText(name []byte, kind FieldKind, text []byte) *Error {
+	if err := r.count(); err != nil {
+		return err
+	}
+	r.ev.Fields = append(r.ev.Fields, Field{Kind: kind, name: r.put(name), text: r.put(text)})
+	return nil
+}
+
+func (r *eventReader) label() *Error {
+	r.s.labelSeen = true
+	at := r.i
+	switch c := r.peek(); c {
+	case '"':
+		s, err := r.stringValue()
+		if err != nil {
+			return err
+		}
+		if len(s) == 0 {
+			return errorf(ReasonBadLabel, "offset %d: label is an empty string", at)
+		}
+		r.ev.label, r.ev.hasLab = r.put(s), true
+		return nil
+	case 't', 'f':
+		word := falseBytes
+		if c == 't' {
+			word = trueBytes
+		}
+		if err := r.literal(string(word)); err != nil {
+			return err
+		}
+		r.ev.label, r.ev.hasLab = r.put(word), true
+		return nil
+	case 'n':
+		return r.literal("null")
+	case '{', '[':
+		if err := r.skipValue(1); err != nil {
+			return err
+		}
+		return errorf(ReasonBadLabel, "offset %d: label is %s; want a number, a boolean, a string or null", at, kindOf(c))
+	}
+	if c := r.peek(); c != '-' && !isDigit(c) {
+		return r.unexpected("a value")
+	}
+	start, end, err := r.scanNumber()
+	if err != nil {
+		return err
+	}
+	v, ok := parseNumber(r.b[start:end])
+	if !ok {
+		return errorf(ReasonBadLabel, "offset %d: label %s overflows float64", at, quote(r.b[start:end]))
+	}
+	if v == 0 {
+		v = 0 // -0 is written "0"
+	}
+	off := len(r.ev.buf)
+	r.ev.buf = strconv.AppendFloat(r.ev.buf, v, 'g', -1, 64)
+	r.ev.label, r.ev.hasLab = span{int32(off), int32(len(r.ev.buf) - off)}, true
+	return nil
+}
+
+func (r *eventReader) key() *Error {
+	if r.s.keySeen {
+		return errorf(ReasonInvalidJSON, "offset %d: key field %q appears twice", r.i, r.dec.key)
+	}
+	r.s.keySeen = true
+	at := r.i
+	switch c := r.peek(); {
+	case c == '"':
+		s, err := r.stringValue()
+		if err != nil {
+			return err
+		}
+		r.ev.key, r.ev.hasKey = r.put(s), true
+		return nil
+	case c == 'n':
+		return r.literal("null")
+	case c == '-' || isDigit(c):
+		start, end, err := r.scanNumber()
+		if err != nil {
+			return err
+		}
+		r.ev.key, r.ev.hasKey = r.put(r.b[start:end]), true
+		return nil
+	case c == 't' || c == 'f' || c == '{' || c == '[':
+		if err := r.skipValue(1); err != nil {
+			return err
+		}
+		return errorf(ReasonBadField, "offset %d: key field %q is %s; want a string or a number", at, r.dec.key, kindOf(c))
+	}
+	return r.unexpected("a value")
+}
+
+// eventScratchName builds prefix.key into the scratch name stack.
+func (s *scratch) name(prefix, key []byte) []byte {
+	if prefix == nil {
+		off := len(s.names)
+		s.names = append(s.names, key...)
+		return s.names[off:len(s.names):len(s.names)]
+	}
+	off := len(s.names)
+	s.names = append(s.names, prefix...)
+	s.names = append(s.names, '.')
+	s.names = append(s.names, key...)
+	return s.names[off:len(s.names):len(s.names)]
+}
+
+var trueBytes, falseBytes = []byte("true"), []byte("false")
+
+// FieldKinds lists the schema kinds by name, for help texts.
+func FieldKinds() []string { return slices.Clone(kindNames[1:]) }

@@ -1,0 +1,209 @@
+package codec
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// fieldsOf renders an event's fields as "name=text" or "name:value".
+func fieldsOf(ev *Event) []string {
+	var out []string
+	for _, f := range ev.Fields {
+		switch f.Kind {
+		case FieldNumeric:
+			out = append(out, string(ev.Name(f))+":"+formatLabel(f.Num))
+		case FieldCategorical:
+			out = append(out, string(ev.Name(f))+"="+string(ev.Text(f)))
+		case FieldText:
+			out = append(out, string(ev.Name(f))+"~"+string(ev.Text(f)))
+		}
+	}
+	return out
+}
+
+func mustDecoder(t testing.TB, cfg EventConfig) *EventDecoder {
+	t.Helper()
+	d, err := NewEventDecoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestEventInference(t *testing.T) {
+	d := mustDecoder(t, EventConfig{LabelField: "income", KeyField: "id"})
+	var ev Event
+	in := `{"id":"adult-000001","age":39,"workclass":"State-gov","fnlwgt":77516,"ok":true,"no":false,` +
+		`"tags":["a","b","a"],"pos":[1.5,null,"x",{"z":2}],"addr":{"city":"Oslo","zip":{"n":7}},` +
+		`"gone":null,"e":"caf\u00e9","income":"<=50K"}`
+	if err := d.Decode([]byte(in), &ev); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"age:39", "workclass=State-gov", "fnlwgt:77516", "ok:1", "no:0",
+		"tags=a", "tags=b", "tags=a", "pos.0:1.5", "pos=x", "pos.3.z:2", "addr.city=Oslo", "addr.zip.n:7", "e=café"}
+	if got := fieldsOf(&ev); !slices.Equal(got, want) {
+		t.Fatalf("fields\n%q\nwant\n%q", got, want)
+	}
+	if string(ev.Key()) != "adult-000001" || string(ev.Label()) != "<=50K" {
+		t.Fatalf("key %q label %q", ev.Key(), ev.Label())
+	}
+	// The same decoder and event again: nothing left over.
+	if err := d.Decode([]byte(`{"age":1}`), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if got := fieldsOf(&ev); !slices.Equal(got, []string{"age:1"}) || ev.Key() != nil || ev.Label() != nil {
+		t.Fatalf("second event %q key %q label %q", got, ev.Key(), ev.Label())
+	}
+}
+
+func TestEventLabelsKeysAndSchema(t *testing.T) {
+	schema, err := ParseSchema("zip:categorical, note:text ,age:numeric,secret:ignore,day:categorical")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := mustDecoder(t, EventConfig{Schema: schema, Ignore: []string{"id"}, KeyField: "k"})
+	for _, c := range []struct{ in, label, key string }{
+		{`{"label":1.0,"k":17,"x":1}`, "1", "17"},
+		{`{"label":-0,"x":1}`, "0", ""},
+		{`{"label":7,"x":1}`, "7", ""},
+		{`{"label":true,"x":1}`, "true", ""},
+		{`{"label":"UP","k":null,"x":1}`, "UP", ""},
+		{`{"label":null,"x":1}`, "", ""},
+	} {
+		var ev Event
+		if err := d.Decode([]byte(c.in), &ev); err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if string(ev.Label()) != c.label || string(ev.Key()) != c.key || (c.label == "") != (ev.Label() == nil) {
+			t.Fatalf("%s: label %q key %q", c.in, ev.Label(), ev.Key())
+		}
+	}
+	var ev Event
+	in := `{"id":"x1","zip":2134,"note":"Hello, World!","age":true,"secret":{"deep":[1,2]},"day":"2","label":"a"}`
+	if err := d.Decode([]byte(in), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fieldsOf(&ev), []string{"zip=2134", "note~Hello, World!", "age:1", "day=2"}; !slices.Equal(got, want) {
+		t.Fatalf("schema fields %q, want %q", got, want)
+	}
+}
+
+func TestEventErrors(t *testing.T) {
+	schema := map[string]FieldKind{"n": FieldNumeric, "t": FieldText, "c": FieldCategorical}
+	d := mustDecoder(t, EventConfig{Schema: schema, KeyField: "id", Limits: Limits{MaxNonZeros: 3}})
+	for _, c := range []struct {
+		in     string
+		reason Reason
+	}{
+		{``, ReasonEmptyMessage},
+		{"\xff{}", ReasonInvalidUTF8},
+		{`[1]`, ReasonInvalidJSON},
+		{`{"a":1`, ReasonInvalidJSON},
+		{`{"a":1}x`, ReasonInvalidJSON},
+		{`{"a":NaN}`, ReasonInvalidJSON},
+		{`{"a":Infinity}`, ReasonInvalidJSON},
+		{`{"a":1e999}`, ReasonNonFinite},
+		{`{"label":1,"label":2}`, ReasonInvalidJSON},
+		{`{"label":null,"label":2}`, ReasonInvalidJSON},
+		{`{"id":1,"id":2}`, ReasonInvalidJSON},
+		{`{"label":""}`, ReasonBadLabel},
+		{`{"label":[1]}`, ReasonBadLabel},
+		{`{"label":1e400}`, ReasonBadLabel},
+		{`{"id":true}`, ReasonBadField},
+		{`{"n":"x"}`, ReasonBadField},
+		{`{"n":{"a":1}}`, ReasonBadField},
+		{`{"t":3}`, ReasonBadField},
+		{`{"t":false}`, ReasonBadField},
+		{`{"n":["a"]}`, ReasonBadField},
+		{`{"a":1,"b":2,"c":"x","d":4}`, ReasonTooManyFeatures},
+		{`{"a":[1,2,3,4]}`, ReasonTooManyFeatures},
+		{`{"a":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`, ReasonInvalidJSON},
+	} {
+		var ev Event
+		err := d.Decode([]byte(c.in), &ev)
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != c.reason {
+			t.Errorf("%.40q: error %v, want reason %s", c.in, err, c.reason)
+		}
+	}
+	for _, cfg := range []EventConfig{
+		{LabelField: "y", KeyField: "y"},
+		{Schema: map[string]FieldKind{"label": FieldNumeric}},
+		{Schema: map[string]FieldKind{"a": 9}},
+		{Ignore: []string{""}},
+	} {
+		if _, err := NewEventDecoder(cfg); err == nil {
+			t.Errorf("config %+v accepted", cfg)
+		}
+	}
+	for _, s := range []string{"a", "a:nope", ":numeric", "a:text,a:numeric"} {
+		if _, err := ParseSchema(s); err == nil {
+			t.Errorf("schema %q accepted", s)
+		}
+	}
+}
+
+func TestEventDecodeAllocatesNothingOnceWarm(t *testing.T) {
+	d := mustDecoder(t, EventConfig{LabelField: "income", KeyField: "id"})
+	in := []byte(`{"id":"adult-000001","age":39,"workclass":"State-gov","fnlwgt":77516,"education":"Bachelors","education-num":13,"marital-status":"Never-married","occupation":"Adm-clerical","relationship":"Not-in-family","race":"White","sex":"Male","capital-gain":2174,"capital-loss":0,"hours-per-week":40,"native-country":"United-States","income":"<=50K"}`)
+	var ev Event
+	if err := d.Decode(in, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = d.Decode(in, &ev) }); n != 0 {
+		t.Fatalf("%v allocations per decode", n)
+	}
+}
+
+// FuzzEventDecode: any input either decodes into fields that hold what
+// the rules promise or fails with a listed reason and a readable detail;
+// never a panic.
+func FuzzEventDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"a-1","age":39,"w":"State-gov","income":"<=50K"}`,
+		`{"label":1,"x":{"y":[1,"a",null,{"z":true}]},"t":"Hello world"}`,
+		`{"label":"\u00e9\ud83d\ude00","a":-0.0e-3}`, `{}`, `[]`, `{"a":1e999}`, `{"label":{"a":1}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	decs := []*EventDecoder{
+		mustDecoder(f, EventConfig{}),
+		mustDecoder(f, EventConfig{LabelField: "income", KeyField: "id", Ignore: []string{"x.y"},
+			Schema: map[string]FieldKind{"t": FieldText, "a": FieldNumeric, "w": FieldCategorical},
+			Limits: Limits{MaxBytes: 4096, MaxNonZeros: 8}}),
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, d := range decs {
+			var ev Event
+			err := d.Decode(in, &ev)
+			if err != nil {
+				var e *Error
+				if !errors.As(err, &e) || !slices.Contains(Reasons(), e.Reason) || e.Detail == "" || !utf8.ValidString(e.Detail) {
+					t.Fatalf("%q: bad error %v", in, err)
+				}
+				continue
+			}
+			if len(ev.Fields) > d.lim.MaxNonZeros {
+				t.Fatalf("%q: %d fields", in, len(ev.Fields))
+			}
+			for _, fl := range ev.Fields {
+				if fl.Kind == FieldNumeric && (math.IsNaN(fl.Num) || math.IsInf(fl.Num, 0)) {
+					t.Fatalf("%q: field %q = %v", in, ev.Name(fl), fl.Num)
+				}
+				if fl.Kind != FieldNumeric && fl.Kind != FieldCategorical && fl.Kind != FieldText {
+					t.Fatalf("%q: kind %v", in, fl.Kind)
+				}
+				if !utf8.Valid(ev.Name(fl)) || !utf8.Valid(ev.Text(fl)) || string(ev.Name(fl)) == d.label {
+					t.Fatalf("%q: field %q text %q", in, ev.Name(fl), ev.Text(fl))
+				}
+			}
+			if l := ev.Label(); l != nil && len(l) == 0 {
+				t.Fatalf("%q: empty label", in)
+			}
+		}
+	})
+}

@@ -1,0 +1,479 @@
+// Package features turns named-field events (codec.Event) into the sparse
+// vectors the learners take, by feature hashing, with an optional online
+// scaler for numeric fields.
+//
+// # Hashing
+//
+// Every feature has a name: a numeric field's name ("age"), or a field's
+// name and a value joined by a zero byte for categorical values and text
+// tokens ("workclass\x00State-gov", "title\x00market"). Its index is
+//
+//	xxhash64(name) mod 2^HashBits
+//
+// with xxHash64 (seed 0) as github.com/cespare/xxhash/v2 computes it: a
+// published, platform-independent function (the same bits on every
+// machine, byte order and Go version), among the fastest non-cryptographic
+// 64-bit hashes, and already in the module graph. The zero byte cannot
+// occur in a JSON-decoded name, so "a"+"bc" and "ab"+"c" never share a
+// name. Categorical values and tokens have value 1 per occurrence (a bag
+// counts); numeric fields have their value. Features that land on one index
+// are summed, as Vowpal Wabbit does; Collisions counts how many distinct
+// names shared an index with another in a record.
+//
+// # Text
+//
+// A text field is split into tokens at every character that is not a
+// Unicode letter or digit, lowercased (unicode.ToLower); each token is a
+// feature of the field with its count. With NormalizeText the field's counts
+// are divided by their Euclidean norm (after hashing), so that long and
+// short texts weigh alike.
+//
+// # Online scaling
+//
+// With Scale set to ScaleOnline, each numeric field's value is standardized
+// as (x − mean)/sd with the running mean and (population) standard deviation
+// of that field's earlier values (Welford's algorithm), and only then are
+// those statistics updated with x: a record is never scaled with statistics
+// it contributed to, so prequential evaluation stays honest. Before a field
+// has any spread (its first value, or all values equal) the scaled value is
+// 0, as River's preprocessing.StandardScaler does. Statistics are kept per
+// numeric field index, only for fields that occur, so missing values stay
+// missing and sparse vectors stay sparse; categorical and text features are
+// not scaled. The scaler's state is part of MarshalBinary.
+//
+// # Ownership and determinism
+//
+// A Featurizer is not safe for concurrent use: Vector returns a vector
+// backed by the featurizer's own buffers, valid until the next call, and
+// allocates nothing once those buffers have grown (a new numeric field seen
+// by the scaler allocates once). The output depends only on the event and,
+// with scaling, on the events before it, in order.
+package features
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// DefaultHashBits is the hash space when Config.HashBits is 0: 2^18 =
+// 262,144 indices, Vowpal Wabbit's default, few collisions for the tens of
+// thousands of distinct values of typical event streams.
+const DefaultHashBits = 18
+
+// MaxHashBits bounds the space: 2^24 is codec's default largest index.
+const MaxHashBits = 24
+
+// Scale says how numeric fields are scaled.
+type Scale uint8
+
+const (
+	// ScaleNone leaves values as they are.
+	ScaleNone Scale = iota
+	// ScaleOnline standardizes with the running statistics of earlier
+	// records.
+	ScaleOnline
+)
+
+func (s Scale) String() string {
+	if s == ScaleOnline {
+		return "online"
+	}
+	return "none"
+}
+
+// ParseScale reads "none" or "online".
+func ParseScale(s string) (Scale, error) {
+	switch s {
+	case "", "none":
+		return ScaleNone, nil
+	case "online":
+		return ScaleOnline, nil
+	}
+	return 0, fmt.Errorf("scale %q: want none or online", s)
+}
+
+// Config says how to featurize. The zero value takes the defaults.
+type Config struct {
+	// HashBits is b in the 2^b indices, 1 to MaxHashBits. Default
+	// DefaultHashBits (18).
+	HashBits int
+	// NormalizeText divides each text field's term counts by their
+	// Euclidean norm. Default false: raw counts.
+	NormalizeText bool
+	// Scale is ScaleNone (the default) or ScaleOnline.
+	Scale Scale
+	// AllowEmpty accepts an event with no non-zero feature. Default false:
+	// it is refused with codec reason empty_features, as records are.
+	AllowEmpty bool
+}
+
+func (c Config) withDefaults() Config {
+	if c.HashBits == 0 {
+		c.HashBits = DefaultHashBits
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot be used.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	if c.HashBits < 1 || c.HashBits > MaxHashBits {
+		return fmt.Errorf("features: hash bits %d: want 1 to %d", c.HashBits, MaxHashBits)
+	}
+	if c.Scale > ScaleOnline {
+		return fmt.Errorf("features: invalid scale %d", c.Scale)
+	}
+	return nil
+}
+
+// entry is one feature before sorting: its index, value, and the full
+// 64-bit hash of its name (to tell collisions from repeats).
+type entry struct {
+	idx  uint32
+	val  float64
+	full uint64
+}
+
+// Featurizer hashes events into vectors. See the package comment.
+type Featurizer struct {
+	cfg  Config
+	mask uint64
+
+	ents []entry
+	key  []byte // name + 0 + value, hashed
+	tok  []byte // a lowercased token
+	idx  []uint32
+	val  []float64
+
+	collisions int
+	frozen     bool
+
+	// The online scaler: slot per numeric field index.
+	slot map[uint32]int
+	n    []uint64
+	mean []float64
+	m2   []float64
+}
+
+// New checks cfg and returns a Featurizer.
+func New(cfg Config) (*Featurizer, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Featurizer{cfg: cfg, mask: 1<<cfg.HashBits - 1, slot: map[uint32]int{}}, nil
+}
+
+// Config returns the configuration in use, defaults filled in.
+func (f *Featurizer) Config() Config { return f.cfg }
+
+// Hash is the 64-bit hash of a feature name: name alone for numeric
+// fields, name + "\x00" + value for categorical values and tokens (value
+// nil). Its low HashBits bits are the index.
+func Hash(name, value []byte, categorical bool) uint64 {
+	if !categorical {
+		return xxhash.Sum64(name)
+	}
+	var d xxhash.Digest
+	d.Reset()
+	d.Write(name)
+	d.Write(zero[:])
+	d.Write(value)
+	return d.Sum64()
+}
+
+var zero = [1]byte{0}
+
+// hash is Hash without the Digest: name and value are copied into one
+// buffer, which is faster for short names.
+func (f *Featurizer) hash(name, value []byte, categorical bool) uint64 {
+	if !categorical {
+		return xxhash.Sum64(name)
+	}
+	f.key = append(append(append(f.key[:0], name...), 0), value...)
+	return xxhash.Sum64(f.key)
+}
+
+// Index is the index of a feature name in a space of 2^bits.
+func Index(name, value []byte, categorical bool, bits int) uint32 {
+	return uint32(Hash(name, value, categorical) & (1<<bits - 1))
+}
+
+// Vector featurizes ev. The vector's slices belong to the Featurizer and
+// are overwritten by the next call. With ScaleOnline it also updates the
+// scaler with ev's numeric fields. The only error is empty_features (a
+// *codec.Error), when the event has no non-zero feature and AllowEmpty is
+// false; the scaler is updated all the same.
+func (f *Featurizer) Vector(ev *codec.Event) (sparse.Vector, error) {
+	f.ents = f.ents[:0]
+	for _, fl := range ev.Fields {
+		name := ev.Name(fl)
+		switch fl.Kind {
+		case codec.FieldNumeric:
+			h := f.hash(name, nil, false)
+			v := fl.Num
+			if f.cfg.Scale == ScaleOnline {
+				v = f.scale(uint32(h&f.mask), v)
+			}
+			f.ents = append(f.ents, entry{uint32(h & f.mask), v, h})
+		case codec.FieldCategorical:
+			h := f.hash(name, ev.Text(fl), true)
+			f.ents = append(f.ents, entry{uint32(h & f.mask), 1, h})
+		case codec.FieldText:
+			f.text(name, ev.Text(fl))
+		}
+	}
+	v := f.finish()
+	if len(v.Idx) == 0 && !f.cfg.AllowEmpty {
+		return v, &codec.Error{Reason: codec.ReasonEmptyFeatures, Detail: fmt.Sprintf("event has no non-zero feature (%d fields)", len(ev.Fields))}
+	}
+	return v, nil
+}
+
+// Collisions is the number of features of the last Vector call that shared
+// an index with a feature of another name.
+func (f *Featurizer) Collisions() int { return f.collisions }
+
+// text adds the tokens of one text field.
+func (f *Featurizer) text(name, s []byte) {
+	start := len(f.ents)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRune(s[i:])
+		if !isWord(r) {
+			i += n
+			continue
+		}
+		f.tok = f.tok[:0]
+		for i < len(s) {
+			r, n = utf8.DecodeRune(s[i:])
+			if !isWord(r) {
+				break
+			}
+			f.tok = utf8.AppendRune(f.tok, unicode.ToLower(r))
+			i += n
+		}
+		h := f.hash(name, f.tok, true)
+		f.ents = append(f.ents, entry{uint32(h & f.mask), 1, h})
+	}
+	if !f.cfg.NormalizeText || len(f.ents) == start {
+		return
+	}
+	// The norm of the field's hashed count vector: counts per index.
+	seg := f.ents[start:]
+	sortEntries(seg)
+	sq, run := 0.0, 0.0
+	for k, e := range seg {
+		run += e.val
+		if k == len(seg)-1 || seg[k+1].idx != e.idx {
+			sq += run * run
+			run = 0
+		}
+	}
+	inv := 1 / math.Sqrt(sq)
+	for k := range seg {
+		seg[k].val *= inv
+	}
+}
+
+func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+func less(a, b *entry) bool { return a.idx < b.idx || a.idx == b.idx && a.full < b.full }
+
+// sortEntries orders by index, then full hash. Records have tens of fields:
+// a plain insertion sort beats the generic sort's comparator calls there.
+func sortEntries(es []entry) {
+	if len(es) <= 32 {
+		for i := 1; i < len(es); i++ {
+			e := es[i]
+			j := i
+			for ; j > 0 && less(&e, &es[j-1]); j-- {
+				es[j] = es[j-1]
+			}
+			es[j] = e
+		}
+		return
+	}
+	slices.SortFunc(es, func(a, b entry) int {
+		switch {
+		case a.idx < b.idx:
+			return -1
+		case a.idx > b.idx:
+			return 1
+		case a.full < b.full:
+			return -1
+		case a.full > b.full:
+			return 1
+		}
+		return 0
+	})
+}
+
+// finish sorts the entries, sums those on one index, counts collisions and
+// drops zeros.
+func (f *Featurizer) finish() sparse.Vector {
+	sortEntries(f.ents)
+	f.idx, f.val, f.collisions = f.idx[:0], f.val[:0], 0
+	for k := 0; k < len(f.ents); {
+		e := f.ents[k]
+		sum, names := 0.0, 0
+		var last uint64
+		for ; k < len(f.ents) && f.ents[k].idx == e.idx; k++ {
+			sum += f.ents[k].val
+			if names == 0 || f.ents[k].full != last {
+				names++
+				last = f.ents[k].full
+			}
+		}
+		if names > 1 {
+			f.collisions += names
+		}
+		if sum != 0 {
+			f.idx = append(f.idx, e.idx)
+			f.val = append(f.val, sum)
+		}
+	}
+	if len(f.idx) == 0 {
+		return sparse.Vector{}
+	}
+	return sparse.Vector{Idx: f.idx, Val: f.val}
+}
+
+// Freeze stops (true) or resumes (false) the scaler's updates: a frozen
+// featurizer scales with the statistics it has and learns nothing, as a
+// test set needs.
+func (f *Featurizer) Freeze(on bool) { f.frozen = on }
+
+// scale standardizes x with the statistics of index i so far, then adds x
+// to them (Welford).
+func (f *Featurizer) scale(i uint32, x float64) float64 {
+	s, ok := f.slot[i]
+	z := 0.0
+	if ok && f.n[s] > 0 && f.m2[s] > 0 {
+		z = (x - f.mean[s]) / math.Sqrt(f.m2[s]/float64(f.n[s]))
+	}
+	if f.frozen {
+		return z
+	}
+	if !ok {
+		s = len(f.n)
+		f.slot[i] = s
+		f.n, f.mean, f.m2 = append(f.n, 0), append(f.mean, 0), append(f.m2, 0)
+	}
+	f.n[s]++
+	d := x - f.mean[s]
+	f.mean[s] += d / float64(f.n[s])
+	f.m2[s] += d * (x - f.mean[s])
+	return z
+}
+
+// ScalerFields is the number of numeric field indices the scaler tracks.
+func (f *Featurizer) ScalerFields() int { return len(f.n) }
+
+const stateVersion = 1
+
+// MarshalBinary encodes the configuration and the scaler statistics
+// (exact float bits), in index order so that equal states encode alike.
+func (f *Featurizer) MarshalBinary() ([]byte, error) {
+	b := []byte{stateVersion, byte(f.cfg.HashBits), byte(f.cfg.Scale), 0}
+	if f.cfg.NormalizeText {
+		b[3] |= 1
+	}
+	if f.cfg.AllowEmpty {
+		b[3] |= 2
+	}
+	keys := make([]uint32, 0, len(f.slot))
+	for i := range f.slot {
+		keys = append(keys, i)
+	}
+	slices.Sort(keys)
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, i := range keys {
+		s := f.slot[i]
+		b = binary.AppendUvarint(b, uint64(i))
+		b = binary.AppendUvarint(b, f.n[s])
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f.mean[s]))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f.m2[s]))
+	}
+	return b, nil
+}
+
+// Unmarshal rebuilds a Featurizer from MarshalBinary's output.
+func Unmarshal(b []byte) (*Featurizer, error) {
+	if len(b) < 5 {
+		return nil, errors.New("featurizer state: truncated")
+	}
+	if b[0] != stateVersion {
+		return nil, fmt.Errorf("featurizer state: format version %d not supported (this build reads %d)", b[0], stateVersion)
+	}
+	if b[3]&^3 != 0 {
+		return nil, fmt.Errorf("featurizer state: unknown flags %#x", b[3])
+	}
+	f, err := New(Config{HashBits: int(b[1]), Scale: Scale(b[2]), NormalizeText: b[3]&1 != 0, AllowEmpty: b[3]&2 != 0})
+	if err != nil {
+		return nil, fmt.Errorf("featurizer state: %w", err)
+	}
+	b = b[4:]
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, errors.New("featurizer state: bad scaler size")
+	}
+	b = b[k:]
+	prev := int64(-1)
+	for range n {
+		i, k1 := binary.Uvarint(b)
+		if k1 <= 0 {
+			return nil, errors.New("featurizer state: truncated")
+		}
+		b = b[k1:]
+		cnt, k2 := binary.Uvarint(b)
+		if k2 <= 0 || len(b[k2:]) < 16 {
+			return nil, errors.New("featurizer state: truncated")
+		}
+		b = b[k2:]
+		mean := math.Float64frombits(binary.LittleEndian.Uint64(b))
+		m2 := math.Float64frombits(binary.LittleEndian.Uint64(b[8:]))
+		b = b[16:]
+		if int64(i) <= prev || i > f.mask || math.IsNaN(mean) || math.IsInf(mean, 0) || !(m2 >= 0) || math.IsInf(m2, 0) {
+			return nil, fmt.Errorf("featurizer state: bad scaler entry for index %d", i)
+		}
+		prev = int64(i)
+		f.slot[uint32(i)] = len(f.n)
+		f.n, f.mean, f.m2 = append(f.n, cnt), append(f.mean, mean), append(f.m2, m2)
+	}
+	if len(b) != 0 {
+		return nil, fmt.Errorf("featurizer state: %d trailing bytes", len(b))
+	}
+	return f, nil
+}
+
+// Tokens splits text as the featurizer does (lowercased runs of letters and
+// digits), for displays and tests.
+func Tokens(s []byte) []string {
+	var out []string
+	var tok []byte
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRune(s[i:])
+		i += n
+		if isWord(r) {
+			tok = utf8.AppendRune(tok, unicode.ToLower(r))
+			continue
+		}
+		if len(tok) > 0 {
+			out, tok = append(out, string(tok)), tok[:0]
+		}
+	}
+	if len(tok) > 0 {
+		out = append(out, string(tok))
+	}
+	return out
+}

@@ -1,0 +1,97 @@
+package feed
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// isCSV says whether a data file is CSV, by its name.
+func isCSV(path string) bool {
+	return strings.HasSuffix(strings.ToLower(strings.TrimSuffix(path, ".gz")), ".csv")
+}
+
+// CSVEvents reads CSV with a header row (RFC 4180, as encoding/csv reads
+// it) and yields each row as a JSON event: an object whose keys are the
+// header's names, in header order. A cell that is a JSON number literal
+// (and finite) becomes a number, written as it is; an empty cell is null
+// (a missing value); any other cell is a string (so "2" is the number 2:
+// declare such fields categorical in the consumer's schema). A row whose
+// cell count differs from the header's, a repeated or empty header name,
+// or a malformed line is an error naming the line.
+func CSVEvents(r io.Reader) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		cr := csv.NewReader(r)
+		cr.ReuseRecord = true
+		header, err := cr.Read()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("no header row")
+			}
+			yield(nil, fmt.Errorf("csv header: %w", err))
+			return
+		}
+		seen := map[string]bool{}
+		keys := make([][]byte, len(header))
+		for i, h := range header {
+			h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+			if h == "" || seen[h] {
+				yield(nil, fmt.Errorf("csv header: column %d name %q is empty or repeated", i+1, h))
+				return
+			}
+			seen[h] = true
+			keys[i] = appendString(nil, h)
+		}
+		for {
+			rec, err := cr.Read()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				yield(nil, fmt.Errorf("csv: %w", err))
+				return
+			}
+			out := []byte{'{'}
+			for i, cell := range rec {
+				if i > 0 {
+					out = append(out, ',')
+				}
+				out = append(append(out, keys[i]...), ':')
+				out = appendCell(out, strings.TrimSpace(cell))
+			}
+			if !yield(append(out, '}'), nil) {
+				return
+			}
+		}
+	}
+}
+
+// appendCell writes one CSV cell as a JSON value.
+func appendCell(b []byte, cell string) []byte {
+	if cell == "" {
+		return append(b, "null"...)
+	}
+	if (cell[0] == '-' || ('0' <= cell[0] && cell[0] <= '9')) && json.Valid([]byte(cell)) {
+		if v, err := strconv.ParseFloat(cell, 64); err == nil && !math.IsInf(v, 0) {
+			return append(b, cell...)
+		}
+	}
+	return appendString(b, cell)
+}
+
+// appendString writes s as a JSON string, without encoding/json's HTML
+// escapes (a "<=50K" label stays readable).
+func appendString(b []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+}

@@ -1,0 +1,49 @@
+package feed
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/streamlearner/streamlearner/codec"
+)
+
+func TestCSVEvents(t *testing.T) {
+	in := "\ufeffid,age, workclass ,price,note,day\n" +
+		"a-1,39,State-gov,0.056443,\"hello, world\",2\n" +
+		"a-2,,Private,-1e3,NaN,01\n"
+	var got []string
+	for row, err := range CSVEvents(strings.NewReader(in)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !json.Valid(row) {
+			t.Fatalf("invalid JSON %s", row)
+		}
+		got = append(got, string(row))
+	}
+	want := []string{
+		`{"id":"a-1","age":39,"workclass":"State-gov","price":0.056443,"note":"hello, world","day":2}`,
+		`{"id":"a-2","age":null,"workclass":"Private","price":-1e3,"note":"NaN","day":"01"}`,
+	}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("rows\n%q\nwant\n%q", got, want)
+	}
+	// The rows are events the model reads.
+	d, _ := codec.NewEventDecoder(codec.EventConfig{KeyField: "id", Schema: map[string]codec.FieldKind{"day": codec.FieldCategorical}})
+	var ev codec.Event
+	if err := d.Decode([]byte(got[1]), &ev); err != nil || string(ev.Key()) != "a-2" || len(ev.Fields) != 4 {
+		t.Fatalf("decode %s: %v, %d fields", got[1], err, len(ev.Fields))
+	}
+	for _, bad := range []string{"", "a,a\n1,2\n", "a,\n1,2\n", "a,b\n1,2,3\n", "a,b\n\"1,2\n"} {
+		var err error
+		for _, e := range CSVEvents(strings.NewReader(bad)) {
+			if e != nil {
+				err = e
+			}
+		}
+		if err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

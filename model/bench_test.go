@@ -1,0 +1,92 @@
+package model
+
+import (
+	"context"
+	"testing"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/features"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/prequential"
+)
+
+// BenchmarkStep is one partition-model round on Adult events (decode,
+// featurize with the online scaler, predict, learn, evaluate) with an RBF
+// rbp learner at its budget, binary and one-vs-rest over the two classes.
+// Against BenchmarkStepRecords it shows what named fields add.
+func BenchmarkStep(b *testing.B) {
+	recs := lines(b, "../testdata/adult.train.3000.jsonl.gz", 3000)
+	for _, c := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"binary", Config{Labels: codec.LabelMap{Positive: []string{">50K"}}}},
+		{"ovr", Config{Classes: []string{Auto}}},
+	} {
+		cfg := c.cfg
+		cfg.Learner, cfg.Kernel, cfg.Events = "rbp:budget=100", kernel(b, "rbf:gamma=0.1"), true
+		cfg.Event = codec.EventConfig{LabelField: "income", KeyField: "id"}
+		cfg.Features = features.Config{Scale: features.ScaleOnline}
+		b.Run(c.name, func(b *testing.B) { benchSteps(b, build(b, cfg), recs) })
+	}
+}
+
+// BenchmarkStepRecords is the same round on a9a records (Adult as indexed
+// binary features), through the model, so
+// that the model's overhead on today's path is visible (codec.Decode
+// allocates the record's vector and label, as it does for the service).
+func BenchmarkStepRecords(b *testing.B) {
+	recs := lines(b, "../testdata/a9a.gz", 3000)
+	benchSteps(b, build(b, Config{Learner: "rbp:budget=100", Kernel: kernel(b, "rbf:gamma=0.1")}), recs)
+}
+
+// benchSteps warms m up on 500 records, then times steps over recs.
+func benchSteps(b *testing.B, m *Model, recs [][]byte) {
+	for _, r := range recs[:500] {
+		m.Step(r)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := m.Step(recs[i%len(recs)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkIndexedRound compares one round on a decoded a9a record through
+// the bare learner (what eval and replay ran before the model existed) and
+// through Model.StepVector (what they run now): the indexed path's cost of
+// the model layer (label map, reporting rule, evaluator).
+func BenchmarkIndexedRound(b *testing.B) {
+	set, err := dataset.Load(context.Background(), "../testdata/a9a.gz", dataset.Options{Limit: 3000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := kernel(b, "rbf:gamma=0.01")
+	tokens := map[int][]byte{1: []byte("1"), -1: []byte("-1")}
+	b.Run("learner", func(b *testing.B) {
+		l, _ := learners.New("rbp:budget=100", k, 1)
+		var ev prequential.Evaluator
+		i := 0
+		for b.Loop() {
+			j := i % set.Len()
+			o := l.Round(set.X[j], set.Y[j])
+			ev.Observe(o, true, l.Size())
+			i++
+		}
+	})
+	b.Run("model", func(b *testing.B) {
+		m := build(b, Config{Learner: "rbp:budget=100", Kernel: k, Seed: 1})
+		i := 0
+		for b.Loop() {
+			j := i % set.Len()
+			if _, err := m.StepVector(set.X[j], tokens[set.Y[j]]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
