@@ -49,6 +49,7 @@ type Config struct {
 // Broker is a running embedded broker.
 type Broker struct {
 	c    *kfake.Cluster
+	r    *reaper
 	addr string
 }
 
@@ -103,7 +104,7 @@ func Start(cfg Config) (*Broker, error) {
 		c.Close()
 		return nil, fmt.Errorf("start embedded broker: no listener")
 	}
-	return &Broker{c: c, addr: addrs[0]}, nil
+	return &Broker{c: c, r: startReaper(c, addrs[0], cfg.GroupMinSessionTimeout/4), addr: addrs[0]}, nil
 }
 
 // autoCreate is a control hook on Metadata requests: before the broker
@@ -147,4 +148,7 @@ func createTopic(c *kfake.Cluster, topic string, partitions int) error {
 func (b *Broker) Addr() string { return b.addr }
 
 // Close stops the broker, flushing its data directory if it has one.
-func (b *Broker) Close() { b.c.Close() }
+func (b *Broker) Close() {
+	b.r.stop() // first: it waits on the cluster
+	b.c.Close()
+}
