@@ -29,14 +29,16 @@ import (
 // stable or prepares a rebalance. A live member heartbeats well within
 // the timeout; one waiting in JoinGroup is heartbeated for, below.
 //
-// A member waiting in JoinGroup does not. kfake keeps the session timer
-// of the member's last heartbeat running while it holds the member's
-// join, so a join held for a session timeout (the rebalance waits for a
-// dead member) drops the member without an answer; the client then waits
-// out its request timeout and joins again as a new member, and the
+// A member waiting in JoinGroup or SyncGroup does not. kfake keeps the
+// session timer of the member's last heartbeat (or join reply) running
+// while it holds the member's request, so a join held for a session
+// timeout (the rebalance waits for a dead member), or a sync held as long
+// (the leader is dead, and kfake waits a rebalance timeout before it
+// drops the leader), drops the member without an answer; the client then
+// waits out its request timeout, joins again as a new member, and the
 // rebalance starts over. The reaper heartbeats on behalf of members whose
-// last request was a JoinGroup while their group prepares a rebalance,
-// which is what Kafka's coordinator does for them implicitly.
+// JoinGroup or SyncGroup is still held, which is what Kafka's coordinator
+// does for them implicitly.
 type reaper struct {
 	c      *kfake.Cluster
 	client *kafka.Client
@@ -127,11 +129,9 @@ func (r *reaper) observe(req kmsg.Request) (kmsg.Response, error, bool) {
 			m.waiting, m.gen = syncing, req.Generation
 		}
 	case *kmsg.HeartbeatRequest:
-		// The reaper's own, for a joining member, among them: those
+		// The reaper's own, for a waiting member, among them: so they
 		// leave waiting as it is.
-		if m := touch(req.Group, req.MemberID); m != nil && m.waiting == syncing {
-			m.waiting = none
-		}
+		touch(req.Group, req.MemberID)
 	case *kmsg.OffsetCommitRequest:
 		if m := touch(req.Group, req.MemberID); m != nil && m.waiting == syncing {
 			m.waiting = none
@@ -161,7 +161,7 @@ func (r *reaper) run() {
 				}
 				r.client.LeaveGroup(ctx, req)
 			}
-			for _, m := range a.joining {
+			for _, m := range a.waiting {
 				r.client.Heartbeat(ctx, &kafka.HeartbeatRequest{GroupID: a.group, GenerationID: a.gen, MemberID: m})
 			}
 			cancel()
@@ -174,7 +174,7 @@ type actions struct {
 	group   string
 	gen     int32
 	stale   []string // members silent for a session timeout
-	joining []string // members waiting in JoinGroup while the group prepares a rebalance
+	waiting []string // members whose JoinGroup or SyncGroup is held
 }
 
 func (r *reaper) check(now time.Time) []actions {
@@ -222,14 +222,15 @@ func (r *reaper) check(now time.Time) []actions {
 				m.waiting, m.last = none, now
 			}
 			switch {
-			case info.State == "PreparingRebalance" && m.waiting == joining:
-				a.joining = append(a.joining, id)
+			case info.State == "PreparingRebalance" && m.waiting == joining,
+				info.State == "CompletingRebalance" && m.waiting == syncing:
+				a.waiting = append(a.waiting, id)
 			case info.State != "Stable" && info.State != "PreparingRebalance":
 			case w.session > 0 && now.Sub(m.last) > w.session:
 				a.stale = append(a.stale, id)
 			}
 		}
-		if len(a.stale)+len(a.joining) > 0 {
+		if len(a.stale)+len(a.waiting) > 0 {
 			out = append(out, a)
 		}
 	}
