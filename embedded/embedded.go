@@ -8,7 +8,9 @@
 // keeps topics (auto-created ones too), records and group offsets across
 // restarts, a kill -9 included; records reach the disk through the page
 // cache, without an fsync per batch, so a machine crash can lose the
-// newest ones.
+// newest ones. Consumer groups expire dead members and keep members whose
+// join or sync the coordinator holds, as Kafka does (kfake alone does
+// neither; see reaper).
 package embedded
 
 import (
