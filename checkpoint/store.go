@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Store keeps encoded snapshots by name.
@@ -26,6 +28,9 @@ type Store interface {
 
 // ErrNotFound is wrapped by Load when a name is not stored.
 var ErrNotFound = errors.New("snapshot not found")
+
+// tempPrefix starts the name of a snapshot being written.
+const tempPrefix = ".tmp-"
 
 // DirStore keeps each snapshot as a file: dir/<topic>/<partition>/<generation>-<seq>.snap.
 // A save writes a temporary file, syncs it, renames it into place and
@@ -53,7 +58,7 @@ func (s DirStore) Save(_ context.Context, name string, data []byte) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	f, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return fmt.Errorf("save snapshot: %w", err)
 	}
@@ -141,6 +146,76 @@ func (s DirStore) Delete(_ context.Context, name string) error {
 		return fmt.Errorf("delete snapshot: %w", err)
 	}
 	return nil
+}
+
+// TempMaxAge is how long a snapshot's temporary file may go unwritten
+// before Clean takes it for the leftover of a killed save. A save in
+// progress rewrites its file as it goes, and its last write is followed
+// only by an fsync and a rename, so a live file is never this stale;
+// while another member sharing the directory (a shared disk) may be in
+// the middle of a save at any moment, so "every temporary file" would be
+// wrong.
+const TempMaxAge = time.Minute
+
+// Clean removes temporary files that saves killed midway left in the
+// partition directories, those unwritten for TempMaxAge or longer, and
+// returns their paths. A service calls it at start: a process killed
+// while saving leaves one such file per kill, each as large as a
+// snapshot, and nothing else ever removes them. Other files under Dir are
+// left alone.
+func (s DirStore) Clean(ctx context.Context) ([]string, error) {
+	var removed []string
+	topics, err := os.ReadDir(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("clean snapshot directory: %w", err)
+	}
+	now := time.Now()
+	for _, topic := range topics {
+		if !topic.IsDir() {
+			continue
+		}
+		parts, err := os.ReadDir(filepath.Join(s.Dir, topic.Name()))
+		if err != nil {
+			return removed, fmt.Errorf("clean snapshot directory: %w", err)
+		}
+		for _, part := range parts {
+			if _, err := strconv.ParseUint(part.Name(), 10, 31); err != nil || !part.IsDir() {
+				continue
+			}
+			dir := filepath.Join(s.Dir, topic.Name(), part.Name())
+			files, err := os.ReadDir(dir)
+			if err != nil {
+				return removed, fmt.Errorf("clean snapshot directory: %w", err)
+			}
+			for _, f := range files {
+				if err := ctx.Err(); err != nil {
+					return removed, err
+				}
+				if !strings.HasPrefix(f.Name(), tempPrefix) || !f.Type().IsRegular() {
+					continue
+				}
+				info, err := f.Info()
+				if errors.Is(err, os.ErrNotExist) {
+					continue // renamed into place or removed meanwhile
+				}
+				if err != nil {
+					return removed, fmt.Errorf("clean snapshot directory: %w", err)
+				}
+				if now.Sub(info.ModTime()) < TempMaxAge {
+					continue
+				}
+				path := filepath.Join(dir, f.Name())
+				if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return removed, fmt.Errorf("clean snapshot directory: %w", err)
+				}
+				removed = append(removed, path)
+			}
+		}
+	}
+	return removed, nil
 }
 
 // sortNames orders names by topic, partition, generation, then seq: a

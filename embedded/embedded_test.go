@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -62,5 +63,64 @@ func TestDataDirKeepsRecordsAndOffsetsAcrossRestarts(t *testing.T) {
 	}
 	if op := resp.Topics["t"][0]; op.CommittedOffset != 1 || op.Metadata != "snap" {
 		t.Fatalf("committed offset after restart: %+v", op)
+	}
+}
+
+func TestTopicsAreCreatedInAnExistingDataDir(t *testing.T) {
+	dir := t.TempDir()
+	b, err := Start(Config{DataDir: dir, Partitions: 2, Topics: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	b, err = Start(Config{DataDir: dir, Partitions: 3, Topics: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cl := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
+	md, err := cl.Metadata(context.Background(), &kafka.MetadataRequest{Topics: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string]int{}
+	for _, tp := range md.Topics {
+		if tp.Error != nil {
+			t.Fatalf("topic %s: %v", tp.Name, tp.Error)
+		}
+		parts[tp.Name] = len(tp.Partitions)
+	}
+	// "a" keeps the partitions it was created with.
+	if parts["a"] != 2 || parts["b"] != 3 {
+		t.Fatalf("partitions after restart: %v, want a:2 b:3", parts)
+	}
+}
+
+func TestMetadataCreatesTopicsOnlyWhenAsked(t *testing.T) {
+	b, err := Start(Config{Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	// kafka-go's Client asks without auto-creation.
+	cl := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
+	md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Topics) != 1 || !errors.Is(md.Topics[0].Error, kafka.UnknownTopicOrPartition) {
+		t.Fatalf("metadata without auto-creation of a missing topic: %+v", md.Topics)
+	}
+	// Its Conn asks with it: the topic is created with the default
+	// partition count.
+	c, err := kafka.Dial("tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ps, err := c.ReadPartitions("x")
+	if err != nil || len(ps) != 3 {
+		t.Fatalf("metadata with auto-creation: %d partitions, %v; want 3", len(ps), err)
 	}
 }

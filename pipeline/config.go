@@ -94,10 +94,35 @@ type Config struct {
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
 
-	// Group timing. HeartbeatInterval (default 1 s) bounds how soon a
-	// member notices a rebalance; SessionTimeout (default 10 s) how soon a
-	// dead member's partitions move; RebalanceTimeout (default 10 s) how
-	// long members get to stop their workers.
+	// Group timing. After members crash, every partition is served again
+	// within about SessionTimeout + RebalanceTimeout.
+	//
+	// HeartbeatInterval (default 1 s) bounds how soon a member notices a
+	// rebalance; keep it a third of SessionTimeout or less, so that one
+	// late heartbeat does not cost the member its partitions.
+	//
+	// SessionTimeout (default 10 s) is how long the coordinator keeps a
+	// silent member: a crashed member's partitions are unserved for that
+	// long. Brokers bound it (Kafka's group.min.session.timeout.ms is 6 s,
+	// the embedded broker's 1 s); outside the bounds joining fails.
+	//
+	// RebalanceTimeout (default 10 s) is how long the coordinator waits
+	// for members to rejoin once a rebalance starts, so how long a member
+	// has to stop its workers (a last flush and commit each); a slower
+	// member drops out of the generation and costs another rebalance.
+	//
+	// The trap: the coordinator legitimately holds a JoinGroup until the
+	// rebalance ends (up to RebalanceTimeout on Kafka; on the embedded
+	// broker each member change restarts that wait), so a client that
+	// gives up sooner abandons a join the coordinator still counts, joins
+	// again as a new member it then waits for as well, and a rebalance
+	// after a crash storm drags on for several times the bound above.
+	// kafka-go's ConsumerGroupConfig.Timeout (default 5 s) bounds every
+	// coordinator request, plus RebalanceTimeout for JoinGroup and plus
+	// SessionTimeout for SyncGroup; Run sets it to max(SessionTimeout,
+	// RebalanceTimeout) + 5 s, so a join outlives any wait the
+	// coordinator may impose. The price: a coordinator that hangs
+	// without closing the connection is noticed only after that long.
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
 	RebalanceTimeout  time.Duration
@@ -124,6 +149,12 @@ type Config struct {
 // ModelMemory estimates the memory of one partition's model.
 func (c *Config) ModelMemory() (learners.Memory, error) {
 	return learners.EstimateMemory(c.Learner, c.Kernel, learners.Data{NNZ: c.ExpectedNonZeros})
+}
+
+// coordinatorTimeout bounds each group-coordinator request: see
+// RebalanceTimeout.
+func (c *Config) coordinatorTimeout() time.Duration {
+	return max(c.SessionTimeout, c.RebalanceTimeout) + 5*time.Second
 }
 
 // Validate fills in defaults and checks the configuration.

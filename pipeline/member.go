@@ -120,6 +120,7 @@ func Run(ctx context.Context, cfg Config) error {
 		SessionTimeout:         cfg.SessionTimeout,
 		RebalanceTimeout:       cfg.RebalanceTimeout,
 		JoinGroupBackoff:       time.Second,
+		Timeout:                cfg.coordinatorTimeout(),
 		WatchPartitionChanges:  true,
 		PartitionWatchInterval: 5 * time.Second,
 		ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { cfg.Log.Warn().Msgf(f, a...) }),

@@ -167,7 +167,15 @@ func (c *runCmd) Run(ctx context.Context) error {
 	var store checkpoint.Store
 	switch {
 	case c.CheckpointDir != "":
-		store = checkpoint.DirStore{Dir: c.CheckpointDir}
+		ds := checkpoint.DirStore{Dir: c.CheckpointDir}
+		removed, err := ds.Clean(ctx)
+		if err != nil {
+			return fmt.Errorf("checkpoint directory: %w", err)
+		}
+		if len(removed) > 0 {
+			log.Warn().Strs("files", removed).Msg("removed temporary snapshot files left by saves killed midway")
+		}
+		store = ds
 	case c.CheckpointTopic != "":
 		conn := c.config()
 		dialer, err := conn.Dialer()

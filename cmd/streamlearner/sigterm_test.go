@@ -16,7 +16,8 @@ import (
 	"github.com/streamlearner/streamlearner/embedded"
 )
 
-// A clean shutdown in the middle of a catch-up writes no prediction twice:
+// A clean shutdown in the middle of a catch-up writes no prediction twice
+// (and the start removes a temporary snapshot a killed save left):
 // the write under way when SIGTERM arrives is finished, not cancelled and
 // sent again; a restart continues where the last commit points, so the
 // whole stream ends with exactly one prediction per record.
@@ -52,6 +53,12 @@ func TestSIGTERMWritesNoDuplicates(t *testing.T) {
 	args := []string{"run", "--brokers", b.Addr(), "--topic", "in", "--group", "g", "--output-topic", "out",
 		"--learner", "perceptron", "--kernel", "rbf:gamma=0.02", "--checkpoint-dir", filepath.Join(dir, "ckpt"),
 		"--session-timeout", "2s", "--rebalance-timeout", "2s", "--heartbeat-interval", "200ms", "--metrics-addr", "", "--log-format", "json"}
+	// What a save killed midway leaves behind: removed at start.
+	stale := filepath.Join(dir, "ckpt", "in", "0", ".tmp-1234")
+	os.MkdirAll(filepath.Dir(stale), 0o755)
+	os.WriteFile(stale, make([]byte, 4096), 0o600)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(stale, old, old)
 	log := filepath.Join(dir, "run.log")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -65,6 +72,9 @@ func TestSIGTERMWritesNoDuplicates(t *testing.T) {
 		t0 := time.Now()
 		p.stop(t, 15*time.Second)
 		t.Logf("stopped %v after SIGTERM", time.Since(t0).Round(time.Millisecond))
+		if _, err := os.Stat(stale); !os.IsNotExist(err) {
+			t.Fatalf("the stale temporary snapshot is still there: %v", err)
+		}
 		preds := readAll(t, b.Addr(), "out", nil)
 		if len(preds) == 0 || len(preds) == len(msgs) {
 			t.Fatalf("%d predictions of %d records: the signal missed the catch-up", len(preds), len(msgs))
