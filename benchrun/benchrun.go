@@ -187,7 +187,8 @@ func serve(ctx context.Context, addr, out string, cfg Config) (Result, error) {
 		OnAssign: func(int32, []int) { started <- time.Now() },
 	}
 	if cfg.CheckpointDir != "" {
-		pc.Checkpoints = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: cfg.CheckpointDir}, Learner: cfg.Learner, Kernel: cfg.Kernel, Seed: 1, Log: zerolog.Nop()}
+		pc.Seed = 1
+		pc.Checkpoints = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: cfg.CheckpointDir}, Model: pc.ModelConfig, Log: zerolog.Nop()}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -2,8 +2,10 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +16,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/pipeline"
+	"github.com/streamlearner/streamlearner/prequential"
 	"github.com/streamlearner/streamlearner/sparse"
 )
 
@@ -98,19 +102,27 @@ func TestDirStore(t *testing.T) {
 
 func newProtocol(t *testing.T, spec string) (*Protocol, learners.Kernel) {
 	k, _ := learners.ParseKernel("rbf:gamma=0.5")
-	return &Protocol{Store: DirStore{Dir: t.TempDir()}, Learner: spec, Kernel: k, Seed: 1, Log: zerolog.New(zerolog.NewTestWriter(t))}, k
+	return &Protocol{Store: DirStore{Dir: t.TempDir()}, Model: modelOf(spec, k, 1), Log: zerolog.New(zerolog.NewTestWriter(t))}, k
+}
+
+// modelOf is the Protocol.Model of a binary record model with spec, as
+// the service configures it: partition p seeded with seed + p.
+func modelOf(spec string, k learners.Kernel, seed uint64) func(int) model.Config {
+	return func(p int) model.Config { return model.Config{Learner: spec, Kernel: k, Seed: seed + uint64(p)} }
 }
 
 // state plays n rounds on partition p's learner.
 func state(t *testing.T, p *Protocol, part pipeline.Partition, n int) *pipeline.State {
-	l, err := learners.New(p.Learner, p.Kernel, p.Seed+uint64(part.ID))
+	m, err := model.New(p.Model(part.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &pipeline.State{Learner: l}
+	st := &pipeline.State{Model: m}
 	for i := range n {
-		o := l.Round(sparse.Vector{Idx: []uint32{uint32(1 + i%7)}, Val: []float64{float64(i % 5)}}, 1-2*(i%3%2))
-		st.Eval.Observe(o, true, l.Size())
+		x := sparse.Vector{Idx: []uint32{uint32(1 + i%7), 9}, Val: []float64{float64(i % 5), 1}}
+		if _, err := m.StepVector(x, []byte(fmt.Sprint(1-2*(i%3%2)))); err != nil {
+			t.Fatal(err)
+		}
 	}
 	st.NextOffset = int64(n)
 	return st
@@ -141,11 +153,9 @@ func TestProtocolSaveRestoreCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := state(t, p, part, 40)
-	a, _ := st.Learner.MarshalBinary()
-	b, _ := want.Learner.MarshalBinary()
-	ea, _ := st.Eval.MarshalBinary()
-	eb, _ := want.Eval.MarshalBinary()
-	if string(a) != string(b) || st.NextOffset != 40 || string(ea) != string(eb) {
+	a, _ := st.Model.MarshalBinary()
+	b, _ := want.Model.MarshalBinary()
+	if string(a) != string(b) || st.NextOffset != 40 {
 		t.Fatal("restored state differs from the saved one")
 	}
 	// A new owner saves with a higher sequence number.
@@ -195,7 +205,7 @@ func TestProtocolCorruptionAndMismatch(t *testing.T) {
 	p.Store.Delete(ctx, next)
 	p.ResetModel, p.OnReset = false, nil
 	// A snapshot of another learner is refused, unless reset.
-	q := &Protocol{Store: DirStore{Dir: dir}, Learner: "lbp:budget=4", Kernel: p.Kernel, Seed: 1, Log: p.Log}
+	q := &Protocol{Store: DirStore{Dir: dir}, Model: modelOf("lbp:budget=4", p.Model(0).Kernel, 1), Log: p.Log}
 	good, _, _ := p.Save(ctx, part, 2, state(t, p, part, 8))
 	if _, err := q.Restore(ctx, part, 8, good); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "--reset-model") {
 		t.Fatalf("other learner: %v", err)
@@ -207,5 +217,51 @@ func TestProtocolCorruptionAndMismatch(t *testing.T) {
 	// A missing snapshot named by the commit falls back like a damaged one.
 	if st, err := p.Restore(ctx, part, 8, Name("in", 0, 9, 99)); err != nil || st.NextOffset != 8 {
 		t.Fatalf("missing snapshot: %+v %v", st, err)
+	}
+}
+
+// A snapshot of format 1 (a lone learner and its evaluator, before the
+// partition model) still restores, as the binary record model it was,
+// and continues exactly; a format this build does not know is refused
+// naming its version.
+func TestFormatOneSnapshotsStillRestore(t *testing.T) {
+	ctx := context.Background()
+	p, k := newProtocol(t, "rbp:budget=4")
+	part := pipeline.Partition{Topic: "in", ID: 1}
+	l, _ := learners.New("rbp:budget=4", k, 2)
+	var ev prequential.Evaluator
+	straight, _ := model.New(p.Model(1))
+	xs := func(i int) sparse.Vector {
+		return sparse.Vector{Idx: []uint32{uint32(1 + i%7), 9}, Val: []float64{float64(i % 5), 1}}
+	}
+	for i := range 30 {
+		y := 1 - 2*(i%3%2)
+		o := l.Round(xs(i), y)
+		ev.Binary(o.Margin, y, o.Updated, l.Size())
+		straight.StepVector(xs(i), []byte(fmt.Sprint(y)))
+	}
+	lb, _ := l.MarshalBinary()
+	eb, _ := ev.MarshalBinary()
+	old := &Snapshot{Version: 1, Topic: "in", Partition: 1, Generation: 1, Seq: 1, Learner: l.Spec(), Kernel: k.String(), NextOffset: 30, Model: lb, Eval: eb}
+	if err := p.Store.Save(ctx, old.Name(), old.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Restore(ctx, part, 30, old.Name())
+	if err != nil || st == nil || st.NextOffset != 30 {
+		t.Fatalf("format 1: %+v %v", st, err)
+	}
+	for i := 30; i < 60; i++ {
+		a, _ := straight.StepVector(xs(i), []byte("1"))
+		b, _ := st.Model.StepVector(xs(i), []byte("1"))
+		if a.Margin != b.Margin {
+			t.Fatalf("round %d: margin %v after restoring format 1, %v uninterrupted", i, b.Margin, a.Margin)
+		}
+	}
+	enc := old.Encode()
+	enc[len(magic)] = 9 // the version byte
+	body := enc[:len(enc)-4]
+	enc = binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
+	if _, err := Decode(enc); err == nil || !strings.Contains(err.Error(), "version 9") {
+		t.Fatalf("format 9: %v", err)
 	}
 }

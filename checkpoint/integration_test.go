@@ -18,6 +18,7 @@ import (
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/pipeline"
 )
 
@@ -171,7 +172,7 @@ func TestNewOwnerContinuesTheSameModel(t *testing.T) {
 				}
 				store = ts
 			}
-			first := &crashable{Protocol: &Protocol{Store: store, Learner: spec, Kernel: k, Seed: 5, Log: zerolog.Nop()}}
+			first := &crashable{Protocol: &Protocol{Store: store, Model: modelOf(spec, k, 5), Log: zerolog.Nop()}}
 			stopA := member(t, b, first, spec, k)
 			produceA9A(t, b, 0, 3000)
 			outputs(t, b, 3000)
@@ -182,7 +183,7 @@ func TestNewOwnerContinuesTheSameModel(t *testing.T) {
 			first.crashed.Store(crash)
 			stopA()
 			produceA9A(t, b, 3100, 6000)
-			second := &Protocol{Store: store, Learner: spec, Kernel: k, Seed: 5, Log: zerolog.Nop()}
+			second := &Protocol{Store: store, Model: modelOf(spec, k, 5), Log: zerolog.Nop()}
 			member(t, b, second, spec, k)
 			preds := outputs(t, b, 6000)
 			dups := checkAgainstOffline(t, b, preds, spec, k)
@@ -210,7 +211,7 @@ func TestRebalanceKeepsTheModels(t *testing.T) {
 	k, _ := learners.ParseKernel("rbf:gamma=0.02")
 	store := DirStore{Dir: t.TempDir()}
 	proto := func() *crashable {
-		return &crashable{Protocol: &Protocol{Store: store, Learner: spec, Kernel: k, Seed: 5, Log: zerolog.Nop()}}
+		return &crashable{Protocol: &Protocol{Store: store, Model: modelOf(spec, k, 5), Log: zerolog.Nop()}}
 	}
 	a := proto()
 	stopA := member(t, b, a, spec, k)
@@ -240,19 +241,17 @@ func TestRebalanceKeepsTheModels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, _ := learners.New(spec, k, 5+uint64(p))
+		twin, _ := model.New(model.Config{Learner: spec, Kernel: k, Seed: 5 + uint64(p)})
 		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: "in", Partition: p, MaxWait: time.Second})
 		for off := int64(0); off < snap.NextOffset; off++ {
 			m, err := r.ReadMessage(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
-			ex, _ := codec.Decode(m.Value, codec.Limits{})
-			y, _, _ := codec.LabelMap{}.Map(ex.Label)
-			l.Round(ex.X, y)
+			twin.Step(m.Value)
 		}
 		r.Close()
-		want, _ := l.MarshalBinary()
+		want, _ := twin.MarshalBinary()
 		if snap.NextOffset != 1250 || string(snap.Model) != string(want) {
 			t.Fatalf("partition %d: final snapshot at %d differs from the uninterrupted model", p, snap.NextOffset)
 		}

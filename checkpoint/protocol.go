@@ -11,18 +11,19 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/pipeline"
+	"github.com/streamlearner/streamlearner/prequential"
 )
 
 // Protocol is the pipeline's Checkpointer backed by a Store.
 type Protocol struct {
 	Store Store
-	// Learner, Kernel and Seed are what the service is configured with: a
-	// snapshot made with another learner or kernel is refused unless
-	// ResetModel is set, which starts a new model at the committed offset.
-	Learner    string
-	Kernel     learners.Kernel
-	Seed       uint64
+	// Model is the configured model of a partition (pipeline.Config's
+	// ModelConfig): a snapshot of another model (learner, kernel, classes,
+	// features) is refused unless ResetModel is set, which starts a new
+	// model at the committed offset.
+	Model      func(partition int) model.Config
 	ResetModel bool
 	// Keep is how many snapshots of a partition survive garbage collection:
 	// the committed one and Keep−1 predecessors, the fallbacks should the
@@ -109,11 +110,8 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		}
 		return p.reset(part, committed, metadata, "mismatch", err)
 	}
-	l, err := learners.Unmarshal(snap.Model)
-	st := &pipeline.State{Learner: l, NextOffset: snap.NextOffset}
-	if err == nil {
-		err = st.Eval.UnmarshalBinary(snap.Eval)
-	}
+	m, err := p.decodeModel(snap)
+	st := &pipeline.State{Model: m, NextOffset: snap.NextOffset}
 	if err != nil {
 		err = fmt.Errorf("snapshot %s: %w", snap.Name(), err)
 		if p.ResetModel {
@@ -122,7 +120,7 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		return nil, err
 	}
 	p.setSeq(part, snap.Seq)
-	log.Info().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).Int("support", l.Size()).Msg("model restored")
+	log.Info().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).Int("support", m.Support()).Msg("model restored")
 	return st, nil
 }
 
@@ -163,15 +161,42 @@ func (p *Protocol) load(ctx context.Context, name string) (*Snapshot, error) {
 	if snap.Name() != name {
 		return nil, fmt.Errorf("snapshot %s: %w: it calls itself %s", name, ErrChecksum, snap.Name())
 	}
-	want, err := learners.New(p.Learner, p.Kernel, p.Seed+uint64(snap.Partition))
+	cfg := p.Model(snap.Partition)
+	want, err := model.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if snap.Learner != want.Spec() || snap.Kernel != p.Kernel.String() {
+	wantSpec := want.Spec()
+	if snap.Version == 1 {
+		// A lone learner: what a binary record model with that learner is.
+		wantSpec = want.LearnerSpec()
+		if want.Multi() || cfg.Events {
+			wantSpec = want.Spec()
+		}
+	}
+	if snap.Learner != wantSpec || snap.Kernel != cfg.Kernel.String() {
 		return nil, fmt.Errorf("%w: snapshot %s has %s with %s, the service is configured with %s with %s (pass --reset-model to discard it)",
-			ErrMismatch, name, snap.Learner, snap.Kernel, want.Spec(), p.Kernel)
+			ErrMismatch, name, snap.Learner, snap.Kernel, wantSpec, cfg.Kernel)
 	}
 	return snap, nil
+}
+
+// decodeModel rebuilds the partition model a snapshot holds: version 2
+// holds it whole; version 1 a learner and its evaluator, which become the
+// binary record model they were.
+func (p *Protocol) decodeModel(snap *Snapshot) (*model.Model, error) {
+	if snap.Version >= 2 {
+		return model.Unmarshal(snap.Model)
+	}
+	l, err := learners.Unmarshal(snap.Model)
+	if err != nil {
+		return nil, err
+	}
+	var ev prequential.Evaluator
+	if err := ev.UnmarshalBinary(snap.Eval); err != nil {
+		return nil, err
+	}
+	return model.FromLearner(p.Model(snap.Partition), l, ev)
 }
 
 // fallback returns the newest intact snapshot of the partition older than
@@ -197,11 +222,7 @@ func (p *Protocol) fallback(ctx context.Context, part pipeline.Partition, bad st
 // Save writes a new snapshot of st and returns its name for the commit
 // and its encoded size.
 func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation int32, st *pipeline.State) (string, int, error) {
-	model, err := st.Learner.MarshalBinary()
-	if err != nil {
-		return "", 0, err
-	}
-	eval, err := st.Eval.MarshalBinary()
+	state, err := st.Model.MarshalBinary()
 	if err != nil {
 		return "", 0, err
 	}
@@ -218,8 +239,8 @@ func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation
 	}
 	snap := &Snapshot{
 		Topic: part.Topic, Partition: part.ID, Generation: generation, Seq: seq,
-		Learner: st.Learner.Spec(), Kernel: st.Learner.Kernel().String(), NextOffset: st.NextOffset,
-		Created: now(), Model: model, Eval: eval,
+		Version: version, Learner: st.Model.Spec(), Kernel: st.Model.Config().Kernel.String(), NextOffset: st.NextOffset,
+		Created: now(), Model: state,
 	}
 	data := snap.Encode()
 	if err := p.Store.Save(ctx, snap.Name(), data); err != nil {

@@ -29,12 +29,17 @@ type Snapshot struct {
 	Partition  int
 	Generation int32
 	Seq        uint64 // increases with every save of the partition by any owner
-	Learner    string // canonical learner spec
+	// Version is the format: 2, Model holds the partition model's
+	// snapshot (model.Model: learners, featurizer, classes, evaluator) and
+	// Learner its Spec; 1 (read, never written), Model holds a lone
+	// learner's state, Eval its evaluator's and Learner the learner spec.
+	Version    int
+	Learner    string // the model's spec (version 1: the learner's)
 	Kernel     string // canonical kernel spec
 	NextOffset int64  // first offset not learned from
 	Created    time.Time
-	Model      []byte // learners state (MarshalBinary)
-	Eval       []byte // prequential evaluator state
+	Model      []byte
+	Eval       []byte // version 1 only
 }
 
 // Name is the snapshot's name in every store: topic/partition/generation/seq,
@@ -62,8 +67,10 @@ func ParseName(name string) (topic string, partition int, generation int32, seq 
 }
 
 const (
-	magic   = "SLCK"
-	version = 1
+	magic = "SLCK"
+	// version is the format Encode writes; Decode reads it and every
+	// older one listed in Snapshot.Version.
+	version = 2
 )
 
 // ErrChecksum means the bytes are not the snapshot that was saved.
@@ -75,7 +82,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 func (s *Snapshot) Encode() []byte {
 	b := make([]byte, 0, 64+len(s.Model)+len(s.Eval))
 	b = append(b, magic...)
-	b = binary.AppendUvarint(b, version)
+	v := s.Version
+	if v == 0 {
+		v = version
+	}
+	b = binary.AppendUvarint(b, uint64(v))
 	str := func(x string) { b = binary.AppendUvarint(b, uint64(len(x))); b = append(b, x...) }
 	byt := func(x []byte) { b = binary.AppendUvarint(b, uint64(len(x))); b = append(b, x...) }
 	str(s.Topic)
@@ -105,10 +116,11 @@ func Decode(b []byte) (*Snapshot, error) {
 		return nil, fmt.Errorf("%w: not a snapshot", ErrChecksum)
 	}
 	d := reader{b: body[len(magic):]}
-	if v := d.uvarint(); d.err == nil && v != version {
-		return nil, fmt.Errorf("snapshot format version %d not supported (this build reads %d)", v, version)
+	v := d.uvarint()
+	if d.err == nil && (v < 1 || v > version) {
+		return nil, fmt.Errorf("snapshot format version %d not supported (this build reads 1 to %d)", v, version)
 	}
-	s := &Snapshot{}
+	s := &Snapshot{Version: int(v)}
 	s.Topic = string(d.bytes())
 	p := d.uvarint()
 	g := d.varint()

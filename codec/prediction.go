@@ -20,19 +20,33 @@ type Prediction struct {
 	// than the service carries (see pipeline.Config.MaxKeyBytes): Key then
 	// holds its first bytes, KeySize its length and KeySHA256 its SHA-256
 	// in hex, enough to match it to the input without an unbounded copy.
-	KeySize   int     `json:"key_size,omitempty"`
-	KeySHA256 string  `json:"key_sha256,omitempty"`
-	Predicted int     `json:"prediction"` // +1 if margin > 0, else −1
-	Margin    float64 `json:"margin"`     // f(x) before learning from this record
+	KeySize   int    `json:"key_size,omitempty"`
+	KeySHA256 string `json:"key_sha256,omitempty"`
+	// Predicted is +1 if margin > 0, else −1; with many classes, the
+	// predicted class's index (−1 before any class is known), named by
+	// Class.
+	Predicted int     `json:"prediction"`
+	Class     string  `json:"class,omitempty"` // many classes: the predicted class
+	Margin    float64 `json:"margin"`          // f(x) before learning from this record (many classes: the predicted class's)
+	// Margins are every class's margin, in class order (many classes only).
+	Margins []ClassMargin `json:"margins,omitempty"`
 	// Label is the record's true label as ±1, omitted (0) when it had none
 	// (or one the label map leaves out).
 	Label int `json:"label,omitempty"`
+	// LabelClass is the record's true class with many classes.
+	LabelClass string `json:"label_class,omitempty"`
 	// Mistake is set only for labeled records: Predicted ≠ Label (so a
 	// margin of exactly 0, predicted −1, is right for a −1 label).
 	Mistake  *bool  `json:"mistake,omitempty"`
 	Learner  string `json:"learner"`   // canonical learner spec
 	Support  int    `json:"support"`   // active-set size after the round
 	ModelSeq uint64 `json:"model_seq"` // model updates before this prediction
+}
+
+// ClassMargin is one class's margin in a many-class prediction.
+type ClassMargin struct {
+	Class  string  `json:"class"`
+	Margin float64 `json:"margin"`
 }
 
 // PredictionKey is the Kafka key of a prediction: topic/partition/offset of
@@ -56,6 +70,11 @@ func AppendPrediction(dst []byte, p *Prediction) ([]byte, error) {
 	if math.IsNaN(p.Margin) || math.IsInf(p.Margin, 0) {
 		return dst, fmt.Errorf("encode prediction: margin %v is not a JSON number", p.Margin)
 	}
+	for _, cm := range p.Margins {
+		if math.IsNaN(cm.Margin) || math.IsInf(cm.Margin, 0) {
+			return dst, fmt.Errorf("encode prediction: class %q margin %v is not a JSON number", cm.Class, cm.Margin)
+		}
+	}
 	dst = append(dst, `{"topic":`...)
 	dst = appendString(dst, p.Topic, true)
 	dst = append(dst, `,"partition":`...)
@@ -76,11 +95,33 @@ func AppendPrediction(dst []byte, p *Prediction) ([]byte, error) {
 	}
 	dst = append(dst, `,"prediction":`...)
 	dst = strconv.AppendInt(dst, int64(p.Predicted), 10)
+	if p.Class != "" {
+		dst = append(dst, `,"class":`...)
+		dst = appendString(dst, p.Class, true)
+	}
 	dst = append(dst, `,"margin":`...)
 	dst = appendFloatAsEncodingJSON(dst, p.Margin)
+	if len(p.Margins) > 0 {
+		dst = append(dst, `,"margins":[`...)
+		for i, cm := range p.Margins {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"class":`...)
+			dst = appendString(dst, cm.Class, true)
+			dst = append(dst, `,"margin":`...)
+			dst = appendFloatAsEncodingJSON(dst, cm.Margin)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
 	if p.Label != 0 {
 		dst = append(dst, `,"label":`...)
 		dst = strconv.AppendInt(dst, int64(p.Label), 10)
+	}
+	if p.LabelClass != "" {
+		dst = append(dst, `,"label_class":`...)
+		dst = appendString(dst, p.LabelClass, true)
 	}
 	if p.Mistake != nil {
 		dst = append(dst, `,"mistake":`...)
@@ -117,7 +158,7 @@ func DecodePrediction(b []byte) (Prediction, error) {
 	if err := json.Unmarshal(b, &p); err != nil {
 		return p, fmt.Errorf("decode prediction: %w", err)
 	}
-	if p.Topic == "" || p.Learner == "" || (p.Predicted != 1 && p.Predicted != -1) {
+	if p.Topic == "" || p.Learner == "" || (p.Predicted != 1 && p.Predicted != -1 && len(p.Margins) == 0 && p.Class == "") {
 		return p, fmt.Errorf("decode prediction: not a prediction record")
 	}
 	return p, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
@@ -46,7 +47,19 @@ func TestPredictionRoundTripIsByteStable(t *testing.T) {
 func samePrediction(a, b Prediction) bool {
 	am, bm := a.Mistake, b.Mistake
 	a.Mistake, b.Mistake = nil, nil
-	return a == b && (am == nil) == (bm == nil) && (am == nil || *am == *bm) && math.Float64bits(a.Margin) == math.Float64bits(b.Margin)
+	ams, bms := a.Margins, b.Margins
+	a.Margins, b.Margins = nil, nil
+	if len(ams) != len(bms) {
+		return false
+	}
+	for i := range ams {
+		if ams[i].Class != bms[i].Class || math.Float64bits(ams[i].Margin) != math.Float64bits(bms[i].Margin) {
+			return false
+		}
+	}
+	am2, bm2 := math.Float64bits(a.Margin), math.Float64bits(b.Margin)
+	a.Margin, b.Margin = 0, 0
+	return reflect.DeepEqual(a, b) && (am == nil) == (bm == nil) && (am == nil || *am == *bm) && am2 == bm2
 }
 
 // checkPredictionEncoding: AppendPrediction writes json.Marshal's bytes,
@@ -80,6 +93,8 @@ func TestAppendPredictionIsEncodingJSON(t *testing.T) {
 		{Topic: "in", Partition: 3, Offset: 1 << 40, Key: "k", KeySize: 200000, KeySHA256: "ab12", Predicted: -1, Margin: -0.1, Label: -1, Mistake: &no, Learner: "x", Support: 100, ModelSeq: 1<<64 - 1},
 		{Topic: "a<b>&c", Key: "\x00\x1f\"\\\n\r\t\b\f\u2028\u2029é\xff<script>", Predicted: 1, Margin: 1e-7, Label: 1, Mistake: &yes, Learner: "l\u2029"},
 		{Topic: "t", Predicted: 1, Margin: 123456789e20, Learner: "l"},
+		{Topic: "ev", Key: "adult-1", Predicted: 2, Class: "<=50K", Margin: 0.25, Margins: []ClassMargin{{"a", -1}, {"b\"", 1e-9}, {"<=50K", 0.25}}, LabelClass: "b\"", Mistake: &yes, Learner: "l"},
+		{Topic: "ev", Predicted: 0, Class: "x", Margin: 0, Margins: []ClassMargin{{"x", 0}, {"y", math.NaN()}}, Learner: "l"},
 		{Topic: "t", Predicted: 1, Margin: 5e-324, Learner: "l"},
 		{Topic: "t", Predicted: -1, Margin: math.Copysign(0, -1), Learner: "l"},
 		{Topic: "t", Predicted: -1, Margin: -1e21, Learner: "l"},

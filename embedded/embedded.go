@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -50,9 +51,10 @@ type Config struct {
 
 // Broker is a running embedded broker.
 type Broker struct {
-	c    *kfake.Cluster
-	r    *reaper
-	addr string
+	c     *kfake.Cluster
+	r     *reaper
+	addr  string
+	close sync.Once
 }
 
 // Start starts a broker.
@@ -150,7 +152,10 @@ func createTopic(c *kfake.Cluster, topic string, partitions int) error {
 func (b *Broker) Addr() string { return b.addr }
 
 // Close stops the broker, flushing its data directory if it has one.
+// Closing it again does nothing.
 func (b *Broker) Close() {
-	b.r.stop() // first: it waits on the cluster
-	b.c.Close()
+	b.close.Do(func() {
+		b.r.stop() // first: it waits on the cluster
+		b.c.Close()
+	})
 }

@@ -124,3 +124,14 @@ func TestMetadataCreatesTopicsOnlyWhenAsked(t *testing.T) {
 		t.Fatalf("metadata with auto-creation: %d partitions, %v; want 3", len(ps), err)
 	}
 }
+
+// Tests stop a broker midway to stage an outage and close it again when
+// they end: the second Close does nothing.
+func TestCloseTwice(t *testing.T) {
+	b, err := Start(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	b.Close()
+}

@@ -59,6 +59,22 @@ const (
 	RefusedMargin = "non_finite_margin" // f(x) not finite
 )
 
+// Refuses says why every learner with kernel k would refuse x
+// (RefusedKernel), or "" when x is playable: what Round checks before it
+// computes a margin, for callers that must know before they play several
+// learners.
+func (k Kernel) Refuses(x sparse.Vector) string {
+	n := x.SqNorm()
+	if !playable(n, k.self(n)) {
+		return RefusedKernel
+	}
+	return ""
+}
+
+func playable(norm, self float64) bool {
+	return math.Abs(self) <= KernelLimit && norm <= KernelLimit // NaN fails too
+}
+
 // KernelLimit bounds k(x,x) and ‖x‖² of a record a model plays. Below it a
 // margin is a sum of at most budget terms each bounded by about
 // |α|·KernelLimit, far from overflowing.
@@ -156,7 +172,7 @@ func (m *model) Round(x sparse.Vector, y int) Outcome {
 		panic(fmt.Sprintf("learners: label %d is not −1, 0 or +1", y))
 	}
 	q := m.sv.newQuery(x)
-	if !(math.Abs(q.self) <= KernelLimit && q.norm <= KernelLimit) { // NaN fails too
+	if !playable(q.norm, q.self) {
 		return Outcome{Margin: math.NaN(), Refused: RefusedKernel}
 	}
 	m.row = m.sv.row(q, m.row)

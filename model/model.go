@@ -64,6 +64,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"slices"
 	"strings"
 
@@ -337,6 +338,9 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
+	if why := m.cfg.Kernel.Refuses(x); why != "" {
+		return Result{}, refused(why)
+	}
 	if !m.multi {
 		l := m.ls[0]
 		var o learners.Outcome
@@ -344,6 +348,9 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 			o = l.Round(x, y)
 		} else {
 			o.Margin = l.Predict(x)
+		}
+		if o.Refused != "" || math.IsNaN(o.Margin) || math.IsInf(o.Margin, 0) {
+			return Result{}, refused(learners.RefusedMargin)
 		}
 		r := Result{Labeled: y != 0, Label: y, Predicted: prequential.Predict(o.Margin), Margin: o.Margin,
 			Mistake: prequential.IsMistake(o.Margin, y), Updated: o.Updated}
@@ -364,6 +371,11 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 				}
 			}
 			o := l.Round(x, t)
+			if o.Refused != "" {
+				// Only a margin can be refused here (x passed the kernel
+				// check): the learners before this one have learned.
+				return Result{}, refused(o.Refused)
+			}
 			m.margin[k] = o.Margin
 			r.Updated = r.Updated || o.Updated
 		} else {
@@ -390,6 +402,44 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 		m.eval.Class(r.Predicted, y, r.Updated, m.Support())
 	}
 	return r, nil
+}
+
+// FromLearner builds a binary record model around a learner and its
+// evaluator: how a partition's state was kept before this type held it
+// (checkpoint format 1), so that such a checkpoint continues as if it had
+// never been converted. cfg must describe that learner (same spec and
+// kernel) with neither events nor classes.
+func FromLearner(cfg Config, l learners.Learner, ev prequential.Evaluator) (*Model, error) {
+	if cfg.Events || len(cfg.Classes) > 0 {
+		return nil, errors.New("model: a lone learner is a binary record model; events and classes need a model snapshot")
+	}
+	m, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if l.Spec() != m.spec || l.Kernel() != cfg.Kernel {
+		return nil, fmt.Errorf("model: learner %s with %s, configured %s with %s", l.Spec(), l.Kernel(), m.spec, cfg.Kernel)
+	}
+	m.ls[0], m.eval = l, ev
+	return m, nil
+}
+
+// LearnerSpec is the canonical spec of the model's learner(s).
+func (m *Model) LearnerSpec() string { return m.spec }
+
+// Class is class k's token in many-class mode ("" when there is no such
+// class); unlike Classes it does not copy.
+func (m *Model) Class(k int) string {
+	if k < 0 || k >= len(m.class) {
+		return ""
+	}
+	return m.class[k]
+}
+
+// refused is the error of a record no learner may play: its values
+// overflow the kernel, or a margin is not finite. Nothing entered a model.
+func refused(why string) error {
+	return &codec.Error{Reason: codec.Reason(why), Detail: "the record's values overflow the kernel (k(x,x) or ‖x‖² beyond 1e100, or a non-finite margin)"}
 }
 
 // Support is the number of support vectors over all learners.

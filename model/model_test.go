@@ -333,3 +333,50 @@ func TestStepOnEventsAllocatesNothingAtBudget(t *testing.T) {
 		t.Fatalf("%v allocations per step", n)
 	}
 }
+
+// A learner and evaluator kept apart (checkpoints before the model type)
+// become a model that continues exactly as the model that never stopped.
+func TestFromLearnerContinuesExactly(t *testing.T) {
+	k, _ := learners.ParseKernel("rbf:gamma=0.5")
+	cfg := Config{Learner: "rbp:budget=20", Kernel: k, Seed: 9}
+	straight, _ := New(cfg)
+	l, _ := learners.New(cfg.Learner, k, cfg.Seed)
+	var ev prequential.Evaluator
+	msgs := [][]byte{}
+	for i := range 400 {
+		msgs = append(msgs, []byte(fmt.Sprintf("%+d 1:%g 2:%g 3:1", 2*(i%3%2)-1, float64(i%7)/7, float64(i%5)/5)))
+	}
+	for _, b := range msgs[:200] {
+		r, err := straight.Step(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, _ := codec.Decode(b, codec.Limits{})
+		y, _, _ := codec.LabelMap{}.Map(ex.Label)
+		o := l.Round(ex.X, y)
+		ev.Binary(o.Margin, y, o.Updated, l.Size())
+		if o.Margin != r.Margin {
+			t.Fatal("the twin learner differs already")
+		}
+	}
+	m, err := FromLearner(cfg, l, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range msgs[200:] {
+		a, _ := straight.Step(b)
+		c, _ := m.Step(b)
+		if a.Margin != c.Margin || a.Mistake != c.Mistake {
+			t.Fatalf("record %d: %+v, converted %+v", 200+i, a, c)
+		}
+	}
+	sa, _ := straight.MarshalBinary()
+	sc, _ := m.MarshalBinary()
+	if !bytes.Equal(sa, sc) {
+		t.Fatal("the converted model's snapshot differs")
+	}
+	other, _ := learners.New("lbp:budget=20", k, 9)
+	if _, err := FromLearner(cfg, other, ev); err == nil {
+		t.Fatal("a learner of another spec was taken")
+	}
+}

@@ -3,8 +3,7 @@ package pipeline
 import (
 	"context"
 
-	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/prequential"
+	"github.com/streamlearner/streamlearner/model"
 )
 
 // Partition names one input partition.
@@ -13,10 +12,10 @@ type Partition struct {
 	ID    int
 }
 
-// State is a partition's model and where it stands in the partition.
+// State is a partition's model (learners, featurizer, classes, evaluator:
+// design §6) and where it stands in the partition.
 type State struct {
-	Learner    learners.Learner
-	Eval       prequential.Evaluator
+	Model      *model.Model
 	NextOffset int64 // the first offset not yet learned from
 }
 

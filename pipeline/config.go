@@ -8,8 +8,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 )
 
 // Config configures one group member. Fields document their defaults;
@@ -32,6 +34,19 @@ type Config struct {
 	Seed   uint64
 	Labels codec.LabelMap // how record labels map to ±1; default binary labels
 	Limits codec.Limits   // per-record limits; codec's defaults
+
+	// Events reads named-field events ({"age": 39, "workclass": ...})
+	// instead of indexed records; Event says which fields are the label,
+	// the key and what to ignore, Features how fields become hashed
+	// features (see model.Config). Default false: records.
+	Events   bool
+	Event    codec.EventConfig
+	Features features.Config
+	// Classes selects many-class one-vs-rest: {"auto"} discovers classes
+	// online up to MaxClasses (default 100), a list fixes them. Empty
+	// (default): binary, through Labels.
+	Classes    []string
+	MaxClasses int
 
 	// StartOffset is where a partition with no committed offset starts:
 	// "earliest" (default) or "latest".
@@ -146,9 +161,42 @@ type Config struct {
 	OnAssign func(generation int32, partitions []int)
 }
 
-// ModelMemory estimates the memory of one partition's model.
-func (c *Config) ModelMemory() (learners.Memory, error) {
-	return learners.EstimateMemory(c.Learner, c.Kernel, learners.Data{NNZ: c.ExpectedNonZeros})
+// ModelConfig is partition p's model: randomized learners of partition p
+// are seeded with Seed + p, so partitions draw independent streams and a
+// replay of partition p can seed its learners the same way.
+func (c *Config) ModelConfig(p int) model.Config {
+	return model.Config{
+		Learner: c.Learner, Kernel: c.Kernel, Seed: c.Seed + uint64(p), Limits: c.Limits, Labels: c.Labels,
+		Events: c.Events, Event: c.Event, Features: c.Features, Classes: c.Classes, MaxClasses: c.MaxClasses,
+	}
+}
+
+// ModelMemory estimates the memory of one partition's model, and names
+// what it serves for messages: one learner per class with many classes
+// (as many as MaxClasses with auto discovery), each at its budget.
+func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
+	mem, err = learners.EstimateMemory(c.Learner, c.Kernel, learners.Data{NNZ: c.ExpectedNonZeros})
+	per = "partition"
+	if k := c.classBound(); k > 1 && err == nil {
+		mem.Peak += int64(k-1) * mem.Held // the others are full; one grows
+		mem.Held *= int64(k)
+		per = fmt.Sprintf("partition (%d classes, a learner each)", k)
+	}
+	return mem, per, err
+}
+
+// classBound is the most learners a partition's model holds.
+func (c *Config) classBound() int {
+	switch {
+	case len(c.Classes) == 0:
+		return 1
+	case len(c.Classes) == 1 && c.Classes[0] == model.Auto:
+		if c.MaxClasses > 0 {
+			return c.MaxClasses
+		}
+		return model.DefaultMaxClasses
+	}
+	return len(c.Classes)
 }
 
 // coordinatorTimeout bounds each group-coordinator request: see
@@ -181,17 +229,20 @@ func (c *Config) Validate() error {
 	if _, err := learners.New(c.Learner, c.Kernel, 0); err != nil {
 		return err
 	}
+	if _, err := model.New(c.ModelConfig(0)); err != nil {
+		return err
+	}
 	if c.MaxModelBytes <= 0 {
 		c.MaxModelBytes = 1 << 30
 	}
 	if c.ExpectedNonZeros <= 0 {
 		c.ExpectedNonZeros = 100
 	}
-	mem, err := c.ModelMemory()
+	mem, per, err := c.ModelMemory()
 	if err != nil {
 		return err
 	}
-	if err := mem.Check(c.MaxModelBytes, "--max-model-bytes", "partition"); err != nil {
+	if err := mem.Check(c.MaxModelBytes, "--max-model-bytes", per); err != nil {
 		return err
 	}
 	if c.Seed == 0 {

@@ -128,9 +128,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("join group %s: %w", cfg.Group, err)
 	}
-	mem, _ := cfg.ModelMemory()
+	mem, per, _ := cfg.ModelMemory()
 	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Str("learner", cfg.Learner).
-		Str("model_memory", mem.Describe("partition")).Msg("joining group")
+		Str("model_memory", mem.Describe(per)).Msg("joining group")
 	for {
 		gen, err := cg.Next(ctx)
 		if err != nil {

@@ -455,3 +455,28 @@ func TestKeptPartitionsKeepTheirModelsWithoutAStore(t *testing.T) {
 		}
 	}
 }
+
+// A model that will not fit is refused at start, saying what to lower;
+// with many classes the estimate counts a learner per class.
+func TestModelMemoryGuard(t *testing.T) {
+	b := startBroker(t)
+	cfg := testConfig(t, b, "tighter0:budget=10000")
+	err := cfg.Validate()
+	if err == nil || !strings.Contains(err.Error(), "--max-model-bytes") || !strings.Contains(err.Error(), "lower") {
+		t.Fatalf("tighter0:budget=10000: %v", err)
+	}
+	cfg = testConfig(t, b, "tighter0:budget=2000")
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("tighter0:budget=2000 alone: %v", err)
+	}
+	cfg = testConfig(t, b, "tighter0:budget=2000")
+	cfg.Classes = []string{"auto"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "100 classes") {
+		t.Fatalf("tighter0:budget=2000 over 100 classes: %v", err)
+	}
+	cfg = testConfig(t, b, "tighter0:budget=2000")
+	cfg.Classes, cfg.MaxClasses = []string{"auto"}, 10
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("tighter0:budget=2000 over 10 classes: %v", err)
+	}
+}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/fetch"
-	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 )
 
 // errFenced means the group moved on: this member no longer owns the
@@ -57,8 +57,10 @@ type worker struct {
 	// checkpoint.
 	keeps     bool
 	durableAt time.Time
-	// msg is reused for each record handed to handle.
-	msg kafka.Message
+	// msg is reused for each record handed to handle, margins for each
+	// many-class prediction.
+	msg     kafka.Message
+	margins []codec.ClassMargin
 }
 
 func (w *worker) run(gen context.Context) {
@@ -91,7 +93,7 @@ func (w *worker) run(gen context.Context) {
 		}
 		return
 	}
-	w.log.Info().Int64("offset", w.st.NextOffset).Int("support", w.st.Learner.Size()).Msg("partition assigned")
+	w.log.Info().Int64("offset", w.st.NextOffset).Int("support", w.st.Model.Support()).Msg("partition assigned")
 	mt := cfg.Metrics
 	w.consumed, w.predicted = mt.Consumed.WithLabelValues(w.label), mt.Predicted.WithLabelValues(w.label)
 	w.learned, w.mistakes = mt.Learned.WithLabelValues(w.label), mt.Mistakes.WithLabelValues(w.label)
@@ -99,8 +101,8 @@ func (w *worker) run(gen context.Context) {
 	w.hwm = -1
 	_, none := cfg.Checkpoints.(NoCheckpoints)
 	w.keeps = !none
-	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Learner.Size()))
-	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Eval.WindowRate())
+	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Model.Support()))
+	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Model.Eval().WindowRate())
 	w.markDurable() // the model is what the store holds
 	defer func() {
 		// Revoked in a rebalance: the gauges would describe a model held
@@ -243,7 +245,7 @@ func (w *worker) restore(ctx context.Context) error {
 	}
 	if kept := w.m.retained(w.part); st == nil && kept != nil {
 		if kept.NextOffset == committed {
-			w.log.Info().Int64("offset", committed).Int("support", kept.Learner.Size()).Msg("model kept in memory across the rebalance")
+			w.log.Info().Int64("offset", committed).Int("support", kept.Model.Support()).Msg("model kept in memory across the rebalance")
 			st = kept
 		} else {
 			w.log.Warn().Int64("offset", committed).Int64("kept_offset", kept.NextOffset).
@@ -251,11 +253,11 @@ func (w *worker) restore(ctx context.Context) error {
 		}
 	}
 	if st == nil {
-		l, err := learners.New(cfg.Learner, cfg.Kernel, cfg.Seed+uint64(w.part.ID))
+		m, err := model.New(cfg.ModelConfig(w.part.ID))
 		if err != nil {
 			return err
 		}
-		st = &State{Learner: l, NextOffset: committed}
+		st = &State{Model: m, NextOffset: committed}
 		if committed < 0 {
 			st.NextOffset = kafka.FirstOffset
 			if cfg.StartOffset == "latest" {
@@ -263,7 +265,7 @@ func (w *worker) restore(ctx context.Context) error {
 			}
 		}
 	}
-	w.st, w.spec = st, st.Learner.Spec()
+	w.st, w.spec = st, st.Model.LearnerSpec()
 	w.committed, w.committedAt = st.NextOffset, time.Now()
 	return nil
 }
@@ -298,12 +300,20 @@ func (w *worker) handle(rec *fetch.Record) {
 	}
 	w.msg = kafka.Message{Topic: w.part.Topic, Partition: w.part.ID, Offset: rec.Offset, Key: rec.Key, Value: rec.Value, Headers: rec.Headers, Time: rec.Time}
 	msg := &w.msg
-	ex, err := codec.Decode(msg.Value, cfg.Limits)
-	y, keep := 0, true
-	if err == nil {
-		y, keep, err = cfg.Labels.Map(ex.Label)
+	m := w.st.Model
+	seq := m.Eval().Updates
+	t0 := time.Now()
+	var (
+		r   model.Result
+		err error
+	)
+	if cfg.PassThrough {
+		r, err = passThrough(msg.Value, cfg)
+	} else {
+		r, err = m.Step(msg.Value)
 	}
 	if err != nil {
+		// Nothing of it entered the model: neither predicted nor learned.
 		reason, detail := ReasonInternal, err.Error()
 		var ce *codec.Error
 		if errors.As(err, &ce) {
@@ -312,38 +322,35 @@ func (w *worker) handle(rec *fetch.Record) {
 		w.deadLetter(msg, reason, detail)
 		return
 	}
-	if !keep {
-		y = 0 // a label outside both classes: predict, do not learn
-	}
-	var o learners.Outcome
-	if !cfg.PassThrough {
-		t0 := time.Now()
-		o = w.st.Learner.Round(ex.X, y)
-		if o.Refused != "" {
-			// Nothing of it entered the model: neither predicted nor
-			// learned.
-			w.deadLetter(msg, codec.Reason(o.Refused), fmt.Sprintf("margin %v: the record's values overflow the kernel", o.Margin))
-			return
-		}
-		if y != 0 {
-			mt.Round.Observe(time.Since(t0).Seconds())
-		}
+	if r.Labeled && !cfg.PassThrough {
+		mt.Round.Observe(time.Since(t0).Seconds())
 	}
 	p := codec.Prediction{
 		Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset,
-		Predicted: -1, Margin: o.Margin, Label: y, Learner: w.spec, Support: w.st.Learner.Size(),
+		Predicted: r.Predicted, Margin: r.Margin, Learner: w.spec, Support: m.Support(), ModelSeq: seq,
 	}
-	if o.Margin > 0 {
-		p.Predicted = 1
+	key := msg.Key
+	if r.Key != nil {
+		key = r.Key // the event's own id (--key-field)
 	}
-	// One rule for a mistake everywhere: the prediction is not the label.
-	// (The learners' own update test, y·f ≤ 0, stays inside them.)
-	o.Mistake = y != 0 && p.Predicted != y
-	p.ModelSeq = w.st.Eval.Updates
-	w.st.Eval.Observe(o, y != 0, w.st.Learner.Size())
-	boundKey(&p, msg.Key, cfg.MaxKeyBytes)
-	if y != 0 {
-		mistake := o.Mistake
+	boundKey(&p, key, cfg.MaxKeyBytes)
+	if m.Multi() {
+		p.Class = r.Class
+		w.margins = w.margins[:0]
+		for k, f := range r.Margins {
+			w.margins = append(w.margins, codec.ClassMargin{Class: m.Class(k), Margin: f})
+		}
+		p.Margins = w.margins
+		if r.Labeled {
+			p.LabelClass = m.Class(r.Label)
+		}
+	} else {
+		p.Label = r.Label
+	}
+	if r.Labeled {
+		// The model's verdict follows the one rule for a mistake: the
+		// prediction is not the label.
+		mistake := r.Mistake
 		p.Mistake = &mistake
 		w.learned.Inc()
 		if mistake {
@@ -361,6 +368,24 @@ func (w *worker) handle(rec *fetch.Record) {
 		Value:   append([]byte(nil), w.buf...),
 		Headers: []kafka.Header{w.srcHdr},
 	})
+}
+
+// passThrough decodes a record as the model would and predicts nothing
+// (margin 0): the service's path without learning, for measuring what
+// learning costs. Records only.
+func passThrough(b []byte, cfg *Config) (model.Result, error) {
+	ex, err := codec.Decode(b, cfg.Limits)
+	if err != nil {
+		return model.Result{}, err
+	}
+	y, keep, err := cfg.Labels.Map(ex.Label)
+	if err != nil {
+		return model.Result{}, err
+	}
+	if !keep {
+		y = 0
+	}
+	return model.Result{Labeled: y != 0, Label: y, Predicted: -1}, nil
 }
 
 // deadLetter buffers the dead letter of msg, cut to fit the dead-letter
@@ -386,8 +411,8 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 		return err
 	}
 	cfg, mt := w.m.cfg, w.m.cfg.Metrics
-	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Learner.Size()))
-	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Eval.WindowRate())
+	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Model.Support()))
+	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Model.Eval().WindowRate())
 	if w.hwm >= 0 {
 		mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/feed"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 )
 
 type checkpointCmd struct {
@@ -124,14 +125,27 @@ func (c *checkpointInspectCmd) Run(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-func decodeSnapshot(b []byte) (*checkpoint.Snapshot, learners.Learner, error) {
+// decodeSnapshot decodes a snapshot and the model in it (format 1 held a
+// lone learner), for its support size.
+func decodeSnapshot(b []byte) (*checkpoint.Snapshot, interface{ Size() int }, error) {
 	s, err := checkpoint.Decode(b)
 	if err != nil {
 		return nil, nil, err
 	}
-	l, err := learners.Unmarshal(s.Model)
+	if s.Version == 1 {
+		l, err := learners.Unmarshal(s.Model)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, l, nil
+	}
+	m, err := model.Unmarshal(s.Model)
 	if err != nil {
 		return nil, nil, err
 	}
-	return s, l, nil
+	return s, supportOf{m}, nil
 }
+
+type supportOf struct{ m *model.Model }
+
+func (s supportOf) Size() int { return s.m.Support() }

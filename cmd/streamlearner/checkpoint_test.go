@@ -40,7 +40,7 @@ func TestCheckpointCommandsReadATopicStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := checkpoint.Snapshot{Topic: "input", Partition: 2, Generation: 7, Seq: 4, Learner: "perceptron:max=0", Kernel: "linear",
+	snap := checkpoint.Snapshot{Version: 1, Topic: "input", Partition: 2, Generation: 7, Seq: 4, Learner: "perceptron:max=0", Kernel: "linear",
 		NextOffset: 3, Created: time.Now(), Model: model}
 	if err := ts.Save(ctx, snap.Name(), snap.Encode()); err != nil {
 		t.Fatal(err)

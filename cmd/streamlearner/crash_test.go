@@ -17,8 +17,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/prequential"
+	"github.com/streamlearner/streamlearner/model"
 )
 
 // TestCrashRecovery is the service's recovery contract, proven by killing
@@ -29,7 +28,9 @@ import (
 // run's (the offline twin: the same learner over the partition's records
 // in order), its evaluator counters show every record learned exactly
 // once, every input offset has a prediction, and every duplicate
-// prediction is byte-identical to the first. Both checkpoint stores.
+// prediction is byte-identical to the first. Both checkpoint stores; and
+// a named-field, many-class stream (Covertype events, 7 classes
+// discovered online, online scaling), killed 10 times.
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills the service 40 times; minutes")
@@ -39,9 +40,25 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	for _, store := range []string{"dir", "topic"} {
-		t.Run(store, func(t *testing.T) { crashRecovery(t, bin, store) })
+		t.Run(store, func(t *testing.T) { crashRecovery(t, bin, store, a9aStream) })
 	}
+	t.Run("events", func(t *testing.T) { crashRecovery(t, bin, "dir", coverStream) })
 }
+
+// crashStream is what a crash test feeds the service: copies of a file,
+// the service's flags that read it, and how many kills.
+type crashStream struct {
+	file   string
+	copies int
+	flags  []string
+	kills  int
+}
+
+var (
+	a9aStream   = crashStream{file: "../../testdata/a9a.gz", copies: 4, kills: 20}
+	coverStream = crashStream{file: "../../testdata/covtype.2000.jsonl.gz", copies: 10, kills: 10,
+		flags: []string{"--input", "events", "--label-field", "Cover_Type", "--key-field", "id", "--classes", "auto", "--scale", "online"}}
+)
 
 type proc struct {
 	cmd  *exec.Cmd
@@ -92,7 +109,7 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func crashRecovery(t *testing.T, bin, store string) {
+func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 	dir := t.TempDir()
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
@@ -104,12 +121,12 @@ func crashRecovery(t *testing.T, bin, store string) {
 		}
 		return err == nil
 	})
-	// Four copies of a9a, delivered at 2,000 records/s in the background.
-	data := filepath.Join(dir, "a9a4.libsvm")
+	// Copies of the file, delivered at 2,000 records/s in the background.
+	data := filepath.Join(dir, "stream")
 	var all []byte
-	a9a, _ := exec.Command("sh", "-c", "gzip -dc ../../testdata/a9a.gz").Output()
-	for range 4 {
-		all = append(all, a9a...)
+	one, _ := exec.Command("sh", "-c", "gzip -dc "+stream.file).Output()
+	for range stream.copies {
+		all = append(all, one...)
 	}
 	os.WriteFile(data, all, 0o600)
 	total := strings.Count(string(all), "\n")
@@ -120,6 +137,7 @@ func crashRecovery(t *testing.T, bin, store string) {
 		"--learner", spec, "--kernel", kern, "--seed", "3", "--checkpoint-every", "2000", "--checkpoint-interval", "500ms",
 		"--flush-interval", "50ms", "--heartbeat-interval", "200ms", "--session-timeout", "2s", "--rebalance-timeout", "2s",
 		"--log-format", "json", "--log-level", "info", "--metrics-addr", ""}
+	args = append(args, stream.flags...)
 	var st checkpoint.Store
 	if store == "dir" {
 		args = append(args, "--checkpoint-dir", filepath.Join(dir, "ckpt"))
@@ -134,14 +152,12 @@ func crashRecovery(t *testing.T, bin, store string) {
 	t.Logf("kill times drawn with seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
 	runLog := filepath.Join(dir, "run.log")
-	for kill := range 20 {
+	for range stream.kills {
 		p := start(t, runLog, bin, args...)
 		time.Sleep(time.Duration(1000+r.IntN(2500)) * time.Millisecond)
 		p.kill()
-		if kill == 19 {
-			t.Logf("killed 20 times")
-		}
 	}
+	t.Logf("killed %d times", stream.kills)
 	select {
 	case <-producer.done:
 	case <-time.After(3 * time.Minute):
@@ -174,25 +190,33 @@ func crashRecovery(t *testing.T, bin, store string) {
 	})
 	final.stop(t, 20*time.Second)
 
-	k, _ := learners.ParseKernel(kern)
 	preds := readAll(t, addr, "out", nil)
 	dups := 0
 	for p := range 4 {
-		l, _ := learners.New(spec, k, 3+uint64(p))
-		var ev prequential.Evaluator
+		// The uninterrupted twin: the same model, configured as the
+		// snapshot says, over the partition's records in order.
+		s := snaps[p]
+		restored, err := model.Unmarshal(s.Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := restored.Config()
+		if cfg.Learner != spec || cfg.Seed != 3+uint64(p) || cfg.Kernel.String() != kern {
+			t.Fatalf("partition %d: snapshot of %s seed %d with %s", p, cfg.Learner, cfg.Seed, cfg.Kernel)
+		}
+		twin, err := model.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		n := 0
 		readAll(t, addr, "in", func(m kafka.Message) {
 			if m.Partition != p {
 				return
 			}
-			ex, err := codec.Decode(m.Value, codec.Limits{})
+			r, err := twin.Step(m.Value)
 			if err != nil {
 				t.Fatal(err)
 			}
-			y, _, _ := codec.LabelMap{}.Map(ex.Label)
-			o := l.Round(ex.X, y)
-			o.Mistake = y != 0 && (o.Margin > 0) != (y > 0) // the service's rule: prediction ≠ label
-			ev.Observe(o, y != 0, l.Size())
 			vals := preds[codec.PredictionKey("in", int32(p), m.Offset)]
 			if len(vals) == 0 {
 				t.Fatalf("partition %d offset %d: no prediction", p, m.Offset)
@@ -203,26 +227,26 @@ func crashRecovery(t *testing.T, bin, store string) {
 				}
 			}
 			dups += len(vals) - 1
-			if pr, _ := codec.DecodePrediction(vals[0]); pr.Margin != o.Margin {
-				t.Fatalf("partition %d offset %d: margin %v, uninterrupted %v", p, m.Offset, pr.Margin, o.Margin)
+			pr, err := codec.DecodePrediction(vals[0])
+			if err != nil || pr.Margin != r.Margin || pr.Class != r.Class {
+				t.Fatalf("partition %d offset %d: %s, uninterrupted margin %v class %q (%v)", p, m.Offset, vals[0], r.Margin, r.Class, err)
 			}
 			n++
 		})
-		want, _ := l.MarshalBinary()
-		wantEval, _ := ev.MarshalBinary()
-		s := snaps[p]
-		if string(s.Model) != string(want) || string(s.Eval) != string(wantEval) {
+		want, _ := twin.MarshalBinary()
+		if string(s.Model) != string(want) {
 			t.Fatalf("partition %d: the final model differs from the uninterrupted run's", p)
 		}
-		var got prequential.Evaluator
-		got.UnmarshalBinary(s.Eval)
-		if got.Rounds != uint64(n) || got.Labeled != uint64(n) {
-			t.Fatalf("partition %d: evaluator counted %d rounds, %d learned, for %d records", p, got.Rounds, got.Labeled, n)
+		if ev := restored.Eval(); ev.Rounds != uint64(n) || ev.Labeled != uint64(n) {
+			t.Fatalf("partition %d: evaluator counted %d rounds, %d learned, for %d records", p, ev.Rounds, ev.Labeled, n)
+		}
+		if len(stream.flags) > 0 && len(restored.Classes()) < 6 {
+			t.Fatalf("partition %d: classes %v, want at least 6 of the 7 cover types", p, restored.Classes())
 		}
 	}
 	t.Logf("%d records, %d duplicate predictions (all byte-identical)", total, dups)
 	if dups == 0 {
-		t.Error("20 kills re-emitted no prediction: the kills missed the stream")
+		t.Errorf("%d kills re-emitted no prediction: the kills missed the stream", stream.kills)
 	}
 }
 

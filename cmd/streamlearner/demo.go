@@ -91,11 +91,12 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 	metrics := pipeline.NewMetrics(nil)
 	served := make(chan error, 1)
 	go func() {
-		served <- pipeline.Run(sctx, pipeline.Config{
-			Conn: conn, Topic: "demo-in", Group: "demo", OutputTopic: "demo-out", Learner: c.Learner, Kernel: kern,
-			Checkpoints:     &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: dir}, Learner: c.Learner, Kernel: kern, Seed: 1, Log: zerolog.Nop()},
+		cfg := pipeline.Config{
+			Conn: conn, Topic: "demo-in", Group: "demo", OutputTopic: "demo-out", Learner: c.Learner, Kernel: kern, Seed: 1,
 			CheckpointEvery: 5000, HeartbeatInterval: 300 * time.Millisecond, Metrics: metrics, Log: zerolog.Nop(),
-		})
+		}
+		cfg.Checkpoints = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: dir}, Model: cfg.ModelConfig, Log: zerolog.Nop()}
+		served <- pipeline.Run(sctx, cfg)
 	}()
 
 	fmt.Fprintln(out, progressHeader)

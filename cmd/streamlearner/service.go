@@ -88,11 +88,13 @@ func (c *brokerCmd) Run(ctx context.Context, out io.Writer) error {
 type runCmd struct {
 	connFlags        `embed:""`
 	logFlags         `embed:""`
-	Topic            string        `required:"" help:"Input topic of labeled (or unlabeled) records."`
-	Group            string        `required:"" help:"Consumer group id; members of one group share the partitions."`
-	OutputTopic      string        `required:"" help:"Topic for predictions (keyed topic/partition/offset)."`
-	DLQTopic         string        `name:"dlq-topic" help:"Dead-letter topic for bad records (default: <topic>.dlq)."`
-	Learner          string        `required:"" placeholder:"SPEC" help:"Learner spec, e.g. rbp:budget=100 (see 'streamlearner learners')."`
+	Topic            string `required:"" help:"Input topic of labeled (or unlabeled) records."`
+	Group            string `required:"" help:"Consumer group id; members of one group share the partitions."`
+	OutputTopic      string `required:"" help:"Topic for predictions (keyed topic/partition/offset)."`
+	DLQTopic         string `name:"dlq-topic" help:"Dead-letter topic for bad records (default: <topic>.dlq)."`
+	Learner          string `required:"" placeholder:"SPEC" help:"Learner spec, e.g. rbp:budget=100 (see 'streamlearner learners')."`
+	fieldFlags       `embed:""`
+	modelFlags       `embed:""`
 	Kernel           string        `required:"" placeholder:"SPEC" help:"Kernel spec, e.g. rbf:gamma=0.01."`
 	Seed             uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p)."`
 	Start            string        `default:"earliest" enum:"earliest,latest" help:"Where a partition with no committed offset starts."`
@@ -195,7 +197,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 	}
 	var cp pipeline.Checkpointer
 	if store != nil {
-		cp = &checkpoint.Protocol{Store: store, Learner: c.Learner, Kernel: kern, Seed: c.Seed, ResetModel: c.ResetModel, Log: log}
+		cp = &checkpoint.Protocol{Store: store, ResetModel: c.ResetModel, Log: log}
 	} else {
 		log.Warn().Msg("no --checkpoint-dir or --checkpoint-topic: a partition that moves to another member, or a restart, starts a new model")
 	}
@@ -210,9 +212,18 @@ func (c *runCmd) Run(ctx context.Context) error {
 		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
 		Log: log,
 	}
+	mc, err := c.modelConfig(c.fieldFlags, labels)
+	if err != nil {
+		return err
+	}
+	// run cannot look at a file first: --input auto reads records.
+	cfg.Events, cfg.Event, cfg.Features, cfg.Classes, cfg.MaxClasses = c.Input == "events", mc.Event, mc.Features, mc.Classes, mc.MaxClasses
 	// Invalid combinations fail here, before anything is started.
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	if p, ok := cp.(*checkpoint.Protocol); ok {
+		p.Model = cfg.ModelConfig
 	}
 	ctx, stop := context.WithCancel(ctx) // also stops the metrics server
 	defer stop()

@@ -25,8 +25,8 @@ import (
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/fetch"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/pipeline"
-	"github.com/streamlearner/streamlearner/prequential"
 )
 
 // TestSoak is the service under the worst a stream and its operators do,
@@ -146,8 +146,20 @@ func TestSoak(t *testing.T) {
 	for p := range 4 {
 		all := readPartition(t, addr, p, true)
 		kept := readPartition(t, addr, p, false)
-		l, _ := learners.New(spec, k, 3+uint64(p))
-		var ev prequential.Evaluator
+		// The twin is configured as the snapshot says (limits, labels and
+		// all), which must be the service's learner, kernel and seed.
+		snapModel, err := model.Unmarshal(snaps[p].Model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := snapModel.Config()
+		if cfg.Learner != spec || cfg.Kernel != k || cfg.Seed != 3+uint64(p) {
+			t.Fatalf("partition %d: snapshot of %s with %s seed %d", p, cfg.Learner, cfg.Kernel, cfg.Seed)
+		}
+		twin, err := model.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
 		offsets := slices.Sorted(maps.Keys(all))
 		for _, off := range offsets {
 			rec := all[off]
@@ -165,31 +177,26 @@ func TestSoak(t *testing.T) {
 				t.Fatalf("%s: %d distinct predictions and %d distinct dead letters, want exactly one of them", key, pv, dv)
 			}
 			dups += len(preds[key]) + len(dead[key]) - 1
-			// The uninterrupted twin, decoding and refusing as the service does.
-			ex, err := codec.Decode(rec.Value, codec.Limits{})
+			// The uninterrupted twin: the same model over the committed
+			// records in order; what it refuses, the service dead-letters.
+			r, err := twin.Step(rec.Value)
 			if err != nil {
 				poisoned++
+				if dv != 1 {
+					t.Fatalf("%s: refused (%v) but not dead-lettered", key, err)
+				}
 				continue
 			}
-			y, _, _ := codec.LabelMap{}.Map(ex.Label)
-			o := l.Round(ex.X, y)
-			if o.Refused != "" {
-				poisoned++
-				continue
+			if pr, err := codec.DecodePrediction(preds[key][0]); err != nil || pr.Margin != r.Margin {
+				t.Fatalf("%s: margin %v, uninterrupted %v (%v)", key, pr.Margin, r.Margin, err)
 			}
-			if pr, err := codec.DecodePrediction(preds[key][0]); err != nil || pr.Margin != o.Margin {
-				t.Fatalf("%s: margin %v, uninterrupted %v (%v)", key, pr.Margin, o.Margin, err)
-			}
-			o.Mistake = y != 0 && (o.Margin > 0) != (y > 0)
-			ev.Observe(o, y != 0, l.Size())
 		}
-		want, _ := l.MarshalBinary()
-		wantEval, _ := ev.MarshalBinary()
-		if s := snaps[p]; !bytes.Equal(s.Model, want) || !bytes.Equal(s.Eval, wantEval) {
-			var got prequential.Evaluator
-			got.UnmarshalBinary(s.Eval)
-			t.Fatalf("partition %d: the final model differs from the uninterrupted run's: %d rounds, %d labeled, %d mistakes, %d updates; uninterrupted %d, %d, %d, %d",
-				p, got.Rounds, got.Labeled, got.Mistakes, got.Updates, ev.Rounds, ev.Labeled, ev.Mistakes, ev.Updates)
+		want, _ := twin.MarshalBinary()
+		if s := snaps[p]; !bytes.Equal(s.Model, want) {
+			got, _ := model.Unmarshal(s.Model)
+			ge, we := got.Eval(), twin.Eval()
+			t.Fatalf("partition %d: the final model differs from the uninterrupted run's: %d rounds, %d mistakes; uninterrupted %d, %d",
+				p, ge.Rounds, ge.Mistakes, we.Rounds, we.Mistakes)
 		}
 	}
 	t.Logf("%d committed records (%d dead-lettered), %d aborted, %d duplicates, all byte-identical", committed, poisoned, aborted, dups)
