@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -255,5 +256,59 @@ func TestRebalanceKeepsTheModels(t *testing.T) {
 		if snap.NextOffset != 1250 || string(snap.Model) != string(want) {
 			t.Fatalf("partition %d: final snapshot at %d differs from the uninterrupted model", p, snap.NextOffset)
 		}
+	}
+}
+
+// With every snapshot of the partitions unreadable, the service refuses
+// to serve them — never silently an empty model — until --reset-model,
+// which starts new models at the committed offsets, says so for each and
+// predicts every later record exactly once.
+func TestResetModelRecoversFromUnreadableSnapshots(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 4, Topics: []string{"in", "out", "in.dlq"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	const spec = "rbp:budget=40"
+	k, _ := learners.ParseKernel("rbf:gamma=0.02")
+	dir := t.TempDir()
+	stop := member(t, b, &Protocol{Store: DirStore{Dir: dir}, Model: modelOf(spec, k, 5), Log: zerolog.Nop()}, spec, k)
+	produceA9A(t, b, 0, 2000)
+	outputs(t, b, 2000)
+	stop()
+	// Damage every snapshot of every partition.
+	names, _ := DirStore{Dir: dir}.List(context.Background(), "")
+	if len(names) < 4 {
+		t.Fatalf("%d snapshots", len(names))
+	}
+	for _, n := range names {
+		path, _ := DirStore{Dir: dir}.path(n)
+		data, _ := os.ReadFile(path)
+		data[len(data)/2] ^= 0xff
+		os.WriteFile(path, data, 0o600)
+	}
+	produceA9A(t, b, 2000, 2400)
+	// Without the flag: nothing more is served.
+	stop = member(t, b, &Protocol{Store: DirStore{Dir: dir}, Model: modelOf(spec, k, 5), Log: zerolog.Nop()}, spec, k)
+	time.Sleep(3 * time.Second)
+	if got := outputs(t, b, 2000); len(got) != 2000 {
+		t.Fatalf("%d predictions with unreadable snapshots and no --reset-model, want the 2000 from before", len(got))
+	}
+	stop()
+	var mu sync.Mutex
+	resets := map[int]string{}
+	p := &Protocol{Store: DirStore{Dir: dir}, Model: modelOf(spec, k, 5), ResetModel: true, Log: zerolog.Nop(),
+		OnReset: func(part pipeline.Partition, reason string) { mu.Lock(); resets[part.ID] = reason; mu.Unlock() }}
+	member(t, b, p, spec, k)
+	got := outputs(t, b, 2400)
+	for key, vals := range got {
+		if len(vals) != 1 {
+			t.Fatalf("%s predicted %d times", key, len(vals))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(resets) != 4 || resets[0] != "unreadable" {
+		t.Fatalf("resets %v, want each of the 4 partitions reset as unreadable", resets)
 	}
 }
