@@ -75,7 +75,7 @@ func TestReplayEqualsEvalOnTheSameRecords(t *testing.T) {
 		t.Fatalf("produced %d: %v", n, err)
 	}
 	// A record replay cannot read: counted, not played.
-	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "stream"}
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "stream", RequiredAcks: kafka.RequireAll}
 	if err := w.WriteMessages(ctx, kafka.Message{Value: []byte(`{"label": 1, "features": {"3": NaN}}`)}); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestReplayEqualsEvalOnEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "events", BatchSize: 1000}
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "events", BatchSize: 1000, RequiredAcks: kafka.RequireAll}
 	msgs := []kafka.Message{}
 	for i, l := range lines {
 		msgs = append(msgs, kafka.Message{Value: l})

@@ -240,7 +240,7 @@ func TestPrometheusEvaluates(t *testing.T) {
 	for i := range bad {
 		bad[i] = kafka.Message{Value: []byte("{not json")}
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "in", BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "in", BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	if err := w.WriteMessages(ctx, bad...); err != nil {
 		t.Fatal(err)
 	}

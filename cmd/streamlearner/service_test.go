@@ -38,7 +38,7 @@ func TestProduceRunTail(t *testing.T) {
 		t.Fatalf("produce: %q %v", out, err)
 	}
 	// One bad record, in partition 0: 251 records there, 250 in partition 1.
-	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "in", Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return 0 })}
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "in", RequiredAcks: kafka.RequireAll, Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return 0 })}
 	if err := w.WriteMessages(context.Background(), kafka.Message{Value: []byte("{not json")}); err != nil {
 		t.Fatal(err)
 	}
