@@ -477,6 +477,7 @@ func (w *worker) flush(ctx context.Context) error {
 func (w *worker) write(ctx context.Context, wr *kafka.Writer, msgs *[]kafka.Message, limit int, preds bool) error {
 	mt := w.m.cfg.Metrics
 	backoff := 50 * time.Millisecond
+	start := *msgs // to reuse from its start once all is written
 	for len(*msgs) > 0 {
 		// As many as fit one request; the writer splits by its own
 		// (smaller) estimate below that.
@@ -526,8 +527,7 @@ func (w *worker) write(ctx context.Context, wr *kafka.Writer, msgs *[]kafka.Mess
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
-	// Reuse the buffer from its start.
-	*msgs = (*msgs)[:0:cap(*msgs)]
+	*msgs = start[:0]
 	return nil
 }
 
