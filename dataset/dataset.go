@@ -140,15 +140,11 @@ func LoadRaw(ctx context.Context, path string, opts Options) (*RawSet, error) {
 // error in file order is the one returned. On a9a this halves the load
 // time on two cores (docs/performance.md).
 func scan(ctx context.Context, r io.Reader, lim codec.Limits, fn func(line int, ex codec.Example) (more bool, err error)) error {
-	br := bufio.NewReaderSize(r, 1<<16)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("gzip: %w", err)
-		}
-		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 1<<16)
+	br, closeGzip, err := gunzipped(r)
+	if err != nil {
+		return err
 	}
+	defer closeGzip()
 	lim.AllowEmpty = true
 	if lim.MaxBytes == 0 {
 		lim.MaxBytes = maxLine
@@ -374,20 +370,30 @@ func (st Stats) Standardize(s *Set) {
 	s.Dim = d
 }
 
+// gunzipped buffers r, gunzipping it when it starts with the gzip magic
+// bytes; release frees the decompressor.
+func gunzipped(r io.Reader) (br *bufio.Reader, release func(), err error) {
+	br = bufio.NewReaderSize(r, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("gzip: %w", err)
+		}
+		return bufio.NewReaderSize(zr, 1<<16), func() { zr.Close() }, nil
+	}
+	return br, func() {}, nil
+}
+
 // Lines calls fn with each non-blank line of r (gunzipped when it starts
 // with the gzip magic bytes), blanks trimmed, and its 1-based line number,
 // until fn returns false or an error, or ctx ends. The bytes are valid only
 // during the call.
 func Lines(ctx context.Context, r io.Reader, fn func(line int, b []byte) (more bool, err error)) error {
-	br := bufio.NewReaderSize(r, 1<<16)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return fmt.Errorf("gzip: %w", err)
-		}
-		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 1<<16)
+	br, closeGzip, err := gunzipped(r)
+	if err != nil {
+		return err
 	}
+	defer closeGzip()
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 0, 1<<16), maxLine+1)
 	for line := 1; sc.Scan(); line++ {
