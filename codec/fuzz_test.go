@@ -254,7 +254,7 @@ func refLIBSVM(s string) (Example, bool) {
 	}
 	number := func(tok string) (float64, bool) {
 		v, err := parseFloatRef(tok)
-		if err != nil || strings.Contains(tok, "_") || math.IsNaN(v) || math.IsInf(v, 0) || math.Abs(v) > defaultMaxAbsValue {
+		if err != nil || strings.Contains(tok, "_") || math.IsNaN(v) || math.IsInf(v, 0) {
 			return 0, false
 		}
 		return v, true
@@ -289,7 +289,7 @@ func refLIBSVM(s string) (Example, bool) {
 			return Example{}, false
 		}
 		v, ok := number(vs)
-		if !ok {
+		if !ok || math.Abs(v) > defaultMaxAbsValue { // the limit is on features, not labels
 			return Example{}, false
 		}
 		if _, dup := m[uint32(i)]; dup {
