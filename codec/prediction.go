@@ -52,12 +52,16 @@ type ClassMargin struct {
 // PredictionKey is the Kafka key of a prediction: topic/partition/offset of
 // its input record (topic names cannot contain '/').
 func PredictionKey(topic string, partition int32, offset int64) string {
-	b := make([]byte, 0, len(topic)+24)
-	b = append(b, topic...)
-	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(partition), 10)
-	b = append(b, '/')
-	return string(strconv.AppendInt(b, offset, 10))
+	return string(AppendPredictionKey(make([]byte, 0, len(topic)+24), topic, partition, offset))
+}
+
+// AppendPredictionKey appends PredictionKey's bytes to dst.
+func AppendPredictionKey(dst []byte, topic string, partition int32, offset int64) []byte {
+	dst = append(dst, topic...)
+	dst = append(dst, '/')
+	dst = strconv.AppendInt(dst, int64(partition), 10)
+	dst = append(dst, '/')
+	return strconv.AppendInt(dst, offset, 10)
 }
 
 // AppendPrediction encodes p as one JSON object, exactly the bytes

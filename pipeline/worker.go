@@ -43,8 +43,10 @@ type worker struct {
 	pending     int
 	committedAt time.Time
 	committed   int64
-	srcHdr      kafka.Header
-	buf         []byte
+	// srcHdrs is every prediction's headers (shared, never changed).
+	srcHdrs []kafka.Header
+	// arena holds the keys and values of the buffered predictions.
+	arena []byte
 
 	// The partition's counters, resolved once: a label lookup per record
 	// would cost more than timing the round.
@@ -82,7 +84,7 @@ func (w *worker) run(gen context.Context) {
 	}()
 	cfg := w.m.cfg
 	w.label = strconv.Itoa(w.part.ID)
-	w.srcHdr = kafka.Header{Key: HeaderSourcePartition, Value: []byte(w.label)}
+	w.srcHdrs = []kafka.Header{{Key: HeaderSourcePartition, Value: []byte(w.label)}}
 	if err := w.restore(gctx); err != nil {
 		// Returning would end the whole generation and rejoin in a loop;
 		// hold the partition, unserved and loudly reported, until the
@@ -357,16 +359,22 @@ func (w *worker) handle(rec *fetch.Record) {
 			w.mistakes.Inc()
 		}
 	}
-	w.buf, err = codec.AppendPrediction(w.buf[:0], &p)
+	// Key and value go into the flush's arena: no allocation per record.
+	// The arena is reused once a flush has written everything in it.
+	start := len(w.arena)
+	w.arena = codec.AppendPredictionKey(w.arena, msg.Topic, int32(msg.Partition), msg.Offset)
+	keyEnd := len(w.arena)
+	w.arena, err = codec.AppendPrediction(w.arena, &p)
 	if err != nil { // the learners refuse non-finite margins, so this is a bug; keep the record anyway
+		w.arena = w.arena[:start]
 		w.deadLetter(msg, ReasonInternal, err.Error())
 		return
 	}
 	w.predicted.Inc()
 	w.preds = append(w.preds, kafka.Message{
-		Key:     []byte(codec.PredictionKey(msg.Topic, int32(msg.Partition), msg.Offset)),
-		Value:   append([]byte(nil), w.buf...),
-		Headers: []kafka.Header{w.srcHdr},
+		Key:     w.arena[start:keyEnd:keyEnd],
+		Value:   w.arena[keyEnd:len(w.arena):len(w.arena)],
+		Headers: w.srcHdrs,
 	})
 }
 
@@ -471,6 +479,7 @@ func (w *worker) flush(ctx context.Context) error {
 	if err := w.write(ctx, w.m.out, &w.preds, w.m.outLimit, true); err != nil {
 		return err
 	}
+	w.arena = w.arena[:0] // every prediction in it is written
 	return w.write(ctx, w.m.dlq, &w.dead, w.m.dlqLimit, false)
 }
 
@@ -537,7 +546,8 @@ func (w *worker) write(ctx context.Context, wr *kafka.Writer, msgs *[]kafka.Mess
 func (w *worker) refusedOutput(m kafka.Message, err error, pred bool, limit int) {
 	w.log.Error().Err(err).Int("bytes", recordSize(&m)).Bool("prediction", pred).Msg("record refused by the broker for good")
 	if pred {
-		src := kafka.Message{Topic: w.part.Topic, Partition: w.part.ID, Key: m.Key, Value: m.Value}
+		// The prediction's bytes are in the arena, reused after the flush.
+		src := kafka.Message{Topic: w.part.Topic, Partition: w.part.ID, Key: bytes.Clone(m.Key), Value: bytes.Clone(m.Value)}
 		src.Offset, _ = offsetOfKey(string(m.Key))
 		w.m.cfg.Metrics.DeadLetters.WithLabelValues(w.label, string(ReasonOutputRefused)).Inc()
 		w.dead = append(w.dead, deadLetter(src, ReasonOutputRefused, "prediction refused: "+err.Error(), w.m.dlqLimit))
