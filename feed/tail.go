@@ -53,8 +53,12 @@ type TailStats struct {
 // a mistake when it differs from the label. (The learners' update
 // condition y·f ≤ 0 is theirs; at f = 0 with label −1 the prediction −1
 // is right although the learner updates.) ok is false for an unlabeled
-// prediction.
+// prediction. With many classes, right is the predicted class being the
+// true class.
 func Right(p codec.Prediction) (right, ok bool) {
+	if p.LabelClass != "" {
+		return p.Class == p.LabelClass, true
+	}
 	if p.Label == 0 {
 		return false, false
 	}

@@ -138,3 +138,24 @@ func TestParseBound(t *testing.T) {
 		}
 	}
 }
+
+// One rule for right and wrong: sign(f) against ±1 labels (a zero margin
+// predicts −1), the predicted class against the true class with many
+// classes; unlabeled predictions are neither.
+func TestRight(t *testing.T) {
+	for _, c := range []struct {
+		p         codec.Prediction
+		right, ok bool
+	}{
+		{codec.Prediction{Predicted: -1, Margin: 0, Label: -1}, true, true},
+		{codec.Prediction{Predicted: -1, Margin: 0, Label: 1}, false, true},
+		{codec.Prediction{Predicted: 1, Margin: 0.5}, false, false},
+		{codec.Prediction{Predicted: 2, Class: "c", LabelClass: "c"}, true, true},
+		{codec.Prediction{Predicted: 0, Class: "a", LabelClass: "c"}, false, true},
+		{codec.Prediction{Predicted: 0, Class: "a"}, false, false},
+	} {
+		if r, ok := Right(c.p); r != c.right || ok != c.ok {
+			t.Errorf("%+v: right %v ok %v, want %v %v", c.p, r, ok, c.right, c.ok)
+		}
+	}
+}

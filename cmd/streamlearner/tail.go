@@ -69,7 +69,14 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 		if r, ok := feed.Right(p); ok {
 			label, right = fmt.Sprint(p.Label), map[bool]string{true: "yes", false: "no"}[r]
 		}
-		fmt.Fprintf(tw, "%s/%d\t%d\t%+d\t%.4f\t%s\t%s\t%.2f%%\t%.2f%%\n", p.Topic, p.Partition, p.Offset, p.Predicted, p.Margin, label, right, 100*st.Accuracy, 100*st.Window)
+		pred := fmt.Sprintf("%+d", p.Predicted)
+		if p.Class != "" || p.LabelClass != "" { // many classes: class names
+			pred = p.Class
+			if p.LabelClass != "" {
+				label = p.LabelClass
+			}
+		}
+		fmt.Fprintf(tw, "%s/%d\t%d\t%s\t%.4f\t%s\t%s\t%.2f%%\t%.2f%%\n", p.Topic, p.Partition, p.Offset, pred, p.Margin, label, right, 100*st.Accuracy, 100*st.Window)
 		if n++; n%50 == 0 {
 			return tw.Flush()
 		}
