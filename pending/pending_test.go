@@ -1,0 +1,172 @@
+package pending
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+func entry(i int) Entry {
+	return Entry{X: sparse.Vector{Idx: []uint32{uint32(i % 7), 100}, Val: []float64{float64(i), 1}}, Time: int64(1000 * i), Offset: int64(i), Predicted: 1 - 2*(i%2), Margin: float64(i) / 10}
+}
+
+func TestPutTakeReplace(t *testing.T) {
+	s, _ := New(Config{MaxRecords: 10})
+	s.Put("a", entry(1))
+	s.Put("b", entry(2))
+	s.Put("a", entry(3)) // the newer record wins
+	if s.Len() != 2 || s.Replaced != 1 {
+		t.Fatalf("len %d, replaced %d", s.Len(), s.Replaced)
+	}
+	if e, ok := s.Take("a"); !ok || e.Offset != 3 {
+		t.Fatalf("take a: %+v %v", e, ok)
+	}
+	if _, ok := s.Take("a"); ok {
+		t.Fatal("taken twice")
+	}
+	if _, ok := s.Take("zzz"); ok {
+		t.Fatal("an unknown key was found")
+	}
+	if e, ok := s.Take("b"); !ok || e.Margin != 0.2 || s.Len() != 0 {
+		t.Fatalf("take b: %+v %v, len %d", e, ok, s.Len())
+	}
+}
+
+// The bound holds whatever arrives: a flood of records that never get
+// labels keeps MaxRecords, the oldest going first.
+func TestEvictionKeepsTheNewest(t *testing.T) {
+	s, _ := New(Config{MaxRecords: 100})
+	for i := range 10_000 {
+		s.Put(fmt.Sprint("k", i), entry(i))
+		if s.Len() > 100 {
+			t.Fatalf("%d records held, bound 100", s.Len())
+		}
+	}
+	if s.Evicted != 9_900 {
+		t.Fatalf("evicted %d, want 9900", s.Evicted)
+	}
+	if _, ok := s.Take("k9899"); ok {
+		t.Fatal("an evicted record is still there")
+	}
+	if e, ok := s.Take("k9900"); !ok || e.Offset != 9900 {
+		t.Fatal("the oldest kept record is gone")
+	}
+	if len(s.items) > 400 {
+		t.Fatalf("%d slots for %d records: holes are not compacted", len(s.items), s.Len())
+	}
+}
+
+func TestExpiryByRecordTime(t *testing.T) {
+	s, _ := New(Config{MaxRecords: 100, MaxAge: 5000})
+	for i := range 10 {
+		s.Put(fmt.Sprint(i), entry(i)) // times 0, 1000, …, 9000
+	}
+	if n := s.Expire(9000); n != 4 || s.Expired != 4 || s.Len() != 6 {
+		t.Fatalf("expired %d (%d), left %d; want 4 (times 0–3000 older than 5 s at 9 s)", n, s.Expired, s.Len())
+	}
+	if _, ok := s.Take("3"); ok {
+		t.Fatal("an expired record is still there")
+	}
+	if _, ok := s.Take("4"); !ok {
+		t.Fatal("a record exactly MaxAge old expired")
+	}
+	none, _ := New(Config{})
+	none.Put("x", entry(0))
+	if none.Expire(1<<62) != 0 {
+		t.Fatal("expiry without a MaxAge")
+	}
+}
+
+// A store encoded and decoded at any point continues exactly as the one
+// that never was: the same takes, evictions and expiries, the same bytes.
+func TestStateContinuesExactly(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	type op struct {
+		kind int
+		key  string
+		i    int
+	}
+	var ops []op
+	// A flood of records first (evictions), then a trickle (expiries).
+	for i := range 20_000 {
+		kind := r.IntN(4)
+		switch {
+		case i < 10_000 && kind == 3:
+			kind = 0 // no expiry while the flood lasts
+		case i >= 10_000 && kind == 1:
+			kind = 2
+		}
+		ops = append(ops, op{kind, fmt.Sprint("k", r.IntN(3000)), i})
+	}
+	play := func(s *Store, o op) string {
+		switch o.kind {
+		case 0, 1:
+			return fmt.Sprint(s.Put(o.key, entry(o.i)))
+		case 2:
+			e, ok := s.Take(o.key)
+			return fmt.Sprint(e.Offset, ok)
+		default:
+			return fmt.Sprint(s.Expire(int64(1000 * o.i)))
+		}
+	}
+	cfg := Config{MaxRecords: 200, MaxAge: 300_000}
+	straight, _ := New(cfg)
+	var want []string
+	for _, o := range ops {
+		want = append(want, play(straight, o))
+	}
+	s, _ := New(cfg)
+	for i, o := range ops {
+		if i%1777 == 5 {
+			b, err := s.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, err = Unmarshal(b); err != nil {
+				t.Fatalf("at %d: %v", i, err)
+			}
+		}
+		if got := play(s, o); got != want[i] {
+			t.Fatalf("op %d %+v: %s after restores, %s straight", i, o, got, want[i])
+		}
+	}
+	a, _ := s.MarshalBinary()
+	b, _ := straight.MarshalBinary()
+	if !bytes.Equal(a, b) || s.Counters != straight.Counters {
+		t.Fatalf("final state differs: %+v vs %+v", s.Counters, straight.Counters)
+	}
+	if straight.Evicted == 0 || straight.Expired == 0 || straight.Replaced == 0 {
+		t.Fatalf("%+v: the stream exercised too little", straight.Counters)
+	}
+	for cut := range len(a) {
+		if _, err := Unmarshal(a[:cut]); err == nil && cut > 0 {
+			t.Fatalf("a state cut to %d of %d bytes was accepted", cut, len(a))
+		}
+	}
+}
+
+// BenchmarkMillionPending measures what a million pending records cost:
+// bytes per record held (a9a-sized vectors, 14 features, 12-byte keys).
+func BenchmarkMillionPending(b *testing.B) {
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		s, _ := New(Config{MaxRecords: 1_000_000})
+		for i := range 1_000_000 {
+			x := sparse.Vector{Idx: make([]uint32, 14), Val: make([]float64, 14)}
+			for k := range x.Idx {
+				x.Idx[k], x.Val[k] = uint32(k*9+i%9), 1
+			}
+			s.Put(fmt.Sprintf("txn-%08d", i), Entry{X: x, Time: int64(i)})
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(s.Len()), "bytes/record")
+		runtime.KeepAlive(s)
+	}
+}
