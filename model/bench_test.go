@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -9,6 +10,7 @@ import (
 	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/prequential"
+	"github.com/streamlearner/streamlearner/selection"
 )
 
 // BenchmarkStep is one partition-model round on Adult events (decode,
@@ -89,4 +91,19 @@ func BenchmarkIndexedRound(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// BenchmarkCandidates is one round on a9a records with 1, 2, 4 and 8
+// learners (the first and its challengers: budget-100 learners of four
+// kinds on two RBF widths) under the champion rule: the cost of running
+// challengers, which should grow about linearly in their number.
+func BenchmarkCandidates(b *testing.B) {
+	recs := lines(b, "../testdata/a9a.gz", 3000)
+	narrow, wide := kernel(b, "rbf:gamma=0.1"), kernel(b, "rbf:gamma=0.01")
+	all := []Candidate{{"rbp:budget=100", narrow}, {"lbp:budget=100", narrow}, {"forgetron:budget=100", narrow}, {"projectron++:budget=100", narrow},
+		{"rbp:budget=100", wide}, {"lbp:budget=100", wide}, {"forgetron:budget=100", wide}, {"projectron++:budget=100", wide}}
+	for _, n := range []int{1, 2, 4, 8} {
+		cfg := Config{Learner: all[0].Learner, Kernel: all[0].Kernel, Challengers: all[1:n], Select: selection.Config{Window: 500}}
+		b.Run(fmt.Sprintf("learners=%d", n), func(b *testing.B) { benchSteps(b, build(b, cfg), recs) })
+	}
 }
