@@ -194,6 +194,27 @@ type Result struct {
 	From, To int
 }
 
+// ParseCandidate reads a challenger as flags give it: "SPEC" (the model's
+// kernel) or "SPEC@KERNEL", e.g. "rbp:budget=100@rbf:gamma=0.5".
+func ParseCandidate(s string) (Candidate, error) {
+	spec, kern, ok := strings.Cut(s, "@")
+	if spec == "" {
+		return Candidate{}, fmt.Errorf("challenger %q: want SPEC or SPEC@KERNEL", s)
+	}
+	if _, err := learners.ParseSpec(spec); err != nil {
+		return Candidate{}, fmt.Errorf("challenger %q: %w", s, err)
+	}
+	c := Candidate{Learner: spec}
+	if ok {
+		k, err := learners.ParseKernel(kern)
+		if err != nil {
+			return Candidate{}, fmt.Errorf("challenger %q: %w", s, err)
+		}
+		c.Kernel = k
+	}
+	return c, nil
+}
+
 // Model is one partition's model. See the package comment.
 type Model struct {
 	cfg   Config

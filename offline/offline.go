@@ -71,17 +71,14 @@ type Config struct {
 	// every learner — the Learners, on Kernel, then the Challengers — in
 	// one partition model per order, as run serves it. The results are
 	// then one row per learner (each scored on its own predictions, as if
-	// it ran alone) and a last row, the selector's emitted predictions,
-	// named SelectorName.
+	// it ran alone; a challenger on another kernel is named SPEC@KERNEL)
+	// and a last row, the selector's emitted predictions, named by
+	// selection.Name.
 	Select *selection.Config
 	// Challengers are further learners of the selection, each with its
 	// own kernel (the zero Kernel: Kernel). Only with Select.
 	Challengers []model.Candidate
 }
-
-// SelectorName names the selector's row: "select(A|B|…)" over the
-// learners' display specs.
-func SelectorName(specs []string) string { return "select(" + strings.Join(specs, "|") + ")" }
 
 // candidates are the learners of a selection, in order.
 func (cfg Config) candidates() []model.Candidate {
@@ -108,12 +105,16 @@ func (cfg Config) rowNames() (specs, kernels []string) {
 	}
 	distinct := []string{}
 	for _, c := range cfg.candidates() {
-		specs, kernels = append(specs, displaySpec(c.Learner, c.Kernel)), append(kernels, c.Kernel.String())
+		name := displaySpec(c.Learner, c.Kernel)
+		if c.Kernel != cfg.Kernel {
+			name += "@" + c.Kernel.String()
+		}
+		specs, kernels = append(specs, name), append(kernels, c.Kernel.String())
 		if !slices.Contains(distinct, c.Kernel.String()) {
 			distinct = append(distinct, c.Kernel.String())
 		}
 	}
-	return append(specs, SelectorName(specs)), append(kernels, strings.Join(distinct, "|"))
+	return append(specs, selection.Name(specs)), append(kernels, strings.Join(distinct, "|"))
 }
 
 // Data is a stream to evaluate on: indexed records with their label

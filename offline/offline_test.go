@@ -209,7 +209,7 @@ func TestSelectRowsAreLearnersAloneAndTheSelector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 4 || !got[3].Selector || got[3].Spec != "select(rbp:budget=40|forgetron:budget=40|rbp:budget=40)" ||
+		if len(got) != 4 || !got[3].Selector || got[3].Spec != "select(rbp:budget=40|forgetron:budget=40|rbp:budget=40@rbf:gamma=0.5)" ||
 			got[3].Kernel != "rbf:gamma=0.05|rbf:gamma=0.5" || got[2].Kernel != "rbf:gamma=0.5" {
 			t.Fatalf("rows %+v", got)
 		}
@@ -218,7 +218,7 @@ func TestSelectRowsAreLearnersAloneAndTheSelector(t *testing.T) {
 		alone = append(alone, ch...)
 		for i, a := range alone {
 			g := got[i]
-			if g.Spec != a.Spec || g.MistakeRate != a.MistakeRate || g.MistakeRateStd != a.MistakeRateStd || g.Support != a.Support ||
+			if strings.TrimSuffix(g.Spec, "@rbf:gamma=0.5") != a.Spec || g.MistakeRate != a.MistakeRate || g.MistakeRateStd != a.MistakeRateStd || g.Support != a.Support ||
 				g.Kappa != a.Kappa || *g.TestAccuracy != *a.TestAccuracy || g.Selector {
 				t.Fatalf("keep %v row %d: %+v, alone %+v", keep, i, g, a)
 			}

@@ -261,6 +261,10 @@ func Unmarshal(b []byte) (*Selector, error) {
 	return s, nil
 }
 
+// Name is how reports name a selection over learners named names:
+// "select(A|B|…)".
+func Name(names []string) string { return "select(" + strings.Join(names, "|") + ")" }
+
 // Parse reads "window=2000,margin=0.01" (either key may be left out).
 func Parse(spec string) (Config, error) {
 	var c Config
