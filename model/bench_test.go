@@ -2,6 +2,7 @@ package model
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -9,6 +10,7 @@ import (
 	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/prequential"
+	"github.com/streamlearner/streamlearner/selection"
 )
 
 // BenchmarkStep is one partition-model round on Adult events (decode,
@@ -89,4 +91,30 @@ func BenchmarkIndexedRound(b *testing.B) {
 			i++
 		}
 	})
+}
+
+// BenchmarkCandidates is one round on a9a records with 1, 2, 4 and 8
+// learners (the first and its challengers) under the champion rule: "mixed"
+// are budget-100 learners of four kinds on two RBF widths (in that order, so
+// that 4 holds one Projectron++ and 8 two), "rbp" are budget-100 RBP
+// learners on 8 RBF widths, learners of one cost, which shows the cost per
+// added learner.
+func BenchmarkCandidates(b *testing.B) {
+	recs := lines(b, "../testdata/a9a.gz", 3000)
+	narrow, wide := kernel(b, "rbf:gamma=0.1"), kernel(b, "rbf:gamma=0.01")
+	mixed := []Candidate{{"rbp:budget=100", narrow}, {"lbp:budget=100", narrow}, {"forgetron:budget=100", narrow}, {"projectron++:budget=100", narrow},
+		{"rbp:budget=100", wide}, {"lbp:budget=100", wide}, {"forgetron:budget=100", wide}, {"projectron++:budget=100", wide}}
+	var rbp []Candidate
+	for _, g := range []string{"0.1", "0.07", "0.05", "0.03", "0.02", "0.015", "0.01", "0.005"} {
+		rbp = append(rbp, Candidate{"rbp:budget=100", kernel(b, "rbf:gamma="+g)})
+	}
+	for _, set := range []struct {
+		name  string
+		cands []Candidate
+	}{{"mixed", mixed}, {"rbp", rbp}} {
+		for _, n := range []int{1, 2, 4, 8} {
+			cfg := Config{Learner: set.cands[0].Learner, Kernel: set.cands[0].Kernel, Challengers: set.cands[1:n], Select: selection.Config{Window: 500}}
+			b.Run(fmt.Sprintf("%s/learners=%d", set.name, n), func(b *testing.B) { benchSteps(b, build(b, cfg), recs) })
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/selection"
 )
 
 // A damaged snapshot never panics: Unmarshal refuses it, or returns a
@@ -15,6 +16,7 @@ func FuzzModelUnmarshal(f *testing.F) {
 	for _, cfg := range []Config{
 		{Learner: "rbp:budget=5", Kernel: k, Seed: 3},
 		{Learner: "forgetron:budget=5", Kernel: k, Seed: 3, Classes: []string{Auto}},
+		{Learner: "rbp:budget=5", Kernel: k, Seed: 3, Challengers: []Candidate{{Learner: "lbp:budget=4"}}, Select: selection.Config{Window: 2, Detector: "ddm"}},
 		{Learner: "perceptron", Kernel: k, Events: true, Event: codec.EventConfig{LabelField: "y"}, Features: features.Config{Scale: features.ScaleOnline}, Classes: []string{Auto}},
 	} {
 		m, err := New(cfg)

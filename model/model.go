@@ -32,9 +32,29 @@
 //     Config.Seed itself (the service's seed for the partition, so that
 //     margins equal those of today's learner); class k's learner with
 //     ClassSeed(Seed, k).
+//   - Challengers. Config.Challengers adds learners beside Config.Learner
+//     (candidate 0), each with its own kernel if it names one. Every
+//     candidate predicts, then learns, every record — its own binary
+//     learner, or its own one-vs-rest set over the shared class list —
+//     seeded exactly as a model of that learner alone (Config.Seed, class
+//     k ClassSeed(Seed, k)): candidates differ in spec or kernel (the same
+//     one twice is refused), so they need no seeds of their own, and each
+//     candidate's margins and evaluator are those of a model without
+//     challengers of its learner and kernel. The emitted prediction
+//     (Result, Eval) is the champion's; which candidate is champion is
+//     package selection's rule, fed after each labeled record with a bit
+//     per candidate that erred by the reporting rule; a switch takes
+//     effect from the next record. Result names the candidate and reports
+//     each candidate's mistake and the switch. A record refused by one
+//     candidate's margin (not its kernel: that is checked for all first)
+//     may leave the candidates before it learned, as a class learner's
+//     does in many-class mode.
 //   - Snapshot. MarshalBinary holds everything stateful — the configuration,
 //     the featurizer (scaler statistics), the class list, every learner and
-//     the evaluator — versioned and ending with a CRC-32C; Unmarshal
+//     the evaluator, with challengers every candidate's evaluator and the
+//     selector — versioned and ending with a CRC-32C (a model without
+//     challengers writes format 1, byte for byte as before challengers
+//     existed; with them, format 2); Unmarshal
 //     restores a model that continues with bit-identical outputs. A
 //     snapshot of another version is refused with an error naming it.
 //   - Memory. A Model is not safe for concurrent use; give each partition
@@ -52,7 +72,11 @@
 // the prediction (r.Predicted, r.Class, r.Margin, r.Margins), whether it
 // was learned (r.Labeled) and a mistake (r.Mistake), and r.Key. m.Eval() is
 // the partition's evaluator (mistake rates, baseline, kappa, confusion) and
-// m.Support() its support-set size, for metrics. At a checkpoint, store
+// m.Support() its support-set size, for metrics. With challengers,
+// r.Candidate and r.Learner name the learner behind the prediction,
+// r.Switched (r.From, r.To) a champion change, r.Mistakes each candidate's
+// mistake; m.CandidateEval(i), m.CandidateSupport(i), m.CandidateName(i)
+// and m.Selector() (windowed rates, switches) are the per-learner metrics. At a checkpoint, store
 // m.MarshalBinary() (it holds the evaluator too); to continue, Unmarshal
 // it. eval and replay drive the same type, so their numbers are the
 // service's by construction.
@@ -73,6 +97,7 @@ import (
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/prequential"
 	"github.com/streamlearner/streamlearner/rng"
+	"github.com/streamlearner/streamlearner/selection"
 	"github.com/streamlearner/streamlearner/sparse"
 )
 
@@ -110,6 +135,22 @@ type Config struct {
 	MaxClasses int
 	// Window is the evaluator's window. Default prequential.DefaultWindow.
 	Window int
+	// Challengers are further learners run beside Learner (candidate 0) on
+	// every record; with any, the emitted prediction is the champion's
+	// (see Select and the package comment). Empty: one learner, exactly
+	// the model without challengers. At most selection.MaxLearners − 1.
+	Challengers []Candidate
+	// Select is the champion rule (window, margin, detector); used only
+	// with challengers. Zero values take selection's defaults.
+	Select selection.Config
+}
+
+// Candidate is a challenger: a learner spec and its kernel (the zero
+// Kernel means Config.Kernel, so that a challenger may differ in the
+// learner, the kernel or both).
+type Candidate struct {
+	Learner string
+	Kernel  learners.Kernel
 }
 
 // Result is what one step did.
@@ -138,22 +179,78 @@ type Result struct {
 	// Key is the event's key (nil for records or without one); valid until
 	// the next call.
 	Key []byte
+	// Candidate is the index of the learner whose prediction this is (0,
+	// Config.Learner, without challengers) and Learner its name, "spec
+	// kernel=K" (see Model.CandidateName).
+	Candidate int
+	Learner   string
+	// Mistakes has bit i set when candidate i erred on this labeled record
+	// (by the reporting rule, each on its own prediction); 0 when not
+	// labeled.
+	Mistakes uint64
+	// Switched is whether the champion changed after this record, From and
+	// To the champions before and after it (both Candidate when not).
+	Switched bool
+	From, To int
+}
+
+// ParseCandidate reads a challenger as flags give it: "SPEC" (the model's
+// kernel) or "SPEC@KERNEL", e.g. "rbp:budget=100@rbf:gamma=0.5".
+func ParseCandidate(s string) (Candidate, error) {
+	spec, kern, ok := strings.Cut(s, "@")
+	if spec == "" {
+		return Candidate{}, fmt.Errorf("challenger %q: want SPEC or SPEC@KERNEL", s)
+	}
+	if _, err := learners.ParseSpec(spec); err != nil {
+		return Candidate{}, fmt.Errorf("challenger %q: %w", s, err)
+	}
+	c := Candidate{Learner: spec}
+	if ok {
+		k, err := learners.ParseKernel(kern)
+		if err != nil {
+			return Candidate{}, fmt.Errorf("challenger %q: %w", s, err)
+		}
+		c.Kernel = k
+	}
+	return c, nil
 }
 
 // Model is one partition's model. See the package comment.
 type Model struct {
-	cfg    Config
-	multi  bool
-	auto   bool
-	spec   string // canonical learner spec
+	cfg   Config
+	multi bool
+	auto  bool
+	spec  string // canonical learner spec of candidate 0
+	// cands are the learners: cands[0] is Config.Learner, then the
+	// challengers in order. Each holds its one-vs-rest set (or its binary
+	// learner) and, with challengers, its own evaluator.
+	cands []*candidate
+	sel   *selection.Selector // nil without challengers
+	class []string
+	index map[string]int
+	dec   *codec.EventDecoder
+	feat  *features.Featurizer
+	ev    codec.Event
+	// eval scores the emitted predictions (the champion's).
+	eval prequential.Evaluator
+}
+
+// candidate is one learner of the model (a one-vs-rest set in many-class
+// mode).
+type candidate struct {
+	given  string // the spec as configured
+	spec   string // canonical
+	name   string // spec + " kernel=" + kernel
+	kernel learners.Kernel
 	ls     []learners.Learner
-	class  []string
-	index  map[string]int
-	dec    *codec.EventDecoder
-	feat   *features.Featurizer
-	ev     codec.Event
-	eval   prequential.Evaluator
-	margin []float64
+	margin []float64             // many-class: this round's margins
+	eval   prequential.Evaluator // with challengers only
+
+	// This round's outcome (see play).
+	f       float64 // margin (binary) or the predicted class's
+	pred    int
+	updated bool
+	mistake bool
 }
 
 // ClassSeed is the seed of class k's learner in many-class mode.
@@ -173,17 +270,15 @@ func New(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("model: max classes %d: want at least 2", cfg.MaxClasses)
 	}
 	m := &Model{cfg: cfg, index: map[string]int{}, eval: prequential.Evaluator{Window: cfg.Window}}
-	probe, err := learners.New(cfg.Learner, cfg.Kernel, cfg.Seed)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+	if err := m.buildCandidates(); err != nil {
+		return nil, err
 	}
-	m.spec = probe.Spec()
+	m.spec = m.cands[0].spec
 	switch {
 	case len(cfg.Classes) == 0:
 		if len(cfg.Labels.Positive) == 0 && len(cfg.Labels.Negative) > 0 {
 			return nil, errors.New("model: negative labels need positive ones")
 		}
-		m.ls = []learners.Learner{probe}
 	case len(cfg.Classes) == 1 && cfg.Classes[0] == Auto:
 		m.multi, m.auto = true, true
 	default:
@@ -194,6 +289,13 @@ func New(cfg Config) (*Model, error) {
 		if len(cfg.Labels.Positive) > 0 {
 			return nil, errors.New("model: positive labels are for binary mode, not with classes")
 		}
+	}
+	if m.multi {
+		for _, c := range m.cands {
+			c.ls = c.ls[:0] // one learner per class instead
+		}
+	}
+	if m.multi && !m.auto {
 		for _, c := range cfg.Classes {
 			if c == "" || c == Auto {
 				return nil, fmt.Errorf("model: class %q is not a class token", c)
@@ -217,6 +319,7 @@ func New(cfg Config) (*Model, error) {
 			cfg.Features.AllowEmpty = true
 			m.cfg.Features.AllowEmpty = true
 		}
+		var err error
 		if m.dec, err = codec.NewEventDecoder(cfg.Event); err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
@@ -227,16 +330,62 @@ func New(cfg Config) (*Model, error) {
 	return m, nil
 }
 
+// buildCandidates makes candidate 0 (Config.Learner) and the challengers,
+// each with its binary learner, and the selector.
+func (m *Model) buildCandidates() error {
+	cfg := m.cfg
+	if n := 1 + len(cfg.Challengers); n > selection.MaxLearners {
+		return fmt.Errorf("model: %d learners: at most %d (one and %d challengers)", n, selection.MaxLearners, selection.MaxLearners-1)
+	}
+	all := append([]Candidate{{Learner: cfg.Learner, Kernel: cfg.Kernel}}, cfg.Challengers...)
+	seen := map[string]bool{}
+	for i, cd := range all {
+		if cd.Learner == "" {
+			return fmt.Errorf("model: challenger %d has no learner spec", i)
+		}
+		if cd.Kernel == (learners.Kernel{}) {
+			cd.Kernel = cfg.Kernel
+		}
+		l, err := learners.New(cd.Learner, cd.Kernel, cfg.Seed)
+		if err != nil {
+			if i == 0 {
+				return fmt.Errorf("model: %w", err)
+			}
+			return fmt.Errorf("model: challenger %q: %w", cd.Learner, err)
+		}
+		c := &candidate{given: cd.Learner, spec: l.Spec(), kernel: cd.Kernel, ls: []learners.Learner{l},
+			eval: prequential.Evaluator{Window: cfg.Window}}
+		c.name = c.spec + " kernel=" + c.kernel.String()
+		if seen[c.name] {
+			return fmt.Errorf("model: learner %s given twice", c.name)
+		}
+		seen[c.name] = true
+		m.cands = append(m.cands, c)
+	}
+	if len(m.cands) > 1 {
+		sel, err := selection.New(cfg.Select, len(m.cands))
+		if err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+		m.sel = sel
+	}
+	return nil
+}
+
+// addClass adds class tok: a learner for it in every candidate, class k's
+// seeded ClassSeed(Seed, k) whatever the candidate.
 func (m *Model) addClass(tok string) error {
 	k := len(m.class)
-	l, err := learners.New(m.cfg.Learner, m.cfg.Kernel, ClassSeed(m.cfg.Seed, k))
-	if err != nil {
-		return fmt.Errorf("model: %w", err)
+	for _, c := range m.cands {
+		l, err := learners.New(c.given, c.kernel, ClassSeed(m.cfg.Seed, k))
+		if err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
+		c.ls = append(c.ls, l)
+		c.margin = append(c.margin, 0)
 	}
 	m.class = append(m.class, tok)
 	m.index[tok] = k
-	m.ls = append(m.ls, l)
-	m.margin = append(m.margin, 0)
 	return nil
 }
 
@@ -338,11 +487,89 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	if why := m.cfg.Kernel.Refuses(x); why != "" {
-		return Result{}, refused(why)
+	for _, c := range m.cands {
+		if why := c.kernel.Refuses(x); why != "" {
+			return Result{}, refused(why)
+		}
 	}
-	if !m.multi {
-		l := m.ls[0]
+	champ := 0
+	if m.sel != nil {
+		champ = m.sel.Champion()
+	}
+	labeled := y != 0
+	if m.multi {
+		labeled = y >= 0
+	}
+	// Every candidate predicts among the classes known before this round,
+	// then learns. A refused margin (the kernel check passed, so only a
+	// non-finite margin) leaves the candidates before it learned.
+	updated := false
+	for _, c := range m.cands {
+		if err := c.play(x, y, m.multi, learn); err != nil {
+			return Result{}, err
+		}
+		updated = updated || c.updated
+	}
+	if learn && isNew {
+		if err := m.addClass(string(label)); err != nil {
+			return Result{}, err
+		}
+		for _, c := range m.cands {
+			o := c.ls[y].Round(x, 1)
+			c.updated = c.updated || o.Updated
+			updated = updated || o.Updated
+		}
+	}
+	var mistakes uint64
+	for i, c := range m.cands {
+		c.mistake = labeled && (m.multi && c.pred != y || !m.multi && prequential.IsMistake(c.f, y))
+		if c.mistake {
+			mistakes |= 1 << i
+		}
+	}
+	c := m.cands[champ]
+	r := Result{Labeled: labeled, Label: y, Predicted: c.pred, Margin: c.f, Mistake: c.mistake, Updated: updated,
+		Candidate: champ, Learner: c.name, Mistakes: mistakes, From: champ, To: champ}
+	if m.multi {
+		r.Margins = c.margin
+		if isNew && learn {
+			r.Margins = c.margin[:len(c.margin)-1]
+		}
+		if r.Predicted >= 0 {
+			r.Class = m.class[r.Predicted]
+		}
+	}
+	if !learn {
+		return r, nil
+	}
+	support := m.Support()
+	if m.multi {
+		m.eval.Class(r.Predicted, y, updated, support)
+	} else {
+		m.eval.Binary(r.Margin, y, updated, support)
+	}
+	if m.sel == nil {
+		return r, nil
+	}
+	for _, c := range m.cands {
+		if m.multi {
+			c.eval.Class(c.pred, y, c.updated, c.support())
+		} else {
+			c.eval.Binary(c.f, y, c.updated, c.support())
+		}
+	}
+	if labeled {
+		r.To, r.Switched = m.sel.Observe(mistakes)
+	}
+	return r, nil
+}
+
+// play is one candidate's round: predict (and learn), leaving the
+// prediction, margin and whether it changed in c.
+func (c *candidate) play(x sparse.Vector, y int, multi, learn bool) error {
+	c.updated = false
+	if !multi {
+		l := c.ls[0]
 		var o learners.Outcome
 		if learn {
 			o = l.Round(x, y)
@@ -350,18 +577,13 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 			o.Margin = l.Predict(x)
 		}
 		if o.Refused != "" || math.IsNaN(o.Margin) || math.IsInf(o.Margin, 0) {
-			return Result{}, refused(learners.RefusedMargin)
+			return refused(learners.RefusedMargin)
 		}
-		r := Result{Labeled: y != 0, Label: y, Predicted: prequential.Predict(o.Margin), Margin: o.Margin,
-			Mistake: prequential.IsMistake(o.Margin, y), Updated: o.Updated}
-		if learn {
-			m.eval.Binary(o.Margin, y, o.Updated, l.Size())
-		}
-		return r, nil
+		c.f, c.pred, c.updated = o.Margin, prequential.Predict(o.Margin), o.Updated
+		return nil
 	}
-	r := Result{Label: y, Labeled: y >= 0, Predicted: -1}
-	// Predict among the classes known before this round, then learn.
-	for k, l := range m.ls {
+	c.pred, c.f = -1, 0
+	for k, l := range c.ls {
 		if learn {
 			t := 0 // unlabeled: a round that predicts, as the binary learner plays it
 			if y >= 0 {
@@ -372,46 +594,36 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 			}
 			o := l.Round(x, t)
 			if o.Refused != "" {
-				// Only a margin can be refused here (x passed the kernel
-				// check): the learners before this one have learned.
-				return Result{}, refused(o.Refused)
+				return refused(o.Refused)
 			}
-			m.margin[k] = o.Margin
-			r.Updated = r.Updated || o.Updated
+			c.margin[k] = o.Margin
+			c.updated = c.updated || o.Updated
 		} else {
-			m.margin[k] = l.Predict(x)
+			c.margin[k] = l.Predict(x)
 		}
-		if r.Predicted < 0 || m.margin[k] > r.Margin {
-			r.Predicted, r.Margin = k, m.margin[k]
+		if c.pred < 0 || c.margin[k] > c.f {
+			c.pred, c.f = k, c.margin[k]
 		}
 	}
-	r.Margins = m.margin
-	if r.Predicted >= 0 {
-		r.Class = m.class[r.Predicted]
+	return nil
+}
+
+func (c *candidate) support() int {
+	n := 0
+	for _, l := range c.ls {
+		n += l.Size()
 	}
-	r.Mistake = r.Labeled && r.Predicted != y
-	if learn && isNew {
-		if err := m.addClass(string(label)); err != nil {
-			return Result{}, err
-		}
-		o := m.ls[y].Round(x, 1)
-		r.Updated = r.Updated || o.Updated
-		r.Margins = m.margin[:len(m.margin)-1]
-	}
-	if learn {
-		m.eval.Class(r.Predicted, y, r.Updated, m.Support())
-	}
-	return r, nil
+	return n
 }
 
 // FromLearner builds a binary record model around a learner and its
 // evaluator: how a partition's state was kept before this type held it
 // (checkpoint format 1), so that such a checkpoint continues as if it had
 // never been converted. cfg must describe that learner (same spec and
-// kernel) with neither events nor classes.
+// kernel) with neither events, classes nor challengers.
 func FromLearner(cfg Config, l learners.Learner, ev prequential.Evaluator) (*Model, error) {
-	if cfg.Events || len(cfg.Classes) > 0 {
-		return nil, errors.New("model: a lone learner is a binary record model; events and classes need a model snapshot")
+	if cfg.Events || len(cfg.Classes) > 0 || len(cfg.Challengers) > 0 {
+		return nil, errors.New("model: a lone learner is a binary record model; events, classes and challengers need a model snapshot")
 	}
 	m, err := New(cfg)
 	if err != nil {
@@ -420,11 +632,12 @@ func FromLearner(cfg Config, l learners.Learner, ev prequential.Evaluator) (*Mod
 	if l.Spec() != m.spec || l.Kernel() != cfg.Kernel {
 		return nil, fmt.Errorf("model: learner %s with %s, configured %s with %s", l.Spec(), l.Kernel(), m.spec, cfg.Kernel)
 	}
-	m.ls[0], m.eval = l, ev
+	m.cands[0].ls[0], m.eval = l, ev
 	return m, nil
 }
 
-// LearnerSpec is the canonical spec of the model's learner(s).
+// LearnerSpec is the canonical spec of the model's learner(s) (candidate
+// 0's with challengers).
 func (m *Model) LearnerSpec() string { return m.spec }
 
 // Class is class k's token in many-class mode ("" when there is no such
@@ -442,24 +655,69 @@ func refused(why string) error {
 	return &codec.Error{Reason: codec.Reason(why), Detail: "the record's values overflow the kernel (k(x,x) or ‖x‖² beyond 1e100, or a non-finite margin)"}
 }
 
-// Support is the number of support vectors over all learners.
+// Support is the number of support vectors over all learners (every
+// candidate's): what the model holds in memory.
 func (m *Model) Support() int {
 	n := 0
-	for _, l := range m.ls {
-		n += l.Size()
+	for _, c := range m.cands {
+		n += c.support()
 	}
 	return n
 }
 
-// Eval is the model's prequential evaluator (read it, do not keep it
-// across steps).
+// Eval is the model's prequential evaluator: it scores the emitted
+// predictions, the champion's (read it, do not keep it across steps).
 func (m *Model) Eval() *prequential.Evaluator { return &m.eval }
+
+// Candidates is the number of learners: 1 + the challengers.
+func (m *Model) Candidates() int { return len(m.cands) }
+
+// CandidateName is candidate i's name, "canonical-spec kernel=K", as
+// Result.Learner gives it; "" when there is no such candidate.
+func (m *Model) CandidateName(i int) string {
+	if i < 0 || i >= len(m.cands) {
+		return ""
+	}
+	return m.cands[i].name
+}
+
+// CandidateSpec is candidate i's canonical learner spec and its kernel.
+func (m *Model) CandidateSpec(i int) (string, learners.Kernel) {
+	return m.cands[i].spec, m.cands[i].kernel
+}
+
+// CandidateEval is candidate i's own evaluator: every labeled record
+// scored by its prediction, emitted or not. Without challengers it is
+// Eval. Read it, do not keep it across steps.
+func (m *Model) CandidateEval(i int) *prequential.Evaluator {
+	if m.sel == nil {
+		return &m.eval
+	}
+	return &m.cands[i].eval
+}
+
+// CandidateSupport is candidate i's support-set size (all its classes).
+func (m *Model) CandidateSupport(i int) int { return m.cands[i].support() }
+
+// Champion is the candidate whose predictions the next record emits (0
+// without challengers).
+func (m *Model) Champion() int {
+	if m.sel == nil {
+		return 0
+	}
+	return m.sel.Champion()
+}
+
+// Selector is the champion rule's state (nil without challengers): its
+// windowed rates and switch count. Read it; stepping it is the model's.
+func (m *Model) Selector() *selection.Selector { return m.sel }
 
 // Classes lists the class tokens in index order (nil in binary mode).
 func (m *Model) Classes() []string { return slices.Clone(m.class) }
 
-// Learners returns the learners: the binary learner, or one per class.
-func (m *Model) Learners() []learners.Learner { return slices.Clone(m.ls) }
+// Learners returns candidate 0's learners: the binary learner, or one per
+// class.
+func (m *Model) Learners() []learners.Learner { return slices.Clone(m.cands[0].ls) }
 
 // Multi reports whether the model is many-class.
 func (m *Model) Multi() bool { return m.multi }
@@ -467,8 +725,8 @@ func (m *Model) Multi() bool { return m.multi }
 // Featurizer is the event featurizer (nil for record models).
 func (m *Model) Featurizer() *features.Featurizer { return m.feat }
 
-// Spec describes the model in one line: learner, kernel, mode and, for
-// events, the featurizer.
+// Spec describes the model in one line: learner, kernel, mode, for events
+// the featurizer, and the challengers with the selection rule.
 func (m *Model) Spec() string {
 	s := m.spec + " kernel=" + m.cfg.Kernel.String()
 	if m.multi {
@@ -478,16 +736,29 @@ func (m *Model) Spec() string {
 		fc := m.feat.Config()
 		s += fmt.Sprintf(" events hash-bits=%d scale=%s", fc.HashBits, fc.Scale)
 	}
+	for _, c := range m.cands[1:] {
+		s += " challenger=" + c.spec + " challenger-kernel=" + c.kernel.String()
+	}
+	if m.sel != nil {
+		sc := m.sel.Config()
+		s += fmt.Sprintf(" select=window=%d,margin=%g", sc.Window, sc.Margin)
+		if sc.Detector != "" {
+			s += " select-detector=" + sc.Detector
+		}
+	}
 	return s
 }
 
 // Config returns the configuration the model was built with.
 func (m *Model) Config() Config { return m.cfg }
 
-// Snapshot format.
+// Snapshot format. Version 1 is a model without challengers (its bytes
+// are those of the builds before challengers existed, and still read);
+// version 2 adds, after version 1's sections, the challengers' learners,
+// every candidate's evaluator and the selector.
 const (
 	snapshotMagic   = "SLMODEL"
-	snapshotVersion = 1
+	snapshotVersion = 2
 )
 
 // ErrChecksum is the error for a snapshot whose bytes were damaged.
@@ -495,34 +766,53 @@ var ErrChecksum = errors.New("model snapshot: checksum mismatch")
 
 // snapConfig is the configuration as the snapshot stores it.
 type snapConfig struct {
-	Learner    string                     `json:"learner"`
-	Kernel     string                     `json:"kernel"`
-	Seed       uint64                     `json:"seed"`
-	Limits     codec.Limits               `json:"limits"`
-	Events     bool                       `json:"events"`
-	LabelField string                     `json:"label_field,omitempty"`
-	KeyField   string                     `json:"key_field,omitempty"`
-	Ignore     []string                   `json:"ignore,omitempty"`
-	Schema     map[string]codec.FieldKind `json:"schema,omitempty"`
-	Positive   []string                   `json:"positive,omitempty"`
-	Negative   []string                   `json:"negative,omitempty"`
-	Classes    []string                   `json:"classes,omitempty"`
-	MaxClasses int                        `json:"max_classes"`
-	Window     int                        `json:"window"`
+	Learner     string                     `json:"learner"`
+	Kernel      string                     `json:"kernel"`
+	Seed        uint64                     `json:"seed"`
+	Limits      codec.Limits               `json:"limits"`
+	Events      bool                       `json:"events"`
+	LabelField  string                     `json:"label_field,omitempty"`
+	KeyField    string                     `json:"key_field,omitempty"`
+	Ignore      []string                   `json:"ignore,omitempty"`
+	Schema      map[string]codec.FieldKind `json:"schema,omitempty"`
+	Positive    []string                   `json:"positive,omitempty"`
+	Negative    []string                   `json:"negative,omitempty"`
+	Classes     []string                   `json:"classes,omitempty"`
+	MaxClasses  int                        `json:"max_classes"`
+	Window      int                        `json:"window"`
+	Challengers []snapCandidate            `json:"challengers,omitempty"`
+	Select      *selection.Config          `json:"select,omitempty"`
+}
+
+type snapCandidate struct {
+	Learner string `json:"learner"`
+	Kernel  string `json:"kernel"`
 }
 
 // MarshalBinary encodes the whole model: magic, version, configuration,
-// featurizer, classes, learners, evaluator, CRC-32C.
+// featurizer, classes, candidate 0's learners, the evaluator; with
+// challengers (version 2) then their learners, every candidate's
+// evaluator and the selector; last a CRC-32C.
 func (m *Model) MarshalBinary() ([]byte, error) {
 	c := m.cfg
-	conf, err := json.Marshal(snapConfig{Learner: c.Learner, Kernel: c.Kernel.String(), Seed: c.Seed, Limits: c.Limits,
+	sc := snapConfig{Learner: c.Learner, Kernel: c.Kernel.String(), Seed: c.Seed, Limits: c.Limits,
 		Events: c.Events, LabelField: c.Event.LabelField, KeyField: c.Event.KeyField, Ignore: c.Event.Ignore,
 		Schema: c.Event.Schema, Positive: c.Labels.Positive, Negative: c.Labels.Negative, Classes: c.Classes,
-		MaxClasses: c.MaxClasses, Window: c.Window})
+		MaxClasses: c.MaxClasses, Window: c.Window}
+	version := byte(1)
+	if m.sel != nil {
+		version = 2
+		for _, cd := range m.cands[1:] {
+			sc.Challengers = append(sc.Challengers, snapCandidate{Learner: cd.given, Kernel: cd.kernel.String()})
+		}
+		sel := m.cfg.Select
+		sc.Select = &sel
+	}
+	conf, err := json.Marshal(sc)
 	if err != nil {
 		return nil, fmt.Errorf("model snapshot: %w", err)
 	}
-	b := append([]byte(snapshotMagic), snapshotVersion)
+	b := append([]byte(snapshotMagic), version)
 	b = appendBytes(b, conf)
 	var feat []byte
 	if m.feat != nil {
@@ -535,20 +825,50 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 	for _, c := range m.class {
 		b = appendBytes(b, []byte(c))
 	}
-	b = binary.AppendUvarint(b, uint64(len(m.ls)))
-	for _, l := range m.ls {
-		s, err := l.MarshalBinary()
+	if b, err = appendLearners(b, m.cands[0].ls); err != nil {
+		return nil, err
+	}
+	if b, err = appendEval(b, &m.eval); err != nil {
+		return nil, err
+	}
+	if m.sel != nil {
+		for _, cd := range m.cands[1:] {
+			if b, err = appendLearners(b, cd.ls); err != nil {
+				return nil, err
+			}
+		}
+		for _, cd := range m.cands {
+			if b, err = appendEval(b, &cd.eval); err != nil {
+				return nil, err
+			}
+		}
+		s, err := m.sel.MarshalBinary()
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("model snapshot: %w", err)
 		}
 		b = appendBytes(b, s)
 	}
-	ev, err := m.eval.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	b = appendBytes(b, ev)
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
+}
+
+func appendLearners(b []byte, ls []learners.Learner) ([]byte, error) {
+	b = binary.AppendUvarint(b, uint64(len(ls)))
+	for _, l := range ls {
+		s, err := l.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("model snapshot: %w", err)
+		}
+		b = appendBytes(b, s)
+	}
+	return b, nil
+}
+
+func appendEval(b []byte, ev *prequential.Evaluator) ([]byte, error) {
+	s, err := ev.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("model snapshot: %w", err)
+	}
+	return appendBytes(b, s), nil
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -590,13 +910,14 @@ func (r *reader) bytes(what string) []byte {
 	return s
 }
 
-// Unmarshal restores a model from MarshalBinary's output.
+// Unmarshal restores a model from MarshalBinary's output (format 1 or 2).
 func Unmarshal(data []byte) (*Model, error) {
 	if len(data) < len(snapshotMagic)+1+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
 		return nil, errors.New("model snapshot: not a model snapshot (bad magic)")
 	}
-	if v := data[len(snapshotMagic)]; v != snapshotVersion {
-		return nil, fmt.Errorf("model snapshot: format version %d not supported (this build reads %d)", v, snapshotVersion)
+	version := data[len(snapshotMagic)]
+	if version != 1 && version != 2 {
+		return nil, fmt.Errorf("model snapshot: format version %d not supported (this build reads 1 and %d)", version, snapshotVersion)
 	}
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if crc32.Checksum(body, castagnoli) != sum {
@@ -611,6 +932,9 @@ func Unmarshal(data []byte) (*Model, error) {
 	if err := json.Unmarshal(conf, &sc); err != nil {
 		return nil, fmt.Errorf("model snapshot: configuration: %w", err)
 	}
+	if (version == 2) != (len(sc.Challengers) > 0) {
+		return nil, fmt.Errorf("model snapshot: format %d with %d challengers", version, len(sc.Challengers))
+	}
 	kern, err := learners.ParseKernel(sc.Kernel)
 	if err != nil {
 		return nil, fmt.Errorf("model snapshot: %w", err)
@@ -619,6 +943,16 @@ func Unmarshal(data []byte) (*Model, error) {
 		Event:  codec.EventConfig{LabelField: sc.LabelField, KeyField: sc.KeyField, Ignore: sc.Ignore, Schema: sc.Schema},
 		Labels: codec.LabelMap{Positive: sc.Positive, Negative: sc.Negative}, Classes: sc.Classes,
 		MaxClasses: sc.MaxClasses, Window: sc.Window}
+	for _, c := range sc.Challengers {
+		k, err := learners.ParseKernel(c.Kernel)
+		if err != nil {
+			return nil, fmt.Errorf("model snapshot: challenger %q: %w", c.Learner, err)
+		}
+		cfg.Challengers = append(cfg.Challengers, Candidate{Learner: c.Learner, Kernel: k})
+	}
+	if sc.Select != nil {
+		cfg.Select = *sc.Select
+	}
 	feat := r.bytes("featurizer")
 	if r.err != nil {
 		return nil, r.err
@@ -645,49 +979,98 @@ func Unmarshal(data []byte) (*Model, error) {
 	for range nc {
 		classes = append(classes, string(r.bytes("class")))
 	}
-	nl := r.uvarint("learner count")
 	if r.err != nil {
 		return nil, r.err
 	}
 	if !slices.Equal(classes, m.class) && !(m.auto && len(m.class) == 0) {
 		return nil, fmt.Errorf("model snapshot: classes %q do not match the configuration's %q", classes, m.class)
 	}
-	want := uint64(len(classes))
+	want := len(classes)
 	if !m.multi {
 		want = 1
 	}
-	if nl != want {
-		return nil, fmt.Errorf("model snapshot: %d learners for %d classes", nl, len(classes))
-	}
-	m.ls, m.class, m.margin, m.index = m.ls[:0], nil, nil, map[string]int{}
-	for k := range nl {
-		s := r.bytes("learner")
-		if r.err != nil {
-			return nil, r.err
-		}
-		l, err := learners.Unmarshal(s)
-		if err != nil {
-			return nil, fmt.Errorf("model snapshot: learner %d: %w", k, err)
-		}
-		if !m.multi && l.Spec() != m.spec {
-			return nil, fmt.Errorf("model snapshot: learner %q, configuration %q", l.Spec(), m.spec)
-		}
-		m.ls = append(m.ls, l)
-	}
+	m.class, m.index = nil, map[string]int{}
 	for k, c := range classes {
 		m.class = append(m.class, c)
 		m.index[c] = k
-		m.margin = append(m.margin, 0)
 	}
-	evb := r.bytes("evaluator")
-	if r.err != nil {
-		return nil, r.err
+	if err := m.cands[0].readLearners(r, want, m.multi); err != nil {
+		return nil, err
 	}
-	if err := m.eval.UnmarshalBinary(evb); err != nil {
-		return nil, fmt.Errorf("model snapshot: %w", err)
+	if err := readEval(r, &m.eval); err != nil {
+		return nil, err
+	}
+	if m.sel != nil {
+		for _, c := range m.cands[1:] {
+			if err := c.readLearners(r, want, m.multi); err != nil {
+				return nil, err
+			}
+		}
+		for _, c := range m.cands {
+			if err := readEval(r, &c.eval); err != nil {
+				return nil, err
+			}
+		}
+		s := r.bytes("selector")
+		if r.err != nil {
+			return nil, r.err
+		}
+		sel, err := selection.Unmarshal(s)
+		if err != nil {
+			return nil, fmt.Errorf("model snapshot: %w", err)
+		}
+		if got, cfgd := sel.Config(), m.sel.Config(); got != cfgd {
+			return nil, fmt.Errorf("model snapshot: selector %+v, configuration %+v", got, cfgd)
+		}
+		if sel.Champion() >= len(m.cands) {
+			return nil, fmt.Errorf("model snapshot: champion %d of %d learners", sel.Champion(), len(m.cands))
+		}
+		m.sel = sel
 	}
 	if len(r.b) != 0 {
 		return nil, fmt.Errorf("model snapshot: %d trailing bytes", len(r.b))
 	}
 	return m, nil
+}
+
+// readLearners reads a candidate's learners: want of them, each of the
+// candidate's spec (binary) and kernel.
+func (c *candidate) readLearners(r *reader, want int, multi bool) error {
+	nl := r.uvarint("learner count")
+	if r.err != nil {
+		return r.err
+	}
+	if nl != uint64(want) {
+		return fmt.Errorf("model snapshot: %s: %d learners for %d classes", c.name, nl, want)
+	}
+	c.ls, c.margin = c.ls[:0], c.margin[:0]
+	for k := range nl {
+		s := r.bytes("learner")
+		if r.err != nil {
+			return r.err
+		}
+		l, err := learners.Unmarshal(s)
+		if err != nil {
+			return fmt.Errorf("model snapshot: %s: learner %d: %w", c.name, k, err)
+		}
+		if (!multi && l.Spec() != c.spec) || l.Kernel() != c.kernel {
+			return fmt.Errorf("model snapshot: learner %q with %s, configuration %q with %s", l.Spec(), l.Kernel(), c.spec, c.kernel)
+		}
+		c.ls = append(c.ls, l)
+		if multi {
+			c.margin = append(c.margin, 0)
+		}
+	}
+	return nil
+}
+
+func readEval(r *reader, ev *prequential.Evaluator) error {
+	b := r.bytes("evaluator")
+	if r.err != nil {
+		return r.err
+	}
+	if err := ev.UnmarshalBinary(b); err != nil {
+		return fmt.Errorf("model snapshot: %w", err)
+	}
+	return nil
 }

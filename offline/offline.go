@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/prequential"
 	"github.com/streamlearner/streamlearner/rng"
+	"github.com/streamlearner/streamlearner/selection"
 	"github.com/streamlearner/streamlearner/sparse"
 )
 
@@ -64,6 +67,54 @@ type Config struct {
 	// are read (records or events), labels and classes. Its Learner,
 	// Kernel, Seed and Window are set per run from the fields above.
 	Model model.Config
+	// Select, if set, plays the champion rule (package selection) over
+	// every learner — the Learners, on Kernel, then the Challengers — in
+	// one partition model per order, as run serves it. The results are
+	// then one row per learner (each scored on its own predictions, as if
+	// it ran alone; a challenger on another kernel is named SPEC@KERNEL)
+	// and a last row, the selector's emitted predictions, named by
+	// selection.Name.
+	Select *selection.Config
+	// Challengers are further learners of the selection, each with its
+	// own kernel (the zero Kernel: Kernel). Only with Select.
+	Challengers []model.Candidate
+}
+
+// candidates are the learners of a selection, in order.
+func (cfg Config) candidates() []model.Candidate {
+	var cs []model.Candidate
+	for _, spec := range cfg.Learners {
+		cs = append(cs, model.Candidate{Learner: spec, Kernel: cfg.Kernel})
+	}
+	for _, c := range cfg.Challengers {
+		if c.Kernel == (learners.Kernel{}) {
+			c.Kernel = cfg.Kernel
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// rowNames are the display spec and kernel of each result row.
+func (cfg Config) rowNames() (specs, kernels []string) {
+	if cfg.Select == nil {
+		for _, spec := range cfg.Learners {
+			specs, kernels = append(specs, displaySpec(spec, cfg.Kernel)), append(kernels, cfg.Kernel.String())
+		}
+		return specs, kernels
+	}
+	distinct := []string{}
+	for _, c := range cfg.candidates() {
+		name := displaySpec(c.Learner, c.Kernel)
+		if c.Kernel != cfg.Kernel {
+			name += "@" + c.Kernel.String()
+		}
+		specs, kernels = append(specs, name), append(kernels, c.Kernel.String())
+		if !slices.Contains(distinct, c.Kernel.String()) {
+			distinct = append(distinct, c.Kernel.String())
+		}
+	}
+	return append(specs, selection.Name(specs)), append(kernels, strings.Join(distinct, "|"))
 }
 
 // Data is a stream to evaluate on: indexed records with their label
@@ -151,6 +202,10 @@ type Result struct {
 	// Examples is then the mean number of records its runs saw, and the
 	// test accuracy is left out.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Selector marks the selector's row (Config.Select); Switches is its
+	// mean number of champion changes over orders.
+	Selector bool    `json:"selector,omitempty"`
+	Switches float64 `json:"switches,omitempty"`
 }
 
 // Seed streams: each purpose draws from its own sequence of the run seed.
@@ -166,22 +221,31 @@ func OrderSeed(seed uint64, o int) uint64 { return rng.New(seed, streamLearner+u
 // Order returns the permutation of [0, n) used for order o.
 func Order(seed uint64, o, n int) []int { return rng.New(seed, streamOrder+uint64(o)).Perm(n) }
 
+// run is one model over one order: one learner (row learner), or with
+// Config.Select every learner and the selector (rows 0..n).
 type run struct {
 	learner, order int
+	rows           []rowStats
 	seen           int // records played
 	classes        []string
-	confusion      [][]uint64
-	accuracy       float64
-	macroF1        float64
-	mistakeRate    float64
-	baselineRate   float64
-	kappa          float64
-	updates        uint64
-	support        int
-	supportMax     int
-	testAcc        float64
 	seconds        float64
 	margins        []float64 // for the trace
+}
+
+// rowStats is one result row's statistics from one run.
+type rowStats struct {
+	row          int
+	confusion    [][]uint64
+	accuracy     float64
+	macroF1      float64
+	mistakeRate  float64
+	baselineRate float64
+	kappa        float64
+	updates      uint64
+	support      int
+	supportMax   int
+	testAcc      float64
+	switches     uint64
 }
 
 // Run evaluates every learner on a binary train set (and test, if not
@@ -205,13 +269,26 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 	if cfg.Trace != nil && !cfg.KeepOrder {
 		return nil, errors.New("a trace needs the file order (keep-order)")
 	}
+	if cfg.Select == nil && len(cfg.Challengers) > 0 {
+		return nil, errors.New("challengers need a selection (Select)")
+	}
+	if cfg.Select != nil && len(cfg.Learners)+len(cfg.Challengers) < 2 {
+		return nil, errors.New("a selection needs at least two learners (add challengers)")
+	}
+	if cfg.Select != nil && cfg.Trace != nil {
+		return nil, errors.New("a trace is of learners run apart, not of a selection")
+	}
 	orders := max(cfg.Orders, 1)
 	if cfg.KeepOrder {
 		orders = 1
 	}
 	// Fail on a bad spec or configuration before any work.
-	for _, spec := range cfg.Learners {
-		if _, err := model.New(cfg.modelConfig(spec, 0)); err != nil {
+	models := len(cfg.Learners)
+	if cfg.Select != nil {
+		models = 1
+	}
+	for l := range models {
+		if _, err := model.New(cfg.modelConfig(l, 0)); err != nil {
 			return nil, err
 		}
 	}
@@ -225,8 +302,8 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 	}
 
 	tasks := make(chan *run)
-	results := make([]*run, 0, len(cfg.Learners)*orders)
-	for l := range cfg.Learners {
+	results := make([]*run, 0, models*orders)
+	for l := range models {
 		for o := range orders {
 			results = append(results, &run{learner: l, order: o})
 		}
@@ -278,10 +355,14 @@ feed:
 	return summarize(cfg, orders, train.Len(), test, results), nil
 }
 
-// modelConfig is the model of one run.
-func (cfg Config) modelConfig(spec string, seed uint64) model.Config {
+// modelConfig is the model of learner l's runs, or with Select of every
+// run.
+func (cfg Config) modelConfig(l int, seed uint64) model.Config {
 	mc := cfg.Model
-	mc.Learner, mc.Kernel, mc.Seed, mc.Window = spec, cfg.Kernel, seed, cfg.Window
+	mc.Learner, mc.Kernel, mc.Seed, mc.Window = cfg.Learners[l], cfg.Kernel, seed, cfg.Window
+	if cfg.Select != nil {
+		mc.Challengers, mc.Select = cfg.candidates()[1:], *cfg.Select
+	}
 	return mc
 }
 
@@ -306,7 +387,6 @@ func step(m *model.Model, d *Data, j int, learn bool) (model.Result, error) {
 }
 
 func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int, done *atomic.Int64, total int64) error {
-	spec := cfg.Learners[r.learner]
 	seed := OrderSeed(cfg.Seed, r.order)
 	if perm == nil { // file order: the service's seeding, see KeepOrder
 		seed = cfg.Seed
@@ -314,25 +394,53 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 	if err := ctx.Err(); err != nil {
 		return err // stopped before this run began
 	}
-	m, err := model.New(cfg.modelConfig(spec, seed))
+	m, err := model.New(cfg.modelConfig(r.learner, seed))
 	if err != nil {
 		return err
 	}
-	ev := m.Eval()
-	shown := displaySpec(spec, cfg.Kernel)
-	point := func(seen int) {
-		if cfg.Point != nil {
-			cfg.Point(Point{Spec: shown, Order: r.order, Seen: seen, MistakeRate: ev.MistakeRate(), WindowRate: ev.WindowRate(),
-				BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa, Support: m.Support()})
+	names, _ := cfg.rowNames()
+	// rows: learner r.learner alone, or every candidate then the selector.
+	rows := []int{r.learner}
+	if cfg.Select != nil {
+		rows = rows[:0]
+		for k := range names {
+			rows = append(rows, k)
 		}
 	}
+	selector := len(names) - 1
+	// evalOf is row k's evaluator and support in m.
+	evalOf := func(k int) (*prequential.Evaluator, int) {
+		if cfg.Select == nil || k == selector {
+			return m.Eval(), m.Support()
+		}
+		return m.CandidateEval(k), m.CandidateSupport(k)
+	}
+	point := func(seen int) {
+		if cfg.Point == nil {
+			return
+		}
+		for _, k := range rows {
+			ev, support := evalOf(k)
+			cfg.Point(Point{Spec: names[k], Order: r.order, Seen: seen, MistakeRate: ev.MistakeRate(), WindowRate: ev.WindowRate(),
+				BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa, Support: support})
+		}
+	}
+	r.rows = make([]rowStats, len(rows))
 	// The statistics so far are kept whatever ends the run, so that an
 	// interrupted eval still reports them.
 	defer func() {
-		sc := ev.Scores()
-		r.mistakeRate, r.baselineRate, r.kappa, r.updates = ev.MistakeRate(), ev.BaselineRate(), sc.Kappa, ev.Updates
-		r.support, r.supportMax = ev.Support, ev.SupportMax
-		r.accuracy, r.macroF1, r.confusion = sc.Accuracy, sc.MacroF1, ev.Confusion()
+		for i, k := range rows {
+			ev, _ := evalOf(k)
+			sc := ev.Scores()
+			rs := &r.rows[i]
+			rs.row = k
+			rs.mistakeRate, rs.baselineRate, rs.kappa, rs.updates = ev.MistakeRate(), ev.BaselineRate(), sc.Kappa, ev.Updates
+			rs.support, rs.supportMax = ev.Support, ev.SupportMax
+			rs.accuracy, rs.macroF1, rs.confusion = sc.Accuracy, sc.MacroF1, ev.Confusion()
+			if sel := m.Selector(); sel != nil && k == selector {
+				rs.switches = sel.Switches()
+			}
+		}
 		r.classes = m.Classes()
 	}()
 	if cfg.Trace != nil {
@@ -374,60 +482,80 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 	if cfg.Every > 0 && r.seen%cfg.Every != 0 {
 		point(r.seen)
 	}
-	if test != nil {
-		right, labeled := 0, 0
-		for j := range test.Len() {
-			o, err := step(m, test, j, false)
-			if err != nil {
-				return fmt.Errorf("test %w", err)
+	if test == nil {
+		return nil
+	}
+	// Test accuracy of the final model: each learner's own prediction (a
+	// bit of Result.Mistakes), the selector's the emitted one.
+	right, labeled := make([]int, len(rows)), 0
+	for j := range test.Len() {
+		o, err := step(m, test, j, false)
+		if err != nil {
+			return fmt.Errorf("test %w", err)
+		}
+		if !o.Labeled {
+			continue
+		}
+		labeled++
+		for i, k := range rows {
+			wrong := o.Mistake
+			if cfg.Select != nil && k != selector {
+				wrong = o.Mistakes&(1<<k) != 0
 			}
-			if !o.Labeled {
-				continue
-			}
-			labeled++
-			if !o.Mistake {
-				right++
+			if !wrong {
+				right[i]++
 			}
 		}
-		if labeled == 0 {
-			return errors.New("test set has no labeled example")
-		}
-		r.testAcc = float64(right) / float64(labeled)
+	}
+	if labeled == 0 {
+		return errors.New("test set has no labeled example")
+	}
+	for i := range rows {
+		r.rows[i].testAcc = float64(right[i]) / float64(labeled)
 	}
 	return nil
 }
 
 func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
-	out := make([]Result, 0, len(cfg.Learners))
-	for l, spec := range cfg.Learners {
-		var mr, br, kappa, upd, sup, supMax, acc, eps, seen []float64
-		canon := displaySpec(spec, cfg.Kernel)
+	names, kernels := cfg.rowNames()
+	out := make([]Result, 0, len(names))
+	for row, canon := range names {
+		var mr, br, kappa, upd, sup, supMax, acc, eps, seen, sw []float64
 		complete := true
 		for _, r := range runs {
-			if r.learner != l || r.seen == 0 {
+			if r.seen == 0 {
 				continue
 			}
-			complete = complete && r.seen == n
-			seen = append(seen, float64(r.seen))
-			mr = append(mr, r.mistakeRate)
-			br = append(br, r.baselineRate)
-			kappa = append(kappa, r.kappa)
-			upd = append(upd, float64(r.updates))
-			sup = append(sup, float64(r.support))
-			supMax = append(supMax, float64(r.supportMax))
-			acc = append(acc, r.testAcc)
-			eps = append(eps, float64(r.seen)/r.seconds)
+			for _, rs := range r.rows {
+				if rs.row != row {
+					continue
+				}
+				complete = complete && r.seen == n
+				seen = append(seen, float64(r.seen))
+				mr = append(mr, rs.mistakeRate)
+				br = append(br, rs.baselineRate)
+				kappa = append(kappa, rs.kappa)
+				upd = append(upd, float64(rs.updates))
+				sup = append(sup, float64(rs.support))
+				supMax = append(supMax, float64(rs.supportMax))
+				acc = append(acc, rs.testAcc)
+				eps = append(eps, float64(r.seen)/r.seconds)
+				sw = append(sw, float64(rs.switches))
+			}
 		}
 		if len(seen) == 0 {
 			continue // interrupted before this learner started
 		}
 		complete = complete && len(seen) == orders
 		res := Result{
-			Spec: canon, Kernel: cfg.Kernel.String(), Orders: len(seen), Examples: int(math.Round(mean(seen))),
+			Spec: canon, Kernel: kernels[row], Orders: len(seen), Examples: int(math.Round(mean(seen))),
 			ExamplesPerSecond: mean(eps), Interrupted: !complete, Updates: mean(upd), BaselineRate: mean(br),
 		}
+		if cfg.Select != nil && row == len(names)-1 {
+			res.Selector, res.Switches = true, mean(sw)
+		}
 		res.MistakeRate, res.MistakeRateStd = mean(mr), std(mr)
-		mergeClasses(&res, runs, l)
+		mergeClasses(&res, runs, row)
 		res.Kappa, res.KappaStd = mean(kappa), std(kappa)
 		res.Support, res.SupportStd = mean(sup), std(sup)
 		res.SupportMax = mean(supMax)
@@ -440,17 +568,22 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 	return out
 }
 
-// mergeClasses fills the many-class fields of res from learner l's runs:
+// mergeClasses fills the many-class fields of res from row's runs:
 // their confusion matrices are added class by class name, since orders
 // may meet the classes in different orders.
-func mergeClasses(res *Result, runs []*run, l int) {
+func mergeClasses(res *Result, runs []*run, row int) {
 	var acc, f1 []float64
 	for _, r := range runs {
-		if r.learner != l || r.seen == 0 || r.classes == nil {
+		if r.seen == 0 || r.classes == nil {
 			continue
 		}
-		acc, f1 = append(acc, r.accuracy), append(f1, r.macroF1)
-		res.Classes, res.Confusion = prequential.MergeConfusion(res.Classes, res.Confusion, r.classes, r.confusion)
+		for _, rs := range r.rows {
+			if rs.row != row {
+				continue
+			}
+			acc, f1 = append(acc, rs.accuracy), append(f1, rs.macroF1)
+			res.Classes, res.Confusion = prequential.MergeConfusion(res.Classes, res.Confusion, r.classes, rs.confusion)
+		}
 	}
 	if res.Classes == nil {
 		return

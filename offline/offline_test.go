@@ -9,7 +9,9 @@ import (
 
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/prequential"
+	"github.com/streamlearner/streamlearner/selection"
 )
 
 func load(t testing.TB, path string, limit int) *dataset.Set {
@@ -187,5 +189,67 @@ func TestKeepOrderSeedsLearnersLikeTheService(t *testing.T) {
 	}
 	if got := float64(mistakes) / float64(train.Len()); got != res[0].MistakeRate {
 		t.Fatalf("hand replay with seed 12: %v, eval --keep-order --seed 12: %v", got, res[0].MistakeRate)
+	}
+}
+
+// TestSelectRowsAreLearnersAloneAndTheSelector: with Select, every
+// learner's row is what it scores run alone (same seeds, orders and test
+// set), and a last row is the selector's, scored on the model's emitted
+// predictions.
+func TestSelectRowsAreLearnersAloneAndTheSelector(t *testing.T) {
+	train := load(t, "../testdata/a9a.gz", 2000)
+	test := load(t, "../testdata/a9a.t.gz", 500)
+	k, _ := learners.ParseKernel("rbf:gamma=0.05")
+	wide, _ := learners.ParseKernel("rbf:gamma=0.5")
+	sel := selection.Config{Window: 100, Margin: 0.01}
+	for _, keep := range []bool{true, false} {
+		cfg := Config{Learners: []string{"rbp:budget=40", "forgetron:budget=40"}, Kernel: k, Orders: 2, Seed: 3, KeepOrder: keep,
+			Select: &sel, Challengers: []model.Candidate{{Learner: "rbp:budget=40", Kernel: wide}}}
+		got, err := Run(context.Background(), train, test, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 4 || !got[3].Selector || got[3].Spec != "select(rbp:budget=40|forgetron:budget=40|rbp:budget=40@rbf:gamma=0.5)" ||
+			got[3].Kernel != "rbf:gamma=0.05|rbf:gamma=0.5" || got[2].Kernel != "rbf:gamma=0.5" {
+			t.Fatalf("rows %+v", got)
+		}
+		alone, _ := Run(context.Background(), train, test, Config{Learners: cfg.Learners, Kernel: k, Orders: 2, Seed: 3, KeepOrder: keep})
+		ch, _ := Run(context.Background(), train, test, Config{Learners: []string{"rbp:budget=40"}, Kernel: wide, Orders: 2, Seed: 3, KeepOrder: keep})
+		alone = append(alone, ch...)
+		for i, a := range alone {
+			g := got[i]
+			if strings.TrimSuffix(g.Spec, "@rbf:gamma=0.5") != a.Spec || g.MistakeRate != a.MistakeRate || g.MistakeRateStd != a.MistakeRateStd || g.Support != a.Support ||
+				g.Kappa != a.Kappa || *g.TestAccuracy != *a.TestAccuracy || g.Selector {
+				t.Fatalf("keep %v row %d: %+v, alone %+v", keep, i, g, a)
+			}
+		}
+		s := got[3]
+		if s.Switches == 0 || s.Support != got[0].Support+got[1].Support+got[2].Support || s.TestAccuracy == nil {
+			t.Fatalf("selector row %+v", s)
+		}
+		// The selector's rate by hand: the model with challengers, order 0.
+		if keep {
+			m, _ := model.New(model.Config{Learner: "rbp:budget=40", Kernel: k, Seed: 3, Select: sel,
+				Challengers: []model.Candidate{{Learner: "forgetron:budget=40"}, {Learner: "rbp:budget=40", Kernel: wide}}})
+			d := FromSet(train)
+			for j := range d.Len() {
+				m.StepVector(d.X[j], []byte(d.Labels[j]))
+			}
+			if m.Eval().MistakeRate() != s.MistakeRate || float64(m.Selector().Switches()) != s.Switches {
+				t.Fatalf("selector %v with %v switches, by hand %v with %d", s.MistakeRate, s.Switches, m.Eval().MistakeRate(), m.Selector().Switches())
+			}
+		}
+		var buf bytes.Buffer
+		WriteTable(&buf, got)
+		if !strings.Contains(buf.String(), "best single learner in hindsight") {
+			t.Fatalf("table:\n%s", buf.String())
+		}
+		t.Logf("\n%s", buf.String())
+	}
+	if _, err := Run(context.Background(), train, nil, Config{Learners: []string{"perceptron"}, Kernel: k, Select: &sel}); err == nil {
+		t.Fatal("a selection over one learner was taken")
+	}
+	if _, err := Run(context.Background(), train, nil, Config{Learners: []string{"perceptron"}, Kernel: k, Challengers: []model.Candidate{{Learner: "lbp:budget=3"}}}); err == nil {
+		t.Fatal("challengers without a selection were taken")
 	}
 }

@@ -38,6 +38,7 @@ func WriteTable(w io.Writer, results []Result) error {
 	if interrupted {
 		fmt.Fprintln(w, "* interrupted: the statistics of the records seen before the stop.")
 	}
+	writeSelection(w, results)
 	for _, r := range results {
 		if r.Classes != nil {
 			if err := writeClasses(w, r); err != nil {
@@ -46,6 +47,32 @@ func WriteTable(w io.Writer, results []Result) error {
 		}
 	}
 	return nil
+}
+
+// writeSelection prints, under a table with a selector's row, its
+// switches and the best single learner in hindsight (the lowest mistake
+// rate among the rows before it).
+func writeSelection(w io.Writer, results []Result) {
+	for i, r := range results {
+		if !r.Selector || i == 0 {
+			continue
+		}
+		best := results[BestSingle(results, i)]
+		fmt.Fprintf(w, "selection: %.2f %% mistakes with %.1f switches (mean over orders); best single learner in hindsight: %s on %s, %.2f %% (selection %+.2f points)\n",
+			100*r.MistakeRate, r.Switches, best.Spec, best.Kernel, 100*best.MistakeRate, 100*(r.MistakeRate-best.MistakeRate))
+	}
+}
+
+// BestSingle is the index of the lowest mistake rate among the learner
+// rows before the selector's row sel (ties to the first).
+func BestSingle(results []Result, sel int) int {
+	best := 0
+	for i := 1; i < sel; i++ {
+		if results[i].MistakeRate < results[best].MistakeRate {
+			best = i
+		}
+	}
+	return best
 }
 
 // writeClasses prints a many-class result: accuracy, macro-F1, per-class

@@ -22,6 +22,7 @@ import (
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/offline"
+	"github.com/streamlearner/streamlearner/selection"
 )
 
 // a9aHead writes the first n lines of testdata's a9a to a file and loads
@@ -105,6 +106,38 @@ func TestReplayEqualsEvalOnTheSameRecords(t *testing.T) {
 			t.Errorf("%s: replay %v (support %d, max %d), eval %v (%v, %v)", l.Spec,
 				l.MistakeRate, l.Support, l.SupportMax, want[i].MistakeRate, want[i].Support, want[i].SupportMax)
 		}
+	}
+
+	// The same with a selection over the learners and a challenger on
+	// another kernel: every row, the selector's included, is eval's.
+	wide, _ := learners.ParseKernel("rbf:gamma=0.5")
+	sel := selection.Config{Window: 300, Margin: 0.005, Detector: "adwin"}
+	chall := []model.Candidate{{Learner: "rbp:budget=50", Kernel: wide}}
+	scfg := cfg
+	scfg.Select, scfg.Challengers = &sel, chall
+	rep, err = Run(ctx, Source{Conn: conn, Topic: "stream"}, scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err = offline.Run(ctx, set, nil, offline.Config{Learners: specs, Kernel: k, Seed: 5, KeepOrder: true, Select: &sel, Challengers: chall})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rep.Partitions[0].Learners
+	if len(got) != len(specs)+2 || len(want) != len(got) || !got[len(got)-1].Selector || got[len(got)-1].Switches == 0 {
+		t.Fatalf("%d rows, eval %d; selector %+v", len(got), len(want), got[len(got)-1].Spec)
+	}
+	for i, l := range got {
+		if l.MistakeRate != want[i].MistakeRate || float64(l.Support) != want[i].Support ||
+			l.Selector != want[i].Selector || float64(l.Switches) != want[i].Switches {
+			t.Errorf("%s: replay %v (support %d, %d switches), eval %s %v (%v, %v)", l.Spec, l.MistakeRate, l.Support, l.Switches,
+				want[i].Spec, want[i].MistakeRate, want[i].Support, want[i].Switches)
+		}
+	}
+	var table bytes.Buffer
+	rep.WriteTable(&table)
+	if !strings.Contains(table.String(), "best single learner in hindsight") {
+		t.Errorf("table:\n%s", table.String())
 	}
 
 	// Bounds: offsets [1000, 2000) are eval on records 1000..1999.

@@ -60,6 +60,10 @@ type Summary struct {
 	MeanRecovery float64 `json:"mean_recovery"`
 	Recovered    int     `json:"recovered"`
 	Shifts       int     `json:"shifts"`
+	// Selector marks the selection's row (Config.Select), Switches its
+	// champion changes summed over partitions.
+	Selector bool   `json:"selector,omitempty"`
+	Switches uint64 `json:"switches,omitempty"`
 }
 
 // LearnerReport is one learner on one partition.
@@ -91,6 +95,13 @@ type LearnerReport struct {
 	Recovery          []Recovery       `json:"recovery"`
 	Detectors         []DetectorReport `json:"detectors"`
 	Trace             []TracePoint     `json:"trace"`
+	// Selector marks the selection's row (Config.Select): its rates are
+	// the emitted predictions', Support every learner's, Switches its
+	// champion changes and Champion the learner it ended with (an index
+	// into the rows before it).
+	Selector bool   `json:"selector,omitempty"`
+	Switches uint64 `json:"switches,omitempty"`
+	Champion int    `json:"champion,omitempty"`
 }
 
 // Status says why a learner report has no rates: "no records" for a
@@ -226,6 +237,9 @@ func (s *Stream) Report() PartitionReport {
 		if lr.Recovery == nil {
 			lr.Recovery = []Recovery{}
 		}
+		if sel := ln.m.Selector(); sel != nil {
+			lr.Selector, lr.Switches, lr.Champion = true, sel.Switches(), sel.Champion()
+		}
 		if secs := ln.elapsed.Seconds(); secs > 0 {
 			lr.ExamplesPerSecond = float64(ev.Rounds) / secs
 		}
@@ -263,14 +277,15 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 	if rep.Partitions == nil {
 		rep.Partitions = []PartitionReport{}
 	}
-	for l, spec := range cfg.Learners {
-		sm := Summary{Spec: spec}
+	for l, def := range cfg.lanes() {
+		sm := Summary{Spec: def.name, Selector: def.selector}
 		var sum float64
 		var classes []string
 		var conf [][]uint64
 		var baseline uint64
 		for _, p := range parts {
 			lr := p.Learners[l]
+			sm.Switches += lr.Switches
 			sm.Labeled += lr.Labeled
 			sm.Mistakes += lr.Mistakes
 			baseline += lr.BaselineMistakes
@@ -353,6 +368,22 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
+	}
+	for _, p := range r.Partitions {
+		for i, l := range p.Learners {
+			if !l.Selector || i == 0 || l.Labeled == 0 {
+				continue
+			}
+			best := 0
+			for k := 1; k < i; k++ {
+				if p.Learners[k].MistakeRate < p.Learners[best].MistakeRate {
+					best = k
+				}
+			}
+			b := p.Learners[best]
+			fmt.Fprintf(w, "partition %d selection: %.2f %% mistakes with %d switches, ending on %s; best single learner in hindsight: %s, %.2f %% (selection %+.2f points)\n",
+				p.Partition, 100*l.MistakeRate, l.Switches, p.Learners[l.Champion].Spec, b.Spec, 100*b.MistakeRate, 100*(l.MistakeRate-b.MistakeRate))
+		}
 	}
 	for _, sm := range r.Learners {
 		if len(sm.Classes) == 0 || slices.Equal(sm.Classes, prequential.BinaryClasses) {

@@ -15,6 +15,7 @@ import (
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/prequential"
+	"github.com/streamlearner/streamlearner/selection"
 	"github.com/streamlearner/streamlearner/sparse"
 )
 
@@ -61,13 +62,56 @@ type Config struct {
 	// and Window are set per learner and partition from the fields above.
 	// The zero value is today's binary model on records.
 	Model model.Config
+	// Challengers are further learners, each with its own kernel (the
+	// zero Kernel: Kernel), played alone after the Learners; a challenger
+	// on another kernel is reported as SPEC@KERNEL. Only with Select.
+	Challengers []model.Candidate
+	// Select, if set, adds a last learner row: the champion rule (package
+	// selection) over the Learners and Challengers in one partition model,
+	// as run plays it, named by selection.Name and scored on the emitted
+	// predictions.
+	Select *selection.Config
 }
 
-// modelConfig is the model of one learner on partition p.
-func (c Config) modelConfig(spec string, seed uint64) model.Config {
-	mc := c.Model
-	mc.Learner, mc.Kernel, mc.Seed, mc.Window = spec, c.Kernel, seed, c.Window
-	return mc
+// laneDef is one row of the report: its name and model (Seed is set per
+// partition).
+type laneDef struct {
+	name     string
+	mc       model.Config
+	selector bool
+}
+
+// lanes are the report's rows: the learners, the challengers, and the
+// selection over them all.
+func (c Config) lanes() []laneDef {
+	var defs []laneDef
+	var names []string
+	var cands []model.Candidate
+	add := func(name, spec string, k learners.Kernel) {
+		mc := c.Model
+		mc.Learner, mc.Kernel, mc.Window = spec, k, c.Window
+		defs, names = append(defs, laneDef{name: name, mc: mc}), append(names, name)
+		cands = append(cands, model.Candidate{Learner: spec, Kernel: k})
+	}
+	for _, spec := range c.Learners {
+		add(spec, spec, c.Kernel)
+	}
+	for _, ch := range c.Challengers {
+		k, name := ch.Kernel, ch.Learner
+		if k == (learners.Kernel{}) {
+			k = c.Kernel
+		}
+		if k != c.Kernel {
+			name += "@" + k.String()
+		}
+		add(name, ch.Learner, k)
+	}
+	if c.Select != nil && len(cands) > 0 {
+		mc := defs[0].mc
+		mc.Challengers, mc.Select = cands[1:], *c.Select
+		defs = append(defs, laneDef{name: selection.Name(names), mc: mc, selector: true})
+	}
+	return defs
 }
 
 // withDefaults fills in the documented defaults.
@@ -99,8 +143,14 @@ func (c Config) Validate() error {
 	if len(c.Learners) == 0 {
 		return errors.New("replay: at least one learner is needed")
 	}
-	for _, spec := range c.Learners {
-		if _, err := model.New(c.modelConfig(spec, 0)); err != nil {
+	if c.Select == nil && len(c.Challengers) > 0 {
+		return errors.New("replay: challengers need a selection (Select)")
+	}
+	if c.Select != nil && len(c.Learners)+len(c.Challengers) < 2 {
+		return errors.New("replay: a selection needs at least two learners (add challengers)")
+	}
+	for _, def := range c.lanes() {
+		if _, err := model.New(def.mc); err != nil {
 			return fmt.Errorf("replay: %w", err)
 		}
 	}
@@ -176,12 +226,13 @@ func NewStream(cfg Config, partition int) (*Stream, error) {
 		}
 	}
 	seed := cfg.Seed + uint64(partition)
-	for _, spec := range cfg.Learners {
-		m, err := model.New(cfg.modelConfig(spec, seed))
+	for _, def := range cfg.lanes() {
+		def.mc.Seed = seed
+		m, err := model.New(def.mc)
 		if err != nil {
 			return nil, fmt.Errorf("replay: %w", err)
 		}
-		ln := &lane{spec: spec, seed: seed, m: m,
+		ln := &lane{spec: def.name, seed: seed, m: m,
 			post: make([]bool, 0, cfg.RecoveryWindow), traceCap: cfg.TracePoints, stride: 1}
 		for _, d := range cfg.Detectors {
 			det, err := drift.New(d)

@@ -44,16 +44,16 @@ const MaxLearners = 64
 type Config struct {
 	// Window is the number of latest labeled records the mistake rates
 	// are measured over; default 2000.
-	Window int
+	Window int `json:"window"`
 	// Margin is how much lower (absolute, in mistake rate) a challenger's
 	// rate must be to replace the champion; default 0.01 (zero takes the
 	// default: for no hysteresis give a tiny margin such as 1e-9, below
 	// one record in any window). Negative is an error.
-	Margin float64
+	Margin float64 `json:"margin"`
 	// Detector, if set, is a drift detector spec (see drift.New: adwin,
 	// ddm, page-hinkley with parameters) that watches the champion's
 	// mistakes and forces a re-selection when it fires.
-	Detector string
+	Detector string `json:"detector,omitempty"`
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -260,6 +260,10 @@ func Unmarshal(b []byte) (*Selector, error) {
 	}
 	return s, nil
 }
+
+// Name is how reports name a selection over learners named names:
+// "select(A|B|…)".
+func Name(names []string) string { return "select(" + strings.Join(names, "|") + ")" }
 
 // Parse reads "window=2000,margin=0.01" (either key may be left out).
 func Parse(spec string) (Config, error) {

@@ -24,6 +24,7 @@ import (
 type evalCmd struct {
 	fieldFlags  `embed:""`
 	modelFlags  `embed:""`
+	selectFlags `embed:""`
 	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM, JSON records or JSON events (named fields), gzip allowed."`
 	Test        string   `type:"existingfile" placeholder:"FILE" help:"Test file: accuracy of the final model."`
 	Learner     []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec name[:key=value,...], repeatable (see 'streamlearner learners')."`
@@ -58,7 +59,11 @@ func (c *evalCmd) Validate() error {
 	if c.PrintEvery < 0 || c.Window < 1 {
 		return errors.New("--print-every must be ≥ 0, --window ≥ 1")
 	}
-	return nil
+	if c.Select != "" && c.Trace != "" {
+		return errors.New("--trace is for learners run apart, not with --select")
+	}
+	_, _, err := c.selection()
+	return err
 }
 
 func labelMap(pos, neg string) (codec.LabelMap, error) {
@@ -119,6 +124,9 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	cfg := offline.Config{
 		Learners: c.Learner, Kernel: kern, Orders: c.Orders, Seed: c.Seed,
 		KeepOrder: c.KeepOrder, Jobs: c.Jobs, Model: mc,
+	}
+	if cfg.Select, cfg.Challengers, err = c.selection(); err != nil {
+		return err
 	}
 	if c.Trace != "" {
 		f, err := os.Create(c.Trace)

@@ -13,6 +13,7 @@ import (
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/selection"
 )
 
 // fieldFlags say how named-field events are read (shared by the commands
@@ -75,6 +76,44 @@ func (f modelFlags) modelConfig(ff fieldFlags, labels codec.LabelMap) (model.Con
 		}
 	}
 	return mc, nil
+}
+
+// selectFlags choose a champion among the learners (eval and replay;
+// run's flags have the same names).
+type selectFlags struct {
+	Select         string   `placeholder:"window=N,margin=M|default" help:"Play the champion rule over the learners and challengers: the emitted prediction is the learner's with the fewest mistakes over the last window labeled records, replaced only when a challenger's rate is lower by more than margin ('default': window=2000,margin=0.01). Reports add a select(...) row beside every learner alone."`
+	Challenger     []string `sep:"none" placeholder:"SPEC[@KERNEL]" help:"A further learner for --select, repeatable, on its own kernel after @ (e.g. rbp:budget=100@rbf:gamma=0.5; default: --kernel)."`
+	SelectDetector string   `placeholder:"SPEC" help:"With --select: a drift detector on the champion's mistakes whose alarm empties the window and re-selects early: adwin[:delta=D], ddm, page-hinkley[:lambda=L,delta=D]."`
+}
+
+// selection is what the flags ask for: nil without --select.
+func (f selectFlags) selection() (*selection.Config, []model.Candidate, error) {
+	if f.Select == "" {
+		if len(f.Challenger) > 0 || f.SelectDetector != "" {
+			return nil, nil, errors.New("--challenger and --select-detector need --select (e.g. --select default)")
+		}
+		return nil, nil, nil
+	}
+	var sc selection.Config
+	if f.Select != "default" {
+		var err error
+		if sc, err = selection.Parse(f.Select); err != nil {
+			return nil, nil, fmt.Errorf("--select: %w", err)
+		}
+	}
+	sc.Detector = f.SelectDetector
+	if _, err := selection.New(sc, 1); err != nil {
+		return nil, nil, fmt.Errorf("--select-detector: %w", err)
+	}
+	var cands []model.Candidate
+	for _, s := range f.Challenger {
+		c, err := model.ParseCandidate(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--challenger: %w", err)
+		}
+		cands = append(cands, c)
+	}
+	return &sc, cands, nil
 }
 
 // isEvents decides --input auto by the first record of the file.

@@ -17,6 +17,7 @@ type replayCmd struct {
 	connFlags      `embed:""`
 	fieldFlags     `embed:""`
 	modelFlags     `embed:""`
+	selectFlags    `embed:""`
 	Topic          string   `required:"" help:"Topic to replay (records as run reads them)."`
 	Partition      []int    `placeholder:"N" help:"Partitions to replay, repeatable (default: all, each its own stream)."`
 	From           string   `default:"earliest" placeholder:"BOUND" help:"First record: earliest, latest, an offset or an RFC 3339 time."`
@@ -44,6 +45,9 @@ func (c *replayCmd) Validate() error {
 	}
 	if c.Window < 1 || c.RecoveryWindow < 1 || c.Tolerance < 0 {
 		return errors.New("--window and --recovery-window must be ≥ 1, --tolerance ≥ 0")
+	}
+	if _, _, err := c.selection(); err != nil {
+		return err
 	}
 	_, _, err := c.shifts()
 	return err
@@ -90,6 +94,9 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 	cfg := replay.Config{Learners: c.Learner, Kernel: kern, Seed: c.Seed, Window: c.Window,
 		RecoveryWindow: c.RecoveryWindow, Tolerance: c.Tolerance, Detectors: detectors,
 		ShiftOffsets: offsets, ShiftsFromSegments: fromHeaders, Model: mc}
+	if cfg.Select, cfg.Challengers, err = c.selection(); err != nil {
+		return err
+	}
 	bar := progress.New(os.Stderr, "replay")
 	src := replay.Source{Conn: c.config(), Topic: c.Topic, Partitions: c.Partition, From: c.From, To: c.To,
 		Labels: labels, Progress: bar.Update, DetectInput: c.Input == "auto"}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/offline"
 	"github.com/streamlearner/streamlearner/replay"
 )
 
@@ -58,6 +59,70 @@ func TestGenThenReplayFromHeaders(t *testing.T) {
 		base := []string{"replay", "--brokers", b.Addr(), "--topic", "sea", "--kernel", "linear", "--learner", "perceptron"}
 		if _, err := execute(t, append(base, args...)...); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// TestSelectReplayEqualsEval: on the same generated stream, replay of the
+// topic and eval of the file play the same selection: every row (each
+// learner alone and the selector) has the same mistake rate, support and
+// switches.
+func TestSelectReplayEqualsEval(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "sea.libsvm")
+	gen := []string{"gen", "sea", "--n", "3000", "--shifts", "2", "--seed", "4"}
+	if _, err := execute(t, append(gen, "--out", file)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := execute(t, append(gen, "--brokers", b.Addr(), "--topic", "sea", "--auto-create")...); err != nil {
+		t.Fatal(err)
+	}
+	sel := []string{"--kernel", "rbf:gamma=0.1", "--learner", "rbp:budget=40", "--learner", "forgetron:budget=40",
+		"--challenger", "perceptron@linear", "--select", "window=200,margin=0.01", "--select-detector", "adwin", "--seed", "3"}
+	out, err := execute(t, append([]string{"eval", "--data", file, "--keep-order", "--format", "json"}, sel...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct{ Learners []offline.Result }
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &ev); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	report := filepath.Join(dir, "r.json")
+	table, err := execute(t, append([]string{"replay", "--brokers", b.Addr(), "--topic", "sea", "--report", report, "--detector", "none"}, sel...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep replay.Report
+	raw, err := os.ReadFile(report)
+	if err != nil || json.Unmarshal(raw, &rep) != nil {
+		t.Fatalf("report: %v", err)
+	}
+	rows := rep.Partitions[0].Learners
+	if len(rows) != 4 || len(ev.Learners) != 4 || !rows[3].Selector || !ev.Learners[3].Selector || rows[3].Switches == 0 {
+		t.Fatalf("replay rows %d, eval rows %d", len(rows), len(ev.Learners))
+	}
+	for i, r := range rows {
+		e := ev.Learners[i]
+		if r.MistakeRate != e.MistakeRate || float64(r.Support) != e.Support || float64(r.Switches) != e.Switches {
+			t.Errorf("%s: replay %v (support %d, %d switches), eval %s %v (%v, %v)", r.Spec, r.MistakeRate, r.Support, r.Switches, e.Spec, e.MistakeRate, e.Support, e.Switches)
+		}
+	}
+	if !strings.Contains(table, "select(rbp:budget=40|forgetron:budget=40|perceptron@linear)") || !strings.Contains(table, "best single learner in hindsight") {
+		t.Errorf("replay table:\n%s", table)
+	}
+	// Flags that cannot go together fail before any reading.
+	for _, args := range [][]string{
+		{"--challenger", "perceptron"}, {"--select", "window=0"}, {"--select", "default", "--select-detector", "cusum"},
+		{"--select", "default", "--challenger", "perceptron@rbf:gamma=x"}, {"--select", "default", "--challenger", "@linear"},
+	} {
+		base := []string{"eval", "--data", file, "--kernel", "linear", "--learner", "lbp:budget=5"}
+		if _, err := execute(t, append(base, args...)...); err == nil {
+			t.Errorf("eval %v accepted", args)
 		}
 	}
 }
