@@ -12,6 +12,7 @@ import (
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/selection"
 )
 
 // Config configures one group member. Fields document their defaults;
@@ -47,6 +48,13 @@ type Config struct {
 	// (default): binary, through Labels.
 	Classes    []string
 	MaxClasses int
+	// Challengers are further learners (each its own kernel, or Kernel)
+	// that predict-then-learn every record beside Learner; the emitted
+	// prediction is the champion's, chosen by Select (window, margin,
+	// optional drift detector: see package selection). Empty (default):
+	// Learner alone.
+	Challengers []model.Candidate
+	Select      selection.Config
 
 	// StartOffset is where a partition with no committed offset starts:
 	// "earliest" (default) or "latest".
@@ -168,6 +176,7 @@ func (c *Config) ModelConfig(p int) model.Config {
 	return model.Config{
 		Learner: c.Learner, Kernel: c.Kernel, Seed: c.Seed + uint64(p), Limits: c.Limits, Labels: c.Labels,
 		Events: c.Events, Event: c.Event, Features: c.Features, Classes: c.Classes, MaxClasses: c.MaxClasses,
+		Challengers: c.Challengers, Select: c.Select,
 	}
 }
 
@@ -176,11 +185,35 @@ func (c *Config) ModelConfig(p int) model.Config {
 // (as many as MaxClasses with auto discovery), each at its budget.
 func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 	mem, err = learners.EstimateMemory(c.Learner, c.Kernel, learners.Data{NNZ: c.ExpectedNonZeros})
+	for _, ch := range c.Challengers {
+		if err != nil {
+			break
+		}
+		k := ch.Kernel
+		if k == (learners.Kernel{}) {
+			k = c.Kernel
+		}
+		var more learners.Memory
+		if more, err = learners.EstimateMemory(ch.Learner, k, learners.Data{NNZ: c.ExpectedNonZeros}); err == nil {
+			mem.Held += more.Held
+			mem.Peak += more.Held
+			mem.Quadratic = mem.Quadratic || more.Quadratic
+			if more.Vectors == 0 {
+				mem.Vectors = 0 // one unbounded learner makes the model unbounded
+			}
+		}
+	}
 	per = "partition"
+	if len(c.Challengers) > 0 {
+		per = fmt.Sprintf("partition (%d learners)", 1+len(c.Challengers))
+	}
 	if k := c.classBound(); k > 1 && err == nil {
 		mem.Peak += int64(k-1) * mem.Held // the others are full; one grows
 		mem.Held *= int64(k)
 		per = fmt.Sprintf("partition (%d classes, a learner each)", k)
+		if len(c.Challengers) > 0 {
+			per = fmt.Sprintf("partition (%d learners × %d classes)", 1+len(c.Challengers), k)
+		}
 	}
 	return mem, per, err
 }

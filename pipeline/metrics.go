@@ -61,6 +61,16 @@ type Metrics struct {
 	// ModelResets counts new models started in place of a stored one
 	// (--reset-model), by reason (mismatch, unreadable).
 	ModelResets *prometheus.CounterVec // streamlearner_model_resets_total{reason}
+	// Per learner of a partition's model (the learner alone without
+	// challengers; "spec kernel=K" names it): the records it got wrong
+	// on its own predictions, its windowed mistake ratio and support.
+	LearnerMistakes   *prometheus.CounterVec // streamlearner_learner_mistakes_total{partition,learner}
+	LearnerWindowRate *prometheus.GaugeVec   // streamlearner_learner_windowed_mistake_ratio{partition,learner}
+	LearnerSupport    *prometheus.GaugeVec   // streamlearner_learner_support_vectors{partition,learner}
+	// Champion is 1 for the learner whose predictions a partition emits;
+	// ChampionSwitches counts the changes.
+	Champion         *prometheus.GaugeVec   // streamlearner_champion{partition,learner}
+	ChampionSwitches *prometheus.CounterVec // streamlearner_champion_switches_total{partition}
 	// Stuck is the number of assigned partitions unable to flush or commit
 	// for longer than Config.StuckAfter (what makes /readyz 503).
 	Stuck prometheus.Gauge // streamlearner_stuck_partitions
@@ -103,11 +113,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		OffsetResets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_offset_resets_total",
 			Help: "Times the partition's next offset was no longer in its log (Offset Out Of Range) and reading moved to its start or end."}, part),
 		ModelResets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_model_resets_total", Help: "New models started in place of a stored one (--reset-model), by reason."}, []string{"reason"}),
-		Stuck:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions unable to flush their output or commit for longer than the stuck threshold."}),
+		LearnerMistakes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_learner_mistakes_total",
+			Help: "Labeled records each learner of the partition's model predicted wrong, on its own predictions (the champion's are the ones emitted)."}, []string{"partition", "learner"}),
+		LearnerWindowRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_learner_windowed_mistake_ratio",
+			Help: "Each learner's mistake ratio over its last labeled records (the evaluator's window)."}, []string{"partition", "learner"}),
+		LearnerSupport: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_learner_support_vectors", Help: "Each learner's support-set size."}, []string{"partition", "learner"}),
+		Champion: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_champion",
+			Help: "1 for the learner whose predictions the partition emits (the champion among the learner and its challengers)."}, []string{"partition", "learner"}),
+		ChampionSwitches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_champion_switches_total", Help: "Times the partition's champion changed."}, part),
+		Stuck:            prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions unable to flush their output or commit for longer than the stuck threshold."}),
 	}
 	m.health.gauge, m.health.after = m.Stuck, time.Minute
 	if reg != nil {
-		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck)
+		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck,
+			m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches)
 		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,
 			m.Produced, m.ProduceErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge,
 			m.Round, m.Lag, m.CheckpointSaves, m.CheckpointDuration, m.CheckpointBytes, m.CheckpointTime)
@@ -138,6 +157,9 @@ func (m *Metrics) assigned(partition string) {
 func (m *Metrics) forget(partition string) {
 	for _, g := range []*prometheus.GaugeVec{m.Support, m.WindowRate, m.Lag, m.CheckpointBytes, m.CheckpointTime} {
 		g.DeleteLabelValues(partition)
+	}
+	for _, g := range []*prometheus.GaugeVec{m.LearnerWindowRate, m.LearnerSupport, m.Champion} {
+		g.DeletePartialMatch(prometheus.Labels{"partition": partition})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,11 @@ type worker struct {
 	// checkpoint.
 	keeps     bool
 	durableAt time.Time
+	// names are the model's learners (candidates) as metric labels, with
+	// their mistake counters; switches counts champion changes.
+	names           []string
+	learnerMistakes []prometheus.Counter
+	switches        prometheus.Counter
 	// msg is reused for each record handed to handle, margins for each
 	// many-class prediction.
 	msg     kafka.Message
@@ -99,6 +105,16 @@ func (w *worker) run(gen context.Context) {
 	mt := cfg.Metrics
 	w.consumed, w.predicted = mt.Consumed.WithLabelValues(w.label), mt.Predicted.WithLabelValues(w.label)
 	w.learned, w.mistakes = mt.Learned.WithLabelValues(w.label), mt.Mistakes.WithLabelValues(w.label)
+	w.names = w.names[:0]
+	w.learnerMistakes = w.learnerMistakes[:0]
+	for i := range w.st.Model.Candidates() {
+		name := w.st.Model.CandidateName(i)
+		w.names = append(w.names, name)
+		w.learnerMistakes = append(w.learnerMistakes, mt.LearnerMistakes.WithLabelValues(w.label, name))
+	}
+	w.switches = mt.ChampionSwitches.WithLabelValues(w.label)
+	mt.Champion.WithLabelValues(w.label, w.names[w.st.Model.Champion()]).Set(1)
+	w.learnerGauges()
 	mt.assigned(w.label)
 	w.hwm = -1
 	_, none := cfg.Checkpoints.(NoCheckpoints)
@@ -331,6 +347,20 @@ func (w *worker) handle(rec *fetch.Record) {
 		Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset,
 		Predicted: r.Predicted, Margin: r.Margin, Learner: w.spec, Support: m.Support(), ModelSeq: seq,
 	}
+	if len(w.names) > 1 {
+		p.Learner = r.Learner // the champion that made the prediction
+	}
+	for b := r.Mistakes; b != 0; b &= b - 1 {
+		w.learnerMistakes[bits.TrailingZeros64(b)].Inc()
+	}
+	if r.Switched {
+		w.switches.Inc()
+		mt.Champion.DeleteLabelValues(w.label, w.names[r.From])
+		mt.Champion.WithLabelValues(w.label, w.names[r.To]).Set(1)
+		sel := m.Selector()
+		w.log.Info().Int64("offset", msg.Offset).Str("from", w.names[r.From]).Str("to", w.names[r.To]).
+			Float64("from_rate", sel.Rate(r.From)).Float64("to_rate", sel.Rate(r.To)).Msg("champion switched")
+	}
 	key := msg.Key
 	if r.Key != nil {
 		key = r.Key // the event's own id (--key-field)
@@ -421,6 +451,7 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	cfg, mt := w.m.cfg, w.m.cfg.Metrics
 	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Model.Support()))
 	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Model.Eval().WindowRate())
+	w.learnerGauges()
 	if w.hwm >= 0 {
 		mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
 	}
@@ -455,6 +486,15 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	w.log.Debug().Str("snapshot", meta).Int64("offset", w.committed).Int("bytes", size).Dur("took", took).Msg("checkpoint")
 	cfg.Checkpoints.Committed(ctx, w.part, meta)
 	return nil
+}
+
+// learnerGauges sets each learner's windowed mistake ratio and support.
+func (w *worker) learnerGauges() {
+	mt, m := w.m.cfg.Metrics, w.st.Model
+	for i, name := range w.names {
+		mt.LearnerWindowRate.WithLabelValues(w.label, name).Set(m.CandidateEval(i).WindowRate())
+		mt.LearnerSupport.WithLabelValues(w.label, name).Set(float64(m.CandidateSupport(i)))
+	}
 }
 
 // markDurable records that everything the model learned is in a committed

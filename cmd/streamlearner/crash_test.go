@@ -30,7 +30,8 @@ import (
 // once, every input offset has a prediction, and every duplicate
 // prediction is byte-identical to the first. Both checkpoint stores; and
 // a named-field, many-class stream (Covertype events, 7 classes
-// discovered online, online scaling), killed 10 times.
+// discovered online, online scaling) with a challenger and the champion
+// rule, killed 10 times.
 func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills the service 40 times; minutes")
@@ -57,7 +58,8 @@ type crashStream struct {
 var (
 	a9aStream   = crashStream{file: "../../testdata/a9a.gz", copies: 4, kills: 20}
 	coverStream = crashStream{file: "../../testdata/covtype.2000.jsonl.gz", copies: 10, kills: 10,
-		flags: []string{"--input", "events", "--label-field", "Cover_Type", "--key-field", "id", "--classes", "auto", "--scale", "online"}}
+		flags: []string{"--input", "events", "--label-field", "Cover_Type", "--key-field", "id", "--classes", "auto", "--scale", "online",
+			"--challenger", "forgetron:budget=60@rbf:gamma=0.2", "--select", "window=400,margin=0.01"}}
 )
 
 type proc struct {
@@ -240,7 +242,7 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 		if ev := restored.Eval(); ev.Rounds != uint64(n) || ev.Labeled != uint64(n) {
 			t.Fatalf("partition %d: evaluator counted %d rounds, %d learned, for %d records", p, ev.Rounds, ev.Labeled, n)
 		}
-		if len(stream.flags) > 0 && len(restored.Classes()) < 6 {
+		if len(stream.flags) > 0 && (len(restored.Classes()) < 6 || restored.Candidates() != 2) {
 			t.Fatalf("partition %d: classes %v, want at least 6 of the 7 cover types", p, restored.Classes())
 		}
 	}

@@ -95,6 +95,7 @@ type runCmd struct {
 	Learner          string `required:"" placeholder:"SPEC" help:"Learner spec, e.g. rbp:budget=100 (see 'streamlearner learners')."`
 	fieldFlags       `embed:""`
 	modelFlags       `embed:""`
+	selectFlags      `embed:""`
 	Kernel           string        `required:"" placeholder:"SPEC" help:"Kernel spec, e.g. rbf:gamma=0.01."`
 	Seed             uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p)."`
 	Start            string        `default:"earliest" enum:"earliest,latest" help:"Where a partition with no committed offset starts."`
@@ -218,6 +219,13 @@ func (c *runCmd) Run(ctx context.Context) error {
 	}
 	// run cannot look at a file first: --input auto reads records.
 	cfg.Events, cfg.Event, cfg.Features, cfg.Classes, cfg.MaxClasses = c.Input == "events", mc.Event, mc.Features, mc.Classes, mc.MaxClasses
+	sel, challengers, err := c.selection()
+	if err != nil {
+		return err
+	}
+	if sel != nil {
+		cfg.Select, cfg.Challengers = *sel, challengers
+	}
 	// Invalid combinations fail here, before anything is started.
 	if err := cfg.Validate(); err != nil {
 		return err

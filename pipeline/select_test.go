@@ -1,0 +1,92 @@
+package pipeline
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/selection"
+)
+
+// With challengers the service emits the champion's predictions, names
+// the learner behind each, switches when a challenger is better by the
+// margin over the window, counts every learner's own mistakes, and plays
+// exactly the partition model offline.
+func TestChampionAndChallengers(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	set, err := dataset.Load(context.Background(), "../testdata/a9a.gz", dataset.Options{Limit: 3000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []kafka.Message
+	for i := range set.Len() {
+		msgs = append(msgs, kafka.Message{Value: codec.AppendJSON(nil, codec.Example{X: set.X[i], Label: strconv.Itoa(set.Y[i])})})
+	}
+	produce(t, b, "in", msgs, toPartition(0))
+
+	// A learner that stops after its first support vector, against one
+	// that keeps learning.
+	cfg := testConfig(t, b, "stoptron:budget=1")
+	wide, _ := learners.ParseKernel("rbf:gamma=0.05")
+	cfg.Challengers = []model.Candidate{{Learner: "perceptron:max=300", Kernel: wide}}
+	cfg.Select = selection.Config{Window: 300, Margin: 0.02}
+	cfg.Metrics = NewMetrics(nil)
+	runMember(t, cfg)
+	preds := readTopic(t, b, "out", len(msgs), 60*time.Second)
+	if len(preds) != len(msgs) {
+		t.Fatalf("%d predictions for %d records", len(preds), len(msgs))
+	}
+	byOffset := map[int64]codec.Prediction{}
+	for _, r := range preds {
+		p, _ := codec.DecodePrediction(r.msg.Value)
+		byOffset[p.Offset] = p
+	}
+	twin, err := model.New(cfg.ModelConfig(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	switchedAt := int64(-1)
+	var mistakes [2]float64
+	for off := range int64(len(msgs)) {
+		want, err := twin.Step(msgs[off].Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := byOffset[off]
+		if p.Margin != want.Margin || p.Learner != want.Learner {
+			t.Fatalf("offset %d: %s gave %v, offline %s gave %v", off, p.Learner, p.Margin, want.Learner, want.Margin)
+		}
+		for i := range mistakes {
+			if want.Mistakes&(1<<i) != 0 {
+				mistakes[i]++
+			}
+		}
+		if want.Switched && switchedAt < 0 {
+			switchedAt = off
+		}
+	}
+	if switchedAt < 299 || byOffset[int64(len(msgs)-1)].Learner != twin.CandidateName(1) {
+		t.Fatalf("switched at %d, last prediction by %s: the better learner should take over after the window", switchedAt, byOffset[int64(len(msgs)-1)].Learner)
+	}
+	mt := cfg.Metrics
+	waitFor(t, "the learners' metrics", 10*time.Second, func() bool {
+		return testutil.ToFloat64(mt.LearnerMistakes.WithLabelValues("0", twin.CandidateName(1))) == mistakes[1]
+	})
+	if got := testutil.ToFloat64(mt.LearnerMistakes.WithLabelValues("0", twin.CandidateName(0))); got != mistakes[0] {
+		t.Fatalf("first learner's mistakes %v, offline %v", got, mistakes[0])
+	}
+	if got := testutil.ToFloat64(mt.ChampionSwitches.WithLabelValues("0")); got != float64(twin.Selector().Switches()) || got < 1 {
+		t.Fatalf("switches %v, offline %d", got, twin.Selector().Switches())
+	}
+	if got := testutil.ToFloat64(mt.Champion.WithLabelValues("0", twin.CandidateName(twin.Champion()))); got != 1 {
+		t.Fatalf("champion gauge %v", got)
+	}
+}
