@@ -13,6 +13,7 @@ import (
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/replay"
 	"github.com/streamlearner/streamlearner/selection"
 )
 
@@ -88,5 +89,24 @@ func TestChampionAndChallengers(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(mt.Champion.WithLabelValues("0", twin.CandidateName(twin.Champion()))); got != 1 {
 		t.Fatalf("champion gauge %v", got)
+	}
+	// replay --select over the same topic plays the same selector: its
+	// selection row made the service's mistakes, with its switches.
+	var served uint64
+	for _, p := range byOffset {
+		if p.Mistake != nil && *p.Mistake {
+			served++
+		}
+	}
+	sel := cfg.Select
+	rep, err := replay.Run(context.Background(), replay.Source{Conn: cfg.Conn, Topic: "in"},
+		replay.Config{Learners: []string{cfg.Learner}, Challengers: cfg.Challengers, Select: &sel, Kernel: cfg.Kernel, Seed: cfg.Seed, Detectors: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := rep.Partitions[0].Learners
+	last := rows[len(rows)-1]
+	if !last.Selector || last.Mistakes != served || last.Switches != twin.Selector().Switches() {
+		t.Fatalf("replay's selection row %+v; the service made %d mistakes and %d switches", last, served, twin.Selector().Switches())
 	}
 }
