@@ -57,7 +57,7 @@ type crashStream struct {
 
 var (
 	a9aStream   = crashStream{file: "../../testdata/a9a.gz", copies: 4, kills: 20}
-	coverStream = crashStream{file: "../../testdata/covtype.2000.jsonl.gz", copies: 10, kills: 10,
+	coverStream = crashStream{file: "../../testdata/covtype.2000.jsonl.gz", copies: 25, kills: 10,
 		flags: []string{"--input", "events", "--label-field", "Cover_Type", "--key-field", "id", "--classes", "auto", "--scale", "online",
 			"--challenger", "forgetron:budget=60@rbf:gamma=0.2", "--select", "window=400,margin=0.01"}}
 )
