@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -15,15 +14,6 @@ import (
 
 // buildBinary builds the command into a temporary directory: the
 // process-level tests kill it, which an in-process command cannot survive.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "streamlearner")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // startBroker runs `streamlearner broker` on port with dataDir and waits
 // until it accepts connections.
 func startBroker(t *testing.T, bin, logPath string, port int, dataDir string) *proc {
@@ -51,7 +41,7 @@ func TestBrokerKeepsAutoCreatedTopicsAcrossKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary")
 	}
-	bin := buildBinary(t)
+	bin := testBinary(t)
 	dir := t.TempDir()
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)

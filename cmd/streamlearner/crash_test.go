@@ -36,10 +36,7 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills the service 40 times; minutes")
 	}
-	bin := filepath.Join(t.TempDir(), "streamlearner")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testBinary(t)
 	for _, store := range []string{"dir", "topic"} {
 		t.Run(store, func(t *testing.T) { crashRecovery(t, bin, store, a9aStream) })
 	}
@@ -115,14 +112,7 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 	dir := t.TempDir()
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	start(t, filepath.Join(dir, "broker.log"), bin, "broker", "--port", fmt.Sprint(port), "--data-dir", filepath.Join(dir, "kafka"), "--partitions", "4")
-	waitFor(t, "the broker", 10*time.Second, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	startBroker(t, bin, filepath.Join(dir, "broker.log"), port, filepath.Join(dir, "kafka"))
 	// Copies of the file, delivered at 2,000 records/s in the background.
 	data := filepath.Join(dir, "stream")
 	var all []byte

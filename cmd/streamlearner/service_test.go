@@ -255,10 +255,7 @@ func TestServiceFlagsAreChecked(t *testing.T) {
 func TestDemoRunsAndCleansUp(t *testing.T) {
 	// The README's first command, as a user runs it: the binary, default
 	// stream and learners (faster than real time), from a fresh directory.
-	bin := filepath.Join(t.TempDir(), "streamlearner")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := testBinary(t)
 	dir := t.TempDir()
 	cmd := exec.Command(bin, "demo", "--rate", "20000")
 	cmd.Dir = dir

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,18 +46,7 @@ func TestSoak(t *testing.T) {
 	dir := t.TempDir()
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	brokerArgs := []string{"broker", "--port", fmt.Sprint(port), "--data-dir", filepath.Join(dir, "kafka"), "--partitions", "4"}
-	broker := start(t, filepath.Join(dir, "broker.log"), bin, brokerArgs...)
-	brokerUp := func() {
-		waitFor(t, "the broker", 20*time.Second, func() bool {
-			c, err := net.Dial("tcp", addr)
-			if err == nil {
-				c.Close()
-			}
-			return err == nil
-		})
-	}
-	brokerUp()
+	broker := startBroker(t, bin, filepath.Join(dir, "broker.log"), port, filepath.Join(dir, "kafka"))
 	cl := &kafka.Client{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}}
 	if _, err := cl.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
 		{Topic: "in", NumPartitions: 4, ReplicationFactor: 1}, {Topic: "out", NumPartitions: 4, ReplicationFactor: 1},
@@ -100,8 +88,7 @@ func TestSoak(t *testing.T) {
 			// The broker too, between two lives of the service.
 			t.Logf("broker killed at %d of %d records", produced.Load(), total)
 			broker.kill()
-			broker = start(t, filepath.Join(dir, "broker.log"), bin, brokerArgs...)
-			brokerUp()
+			broker = startBroker(t, bin, filepath.Join(dir, "broker.log"), port, filepath.Join(dir, "kafka"))
 		}
 	}
 	final := start(t, runLog, bin, args...)

@@ -33,7 +33,7 @@ func TestRecoveryAfterCrashStorm(t *testing.T) {
 	// heartbeat that reports the rebalance, stopping and starting workers.
 	const margin = 8 * time.Second
 
-	bin := buildBinary(t)
+	bin := testBinary(t)
 	dir := t.TempDir()
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
