@@ -14,27 +14,28 @@ import (
 )
 
 type replayCmd struct {
-	connFlags      `embed:""`
-	fieldFlags     `embed:""`
-	modelFlags     `embed:""`
-	selectFlags    `embed:""`
-	Topic          string   `required:"" help:"Topic to replay (records as run reads them)."`
-	Partition      []int    `placeholder:"N" help:"Partitions to replay, repeatable (default: all, each its own stream)."`
-	From           string   `default:"earliest" placeholder:"BOUND" help:"First record: earliest, latest, an offset or an RFC 3339 time."`
-	To             string   `default:"latest" placeholder:"BOUND" help:"End, exclusive: latest (the end when the replay starts), an offset or an RFC 3339 time."`
-	Learner        []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec, repeatable: the learners run side by side (see 'streamlearner learners')."`
-	Kernel         string   `required:"" placeholder:"SPEC" help:"Kernel spec shared by the learners, e.g. poly:degree=4 or rbf:gamma=0.01."`
-	Seed           uint64   `default:"1" help:"Seed of randomized learners (partition p uses seed+p, as run does)."`
-	Positive       string   `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
-	Negative       string   `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`
-	Window         int      `default:"1000" help:"Labeled records in the windowed mistake rate."`
-	Shifts         string   `placeholder:"OFFSETS|from-headers" help:"Known shifts: comma-separated offsets, or from-headers (a change of the streamlearner.segment header)."`
-	RecoveryWindow int      `default:"200" help:"Labeled post-shift records whose mistake rate decides recovery."`
-	Tolerance      float64  `default:"0.05" help:"Recovered when the post-shift rate is at most the pre-shift rate plus this."`
-	Detector       []string `sep:"none" placeholder:"SPEC" help:"Drift detectors on each learner's mistakes, repeatable: adwin[:delta=D], ddm, page-hinkley[:lambda=L,delta=D]; 'none' for none (default: all three with default settings)."`
-	Report         string   `placeholder:"FILE.json" help:"Write the full report (segments, recovery, detections, trace) as JSON."`
-	Plot           string   `placeholder:"FILE.svg|.png" help:"Plot windowed mistake rate and support size over the stream, shifts marked (first replayed partition)."`
-	PlotLogSupport bool     `help:"Draw the plot's support panel on a log scale (learners of very different sizes)."`
+	connFlags       `embed:""`
+	fieldFlags      `embed:""`
+	modelFlags      `embed:""`
+	selectFlags     `embed:""`
+	Topic           string   `required:"" help:"Topic to replay (records as run reads them)."`
+	Partition       []int    `placeholder:"N" help:"Partitions to replay, repeatable (default: all, each its own stream)."`
+	From            string   `default:"earliest" placeholder:"BOUND" help:"First record: earliest, latest, an offset or an RFC 3339 time."`
+	To              string   `default:"latest" placeholder:"BOUND" help:"End, exclusive: latest (the end when the replay starts), an offset or an RFC 3339 time."`
+	Learner         []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec, repeatable: the learners run side by side (see 'streamlearner learners')."`
+	Kernel          string   `required:"" placeholder:"SPEC" help:"Kernel spec shared by the learners, e.g. poly:degree=4 or rbf:gamma=0.01."`
+	Seed            uint64   `default:"1" help:"Seed of randomized learners (partition p uses seed+p, as run does)."`
+	Positive        string   `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
+	Negative        string   `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`
+	Window          int      `default:"1000" help:"Labeled records in the windowed mistake rate."`
+	Shifts          string   `placeholder:"OFFSETS|from-headers" help:"Known shifts: comma-separated offsets, or from-headers (a change of the streamlearner.segment header)."`
+	RecoveryWindow  int      `default:"200" help:"Labeled post-shift records whose mistake rate decides recovery."`
+	Tolerance       float64  `default:"0.05" help:"Recovered when the post-shift rate is at most the pre-shift rate plus this."`
+	Detector        []string `sep:"none" placeholder:"SPEC" help:"Drift detectors on each learner's mistakes, repeatable: adwin[:delta=D], ddm, page-hinkley[:lambda=L,delta=D]; 'none' for none (default: all three with default settings)."`
+	Report          string   `placeholder:"FILE.json" help:"Write the full report (segments, recovery, detections, trace) as JSON."`
+	Plot            string   `placeholder:"FILE.svg|.png" help:"Plot windowed mistake rate and support size over the stream, shifts marked (first replayed partition)."`
+	PlotLogSupport  bool     `help:"Draw the plot's support panel on a log scale (learners of very different sizes)."`
+	ReadUncommitted bool     `help:"Also replay records of open and aborted transactions (default: read committed, as run reads)."`
 }
 
 func (c *replayCmd) Validate() error {
@@ -99,7 +100,7 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	bar := progress.New(os.Stderr, "replay")
 	src := replay.Source{Conn: c.config(), Topic: c.Topic, Partitions: c.Partition, From: c.From, To: c.To,
-		Labels: labels, Progress: bar.Update, DetectInput: c.Input == "auto"}
+		Labels: labels, Progress: bar.Update, DetectInput: c.Input == "auto", ReadUncommitted: c.ReadUncommitted}
 	rep, err := replay.Run(ctx, src, cfg)
 	bar.Done()
 	if err != nil && len(rep.Partitions) == 0 {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,6 +125,42 @@ func TestSelectReplayEqualsEval(t *testing.T) {
 		base := []string{"eval", "--data", file, "--kernel", "linear", "--learner", "lbp:budget=5"}
 		if _, err := execute(t, append(base, args...)...); err == nil {
 			t.Errorf("eval %v accepted", args)
+		}
+	}
+}
+
+// replay reads committed by default, as run does; --read-uncommitted
+// replays the aborted transactions' records too.
+func TestReplayIsolationFlag(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"tx"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	for i, commit := range []bool{true, false, true} {
+		var vs [][]byte
+		for j := range 10 {
+			vs = append(vs, []byte(fmt.Sprintf("%+d 1:%d 2:1", 1-2*(j%2), i+j)))
+		}
+		if err := embedded.ProduceTransaction(ctx, b.Addr(), "tx", 0, "p", vs, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		flags  []string
+		rounds int
+	}{{nil, 20}, {[]string{"--read-uncommitted"}, 30}} {
+		report := filepath.Join(dir, fmt.Sprint(c.rounds, ".json"))
+		args := append([]string{"replay", "--brokers", b.Addr(), "--topic", "tx", "--learner", "perceptron", "--kernel", "linear",
+			"--detector", "none", "--report", report}, c.flags...)
+		if _, err := execute(t, args...); err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := os.ReadFile(report)
+		if want := fmt.Sprintf(`"rounds": %d`, c.rounds); !strings.Contains(string(raw), want) {
+			t.Fatalf("%v: report lacks %s:\n%.400s", c.flags, want, raw)
 		}
 	}
 }
