@@ -183,6 +183,48 @@ func TestClassDiscoveryAndCap(t *testing.T) {
 	}
 }
 
+// checkRestoreContinues encodes a (which has played recs[:cut]), restores
+// it, and checks that the restored model encodes the same, then continues
+// over recs[cut:] with bit-identical results (margins, predictions, the
+// champion, mistakes, switches) and ends in the same state. It returns the
+// snapshot.
+func checkRestoreContinues(t *testing.T, name string, a *Model, recs [][]byte, cut int) []byte {
+	t.Helper()
+	snap, err := a.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Unmarshal(snap)
+	if err != nil {
+		t.Fatalf("%s cut %d: %v", name, cut, err)
+	}
+	if again, _ := b.MarshalBinary(); !bytes.Equal(snap, again) {
+		t.Fatalf("%s cut %d: the restored model encodes differently", name, cut)
+	}
+	if b.Spec() != a.Spec() || b.Candidates() != a.Candidates() {
+		t.Fatalf("%s: spec %q, restored %q", name, a.Spec(), b.Spec())
+	}
+	for i, rec := range recs[cut:] {
+		ra, ea := a.Step(rec)
+		rb, eb := b.Step(rec)
+		if (ea == nil) != (eb == nil) || math.Float64bits(ra.Margin) != math.Float64bits(rb.Margin) || ra.Predicted != rb.Predicted ||
+			len(ra.Margins) != len(rb.Margins) || ra.Candidate != rb.Candidate || ra.Mistakes != rb.Mistakes || ra.Switched != rb.Switched || ra.To != rb.To {
+			t.Fatalf("%s cut %d, record %d after: %+v / %+v", name, cut, i, ra, rb)
+		}
+		for k := range ra.Margins {
+			if math.Float64bits(ra.Margins[k]) != math.Float64bits(rb.Margins[k]) {
+				t.Fatalf("%s cut %d, record %d: margins differ", name, cut, i)
+			}
+		}
+	}
+	sa, _ := a.MarshalBinary()
+	sb, _ := b.MarshalBinary()
+	if !bytes.Equal(sa, sb) {
+		t.Fatalf("%s cut %d: final states differ", name, cut)
+	}
+	return snap
+}
+
 // TestSnapshotContinuesBitIdentical cuts streams at random points: the
 // restored model's outputs equal the original's, bit for bit.
 func TestSnapshotContinuesBitIdentical(t *testing.T) {
@@ -208,35 +250,7 @@ func TestSnapshotContinuesBitIdentical(t *testing.T) {
 			for _, b := range recs[:cut] {
 				a.Step(b)
 			}
-			snap, err := a.MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := Unmarshal(snap)
-			if err != nil {
-				t.Fatalf("%s cut %d: %v", c.name, cut, err)
-			}
-			if again, _ := b.MarshalBinary(); !bytes.Equal(snap, again) {
-				t.Fatalf("%s cut %d: the restored model encodes differently", c.name, cut)
-			}
-			for i, rec := range recs[cut:] {
-				ra, ea := a.Step(rec)
-				rb, eb := b.Step(rec)
-				if (ea == nil) != (eb == nil) || math.Float64bits(ra.Margin) != math.Float64bits(rb.Margin) || ra.Predicted != rb.Predicted ||
-					len(ra.Margins) != len(rb.Margins) {
-					t.Fatalf("%s cut %d, record %d after: %+v / %+v", c.name, cut, i, ra, rb)
-				}
-				for k := range ra.Margins {
-					if math.Float64bits(ra.Margins[k]) != math.Float64bits(rb.Margins[k]) {
-						t.Fatalf("%s cut %d, record %d: margins differ", c.name, cut, i)
-					}
-				}
-			}
-			sa, _ := a.MarshalBinary()
-			sb, _ := b.MarshalBinary()
-			if !bytes.Equal(sa, sb) {
-				t.Fatalf("%s cut %d: final states differ", c.name, cut)
-			}
+			snap := checkRestoreContinues(t, c.name, a, recs, cut)
 			// Damage is detected.
 			bad := bytes.Clone(snap)
 			bad[len(bad)/2] ^= 1

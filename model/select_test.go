@@ -226,35 +226,9 @@ func TestSnapshotWithChallengersContinues(t *testing.T) {
 			for _, b := range recs[:cut] {
 				a.Step(b)
 			}
-			snap, err := a.MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
-			}
+			snap := checkRestoreContinues(t, c.name, a, recs, cut)
 			if snap[len(snapshotMagic)] != 2 {
 				t.Fatalf("format %d", snap[len(snapshotMagic)])
-			}
-			b, err := Unmarshal(snap)
-			if err != nil {
-				t.Fatalf("%s cut %d: %v", c.name, cut, err)
-			}
-			if again, _ := b.MarshalBinary(); !bytes.Equal(snap, again) {
-				t.Fatalf("%s cut %d: the restored model encodes differently", c.name, cut)
-			}
-			if b.Spec() != a.Spec() || b.Candidates() != a.Candidates() {
-				t.Fatalf("%s: spec %q, restored %q", c.name, a.Spec(), b.Spec())
-			}
-			for i, rec := range recs[cut:] {
-				ra, ea := a.Step(rec)
-				rb, eb := b.Step(rec)
-				if (ea == nil) != (eb == nil) || math.Float64bits(ra.Margin) != math.Float64bits(rb.Margin) || ra.Predicted != rb.Predicted ||
-					ra.Candidate != rb.Candidate || ra.Mistakes != rb.Mistakes || ra.Switched != rb.Switched || ra.To != rb.To {
-					t.Fatalf("%s cut %d, record %d after: %+v / %+v", c.name, cut, i, ra, rb)
-				}
-			}
-			sa, _ := a.MarshalBinary()
-			sb, _ := b.MarshalBinary()
-			if !bytes.Equal(sa, sb) {
-				t.Fatalf("%s cut %d: final states differ", c.name, cut)
 			}
 			bad := bytes.Clone(snap)
 			bad[len(bad)/3] ^= 4
