@@ -44,6 +44,13 @@ type Limits struct {
 	// hold such lines). The default, false, rejects it with empty_features:
 	// an empty vector carries nothing to learn or predict from.
 	AllowEmpty bool
+	// LabelOnly accepts a record that lists no feature at all — a JSON
+	// record without "features" (or with an empty object), a LIBSVM line
+	// of a label alone — and marks it Example.LabelOnly: how a label sent
+	// after its record reads (delayed labels). A record whose features are
+	// all zero is still empty_features. Default false. (Omitted from
+	// JSON when false, so that configurations saved before it read the same.)
+	LabelOnly bool `json:",omitempty"`
 }
 
 func (l Limits) withDefaults() Limits {
@@ -70,6 +77,9 @@ type Example struct {
 	// Label is the canonical label token (see CanonicalLabel), or "" when the
 	// record carries no label.
 	Label string
+	// LabelOnly marks a record that listed no feature, accepted as a label
+	// message under Limits.LabelOnly (X is empty).
+	LabelOnly bool
 }
 
 // Reason says, in a word fit for a metric label or a message header, why a
@@ -95,6 +105,12 @@ const (
 	ReasonMissingFeatures Reason = "missing_features"
 	ReasonBadField        Reason = "bad_field"
 	ReasonTooManyClasses  Reason = "too_many_classes"
+	// The reasons of a label sent after its record (delayed labels),
+	// reported by the model.
+	ReasonLabelUnknown = Reason("label_unknown")
+	ReasonLabelExpired = Reason("label_expired")
+	ReasonLabelEvicted = Reason("label_evicted")
+	ReasonLabelNoKey   = Reason("label_without_key")
 )
 
 // Reasons returns every Reason this package can report, so that metrics can
@@ -117,6 +133,10 @@ func Reasons() []Reason {
 		ReasonValueTooLarge,
 		ReasonBadField,
 		ReasonTooManyClasses,
+		ReasonLabelUnknown,
+		ReasonLabelExpired,
+		ReasonLabelEvicted,
+		ReasonLabelNoKey,
 	}
 }
 
@@ -319,7 +339,7 @@ func finish(ents []entry, sorted bool, lim Limits) (sparse.Vector, *Error) {
 		}
 	}
 	if n == 0 {
-		if !lim.AllowEmpty {
+		if !lim.AllowEmpty && !(lim.LabelOnly && len(ents) == 0) {
 			if len(ents) == 0 {
 				return sparse.Vector{}, errorf(ReasonEmptyFeatures, "record lists no feature")
 			}

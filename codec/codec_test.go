@@ -332,6 +332,10 @@ func TestEveryReasonTested(t *testing.T) {
 	// Events have their own cases (event_test.go).
 	onlyLIBSVM[ReasonBadField], onlyLIBSVM[ReasonTooManyClasses] = true, true
 	onlyJSON[ReasonBadField], onlyJSON[ReasonTooManyClasses] = true, true
+	// The model reports the delayed-label reasons (model's tests).
+	for _, r := range []Reason{ReasonLabelUnknown, ReasonLabelExpired, ReasonLabelEvicted, ReasonLabelNoKey} {
+		onlyLIBSVM[r], onlyJSON[r] = true, true
+	}
 	for name, cases := range map[string][]decodeCase{"JSON": jsonCases, "LIBSVM": libsvmCases} {
 		seen := map[Reason]bool{}
 		for _, c := range cases {
@@ -358,8 +362,8 @@ func TestReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 16 {
-		t.Errorf("%d reasons, want 16", len(seen))
+	if len(seen) != 20 {
+		t.Errorf("%d reasons, want 20", len(seen))
 	}
 	rs := Reasons()
 	rs[0] = "changed"
@@ -564,5 +568,30 @@ func TestAppend(t *testing.T) {
 	}
 	if got, want := string(AppendLIBSVM(nil, bad)), "1:NaN"; got != want {
 		t.Errorf("AppendLIBSVM(bad) = %s, want %s", got, want)
+	}
+}
+
+// A label sent after its record lists no feature; under Limits.LabelOnly
+// it reads as a label message, otherwise it is refused as before, and a
+// record of zero-valued features is never one.
+func TestLabelOnlyRecords(t *testing.T) {
+	lim := Limits{LabelOnly: true}
+	for _, in := range []string{`{"label":1}`, `{"label":"1","features":{}}`, `+1`, "+1  \n"} {
+		ex, err := Decode([]byte(in), lim)
+		if err != nil || !ex.LabelOnly || ex.Label != "1" || len(ex.X.Idx) != 0 {
+			t.Errorf("%q: %+v, %v; want a label-only record of label 1", in, ex, err)
+		}
+		if _, err := Decode([]byte(in), Limits{}); err == nil {
+			t.Errorf("%q accepted without LabelOnly", in)
+		}
+	}
+	for _, in := range []string{`{"label":1,"features":{"3":0}}`, `+1 3:0`} {
+		if ex, err := Decode([]byte(in), lim); err == nil {
+			t.Errorf("%q: %+v accepted; zero features are empty_features", in, ex)
+		}
+	}
+	ex, err := Decode([]byte(`-1 3:2`), lim)
+	if err != nil || ex.LabelOnly || len(ex.X.Idx) != 1 {
+		t.Errorf("a record with features: %+v %v", ex, err)
 	}
 }

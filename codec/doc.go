@@ -122,6 +122,14 @@
 //	                   or a key field that is not a string or a number
 //	too_many_classes   (events) a label beyond the model's class limit;
 //	                   reported by the model, not by a decoder
+//	label_unknown      (delayed labels) a label whose key has no record
+//	                   awaiting it: never seen, or already labeled
+//	label_expired      (delayed labels) a label whose record waited longer
+//	                   than the pending store's maximum age
+//	label_evicted      (delayed labels) a label whose record was pushed out
+//	                   of the full pending store
+//	label_without_key  (delayed labels) a label message with no key to
+//	                   match its record by
 //
 // The message-level checks come first, in this order: empty_message,
 // too_large, invalid_utf8. Then the record is read once, from the start,

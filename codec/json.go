@@ -123,8 +123,13 @@ func (d *jsonDecoder) record() (Example, *Error) {
 		return ex, errorf(ReasonInvalidJSON, "offset %d: unexpected data after the record object", d.i)
 	}
 	if !haveFeatures {
+		if d.lim.LabelOnly {
+			ex.LabelOnly = true
+			return ex, nil
+		}
 		return ex, errorf(ReasonMissingFeatures, "object has no \"features\" key")
 	}
+	ex.LabelOnly = d.lim.LabelOnly && len(d.s.ents) == 0
 	x, err := finish(d.s.ents, sorted, d.lim)
 	if err != nil {
 		return Example{}, err

@@ -104,6 +104,7 @@ func parseLIBSVM(line []byte, lim Limits, s *scratch) (Example, *Error) {
 		}
 		ents = append(ents, entry{idx, v})
 	}
+	ex.LabelOnly = lim.LabelOnly && len(ents) == 0
 	x, err := finish(ents, sorted, lim)
 	if err != nil {
 		return Example{}, err

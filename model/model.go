@@ -49,6 +49,21 @@
 //     candidate's margin (not its kernel: that is checked for all first)
 //     may leave the candidates before it learned, as a class learner's
 //     does in many-class mode.
+//   - Delayed labels. With Config.Delayed, a label may come after its
+//     record (StepAt): a record with a key and no label is predicted at
+//     once and held in a bounded pending store (package pending) with the
+//     prediction emitted; a label message — a key and a label, no feature
+//     (an event with no feature field, a JSON record without "features",
+//     a LIBSVM line of a label alone) — takes its record from the store,
+//     every learner learns it on the model as it is then, and the
+//     evaluators score the prediction emitted when the record came
+//     (prequential.Evaluator.Late: a round counts when predicted, its
+//     label when it comes). Labels without a held record are refused
+//     (label_unknown, label_expired, label_evicted, label_without_key)
+//     and change nothing. A record that carries its label is learned at
+//     once. Hold and Resolve play a labeled stream with its labels held
+//     back, as eval --delay and replay --delay do; revealed at once, they
+//     give exactly Step's margins and evaluators.
 //   - Snapshot. MarshalBinary holds everything stateful — the configuration,
 //     the featurizer (scaler statistics), the class list, every learner and
 //     the evaluator, with challengers every candidate's evaluator and the
@@ -95,6 +110,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/pending"
 	"github.com/streamlearner/streamlearner/prequential"
 	"github.com/streamlearner/streamlearner/rng"
 	"github.com/streamlearner/streamlearner/selection"
@@ -143,6 +159,11 @@ type Config struct {
 	// Select is the champion rule (window, margin, detector); used only
 	// with challengers. Zero values take selection's defaults.
 	Select selection.Config
+	// Delayed, if set, lets labels come after their records (see the
+	// package comment, "Delayed labels"): records awaiting a label wait in
+	// a pending store bounded as it says. Nil (default): a label comes
+	// with its record or not at all.
+	Delayed *pending.Config
 }
 
 // Candidate is a challenger: a learner spec and its kernel (the zero
@@ -192,6 +213,20 @@ type Result struct {
 	// To the champions before and after it (both Candidate when not).
 	Switched bool
 	From, To int
+
+	// Delayed labels (Config.Delayed). Held: the record had a key and no
+	// label; it was predicted (the prediction above) and waits in the
+	// pending store for its label. Late: the message was a label for an
+	// earlier record, now learned; Predicted, Class, Margin and Mistake
+	// are that record's emitted prediction scored against the label,
+	// LateOffset and Delay the record's offset and how long the label took
+	// (message time − record time). Expired is how many records this
+	// message's time expired from the store.
+	Held       bool
+	Late       bool
+	LateOffset int64
+	Delay      int64
+	Expired    int
 }
 
 // ParseCandidate reads a challenger as flags give it: "SPEC" (the model's
@@ -231,6 +266,9 @@ type Model struct {
 	dec   *codec.EventDecoder
 	feat  *features.Featurizer
 	ev    codec.Event
+	// lim is Config.Limits, accepting label-only records when delayed.
+	lim  codec.Limits
+	pend *pending.Store // nil unless Config.Delayed
 	// eval scores the emitted predictions (the champion's).
 	eval prequential.Evaluator
 }
@@ -269,7 +307,16 @@ func New(cfg Config) (*Model, error) {
 	if cfg.MaxClasses < 2 {
 		return nil, fmt.Errorf("model: max classes %d: want at least 2", cfg.MaxClasses)
 	}
-	m := &Model{cfg: cfg, index: map[string]int{}, eval: prequential.Evaluator{Window: cfg.Window}}
+	m := &Model{cfg: cfg, index: map[string]int{}, eval: prequential.Evaluator{Window: cfg.Window}, lim: cfg.Limits}
+	if cfg.Delayed != nil {
+		var err error
+		if m.pend, err = pending.New(*cfg.Delayed); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		d := m.pend.Config()
+		m.cfg.Delayed = &d
+		m.lim.LabelOnly = true
+	}
 	if err := m.buildCandidates(); err != nil {
 		return nil, err
 	}
@@ -393,7 +440,10 @@ func (m *Model) addClass(tok string) error {
 // the evaluator. A message that cannot be decoded, or whose label cannot be
 // taken, is an error (a *codec.Error, with its reason) and changes nothing.
 func (m *Model) Step(b []byte) (Result, error) {
-	x, label, key, err := m.decode(b)
+	if m.pend != nil {
+		return m.StepAt(b, At{})
+	}
+	x, label, key, _, err := m.decode(b)
 	if err != nil {
 		return Result{}, err
 	}
@@ -419,9 +469,12 @@ func (m *Model) Predict(b []byte) (Result, error) {
 		m.feat.Freeze(true)
 		defer m.feat.Freeze(false)
 	}
-	x, label, key, err := m.decode(b)
+	x, label, key, labelOnly, err := m.decode(b)
 	if err != nil {
 		return Result{}, err
+	}
+	if labelOnly {
+		return Result{}, errLabelOnly
 	}
 	r, err := m.step(x, label, false)
 	r.Key = key
@@ -433,22 +486,27 @@ func (m *Model) PredictVector(x sparse.Vector, label []byte) (Result, error) {
 	return m.step(x, label, false)
 }
 
-func (m *Model) decode(b []byte) (sparse.Vector, []byte, []byte, error) {
+// decode reads a message: its vector, label token and key (events), and
+// whether it is a label message (no feature; delayed labels only), for
+// which x is empty and the featurizer has not seen it.
+func (m *Model) decode(b []byte) (x sparse.Vector, label, key []byte, labelOnly bool, err error) {
 	if !m.cfg.Events {
-		ex, err := codec.Decode(b, m.cfg.Limits)
+		ex, err := codec.Decode(b, m.lim)
 		if err != nil {
-			return sparse.Vector{}, nil, nil, err
+			return sparse.Vector{}, nil, nil, false, err
 		}
-		return ex.X, []byte(ex.Label), nil, nil
+		return ex.X, []byte(ex.Label), nil, ex.LabelOnly, nil
 	}
 	if err := m.dec.Decode(b, &m.ev); err != nil {
-		return sparse.Vector{}, nil, nil, err
+		return sparse.Vector{}, nil, nil, false, err
 	}
-	x, err := m.feat.Vector(&m.ev)
-	if err != nil {
-		return sparse.Vector{}, nil, nil, err
+	if m.pend != nil && len(m.ev.Fields) == 0 {
+		return sparse.Vector{}, m.ev.Label(), m.ev.Key(), true, nil
 	}
-	return x, m.ev.Label(), m.ev.Key(), nil
+	if x, err = m.feat.Vector(&m.ev); err != nil {
+		return sparse.Vector{}, nil, nil, false, err
+	}
+	return x, m.ev.Label(), m.ev.Key(), false, nil
 }
 
 // target resolves a label token: y for binary mode, the class index for
@@ -520,6 +578,14 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 			updated = updated || o.Updated
 		}
 	}
+	return m.settle(champ, y, labeled, updated, isNew && learn, learn, false), nil
+}
+
+// settle scores the round's predictions (each candidate's pred and f) and,
+// when learning, feeds the evaluators and the selector; late says the
+// label came after its round (Evaluator.Late), newClass that the label
+// added its class this round.
+func (m *Model) settle(champ, y int, labeled, updated, newClass, learn, late bool) Result {
 	var mistakes uint64
 	for i, c := range m.cands {
 		c.mistake = labeled && (m.multi && c.pred != y || !m.multi && prequential.IsMistake(c.f, y))
@@ -531,37 +597,43 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 	r := Result{Labeled: labeled, Label: y, Predicted: c.pred, Margin: c.f, Mistake: c.mistake, Updated: updated,
 		Candidate: champ, Learner: c.name, Mistakes: mistakes, From: champ, To: champ}
 	if m.multi {
-		r.Margins = c.margin
-		if isNew && learn {
-			r.Margins = c.margin[:len(c.margin)-1]
+		if !late {
+			r.Margins = c.margin
+			if newClass {
+				r.Margins = c.margin[:len(c.margin)-1]
+			}
 		}
 		if r.Predicted >= 0 {
 			r.Class = m.class[r.Predicted]
 		}
 	}
 	if !learn {
-		return r, nil
+		return r
 	}
 	support := m.Support()
-	if m.multi {
-		m.eval.Class(r.Predicted, y, updated, support)
-	} else {
-		m.eval.Binary(r.Margin, y, updated, support)
+	record := func(ev *prequential.Evaluator, pred int, f float64, updated bool, support int) {
+		switch {
+		case late && m.multi:
+			ev.Late(pred, y, updated, support)
+		case late:
+			ev.LateBinary(f, y, updated, support)
+		case m.multi:
+			ev.Class(pred, y, updated, support)
+		default:
+			ev.Binary(f, y, updated, support)
+		}
 	}
+	record(&m.eval, r.Predicted, r.Margin, updated, support)
 	if m.sel == nil {
-		return r, nil
+		return r
 	}
 	for _, c := range m.cands {
-		if m.multi {
-			c.eval.Class(c.pred, y, c.updated, c.support())
-		} else {
-			c.eval.Binary(c.f, y, c.updated, c.support())
-		}
+		record(&c.eval, c.pred, c.f, c.updated, c.support())
 	}
 	if labeled {
 		r.To, r.Switched = m.sel.Observe(mistakes)
 	}
-	return r, nil
+	return r
 }
 
 // play is one candidate's round: predict (and learn), leaving the
@@ -755,10 +827,12 @@ func (m *Model) Config() Config { return m.cfg }
 // Snapshot format. Version 1 is a model without challengers (its bytes
 // are those of the builds before challengers existed, and still read);
 // version 2 adds, after version 1's sections, the challengers' learners,
-// every candidate's evaluator and the selector.
+// every candidate's evaluator and the selector; version 3 is a model with
+// delayed labels: version 1's or 2's sections (as its configuration has
+// challengers or not), then the pending store.
 const (
 	snapshotMagic   = "SLMODEL"
-	snapshotVersion = 2
+	snapshotVersion = 3
 )
 
 // ErrChecksum is the error for a snapshot whose bytes were damaged.
@@ -782,6 +856,7 @@ type snapConfig struct {
 	Window      int                        `json:"window"`
 	Challengers []snapCandidate            `json:"challengers,omitempty"`
 	Select      *selection.Config          `json:"select,omitempty"`
+	Delayed     *pending.Config            `json:"delayed,omitempty"`
 }
 
 type snapCandidate struct {
@@ -800,8 +875,12 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 		Schema: c.Event.Schema, Positive: c.Labels.Positive, Negative: c.Labels.Negative, Classes: c.Classes,
 		MaxClasses: c.MaxClasses, Window: c.Window}
 	version := byte(1)
+	if m.pend != nil {
+		version = 3
+		sc.Delayed = m.cfg.Delayed
+	}
 	if m.sel != nil {
-		version = 2
+		version = max(version, 2)
 		for _, cd := range m.cands[1:] {
 			sc.Challengers = append(sc.Challengers, snapCandidate{Learner: cd.given, Kernel: cd.kernel.String()})
 		}
@@ -843,6 +922,13 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 			}
 		}
 		s, err := m.sel.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("model snapshot: %w", err)
+		}
+		b = appendBytes(b, s)
+	}
+	if m.pend != nil {
+		s, err := m.pend.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("model snapshot: %w", err)
 		}
@@ -916,8 +1002,8 @@ func Unmarshal(data []byte) (*Model, error) {
 		return nil, errors.New("model snapshot: not a model snapshot (bad magic)")
 	}
 	version := data[len(snapshotMagic)]
-	if version != 1 && version != 2 {
-		return nil, fmt.Errorf("model snapshot: format version %d not supported (this build reads 1 and %d)", version, snapshotVersion)
+	if version < 1 || version > snapshotVersion {
+		return nil, fmt.Errorf("model snapshot: format version %d not supported (this build reads 1 to %d)", version, snapshotVersion)
 	}
 	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
 	if crc32.Checksum(body, castagnoli) != sum {
@@ -932,8 +1018,11 @@ func Unmarshal(data []byte) (*Model, error) {
 	if err := json.Unmarshal(conf, &sc); err != nil {
 		return nil, fmt.Errorf("model snapshot: configuration: %w", err)
 	}
-	if (version == 2) != (len(sc.Challengers) > 0) {
+	if version < 3 && (version == 2) != (len(sc.Challengers) > 0) {
 		return nil, fmt.Errorf("model snapshot: format %d with %d challengers", version, len(sc.Challengers))
+	}
+	if (version == 3) != (sc.Delayed != nil) {
+		return nil, fmt.Errorf("model snapshot: format %d with delayed labels %v", version, sc.Delayed != nil)
 	}
 	kern, err := learners.ParseKernel(sc.Kernel)
 	if err != nil {
@@ -942,7 +1031,7 @@ func Unmarshal(data []byte) (*Model, error) {
 	cfg := Config{Learner: sc.Learner, Kernel: kern, Seed: sc.Seed, Limits: sc.Limits, Events: sc.Events,
 		Event:  codec.EventConfig{LabelField: sc.LabelField, KeyField: sc.KeyField, Ignore: sc.Ignore, Schema: sc.Schema},
 		Labels: codec.LabelMap{Positive: sc.Positive, Negative: sc.Negative}, Classes: sc.Classes,
-		MaxClasses: sc.MaxClasses, Window: sc.Window}
+		MaxClasses: sc.MaxClasses, Window: sc.Window, Delayed: sc.Delayed}
 	for _, c := range sc.Challengers {
 		k, err := learners.ParseKernel(c.Kernel)
 		if err != nil {
@@ -1026,6 +1115,20 @@ func Unmarshal(data []byte) (*Model, error) {
 			return nil, fmt.Errorf("model snapshot: champion %d of %d learners", sel.Champion(), len(m.cands))
 		}
 		m.sel = sel
+	}
+	if m.pend != nil {
+		s := r.bytes("pending store")
+		if r.err != nil {
+			return nil, r.err
+		}
+		p, err := pending.Unmarshal(s)
+		if err != nil {
+			return nil, fmt.Errorf("model snapshot: %w", err)
+		}
+		if p.Config() != m.pend.Config() {
+			return nil, fmt.Errorf("model snapshot: pending store %+v, configuration %+v", p.Config(), m.pend.Config())
+		}
+		m.pend = p
 	}
 	if len(r.b) != 0 {
 		return nil, fmt.Errorf("model snapshot: %d trailing bytes", len(r.b))

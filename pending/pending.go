@@ -14,6 +14,10 @@
 //     exact for streams whose times do not go back.
 //   - A key held twice keeps the newer record (the older is counted as
 //     replaced): a label then goes to the last record with that key.
+//   - The store remembers the keys of the last MaxRecords records that
+//     left without their label (evicted or expired), so that a label
+//     arriving for one can say why it has no record (Gone); a label for a
+//     key it never held, or held and already labeled, is unknown.
 //   - Deterministic: the same calls in the same order give the same store,
 //     and MarshalBinary encodes it in a form Unmarshal restores exactly
 //     (order, counters and all), so it lives in the partition's snapshot.
@@ -33,6 +37,8 @@ import (
 // Config bounds a Store; zero values take the documented defaults.
 type Config struct {
 	// MaxRecords is the most records awaiting a label; default 100,000.
+	// The store also remembers up to as many keys of records that left
+	// unlabeled (see Gone).
 	MaxRecords int
 	// MaxAge, in the records' time unit (milliseconds for Kafka
 	// timestamps), is how long a record waits for its label; 0 (default)
@@ -49,12 +55,38 @@ type Entry struct {
 	// class index) and its margin, to score against the label.
 	Predicted int
 	Margin    float64
+	// Scores are every learner's own prediction when a model runs several
+	// (challengers), in the model's learner order, and Champion the one
+	// whose prediction was emitted; nil and 0 otherwise.
+	Scores   []Score
+	Champion int
 }
 
-type item struct {
-	key  string
-	e    Entry
-	live bool
+// Score is one learner's prediction of a record: ±1 or a class index, and
+// its margin.
+type Score struct {
+	Predicted int
+	Margin    float64
+}
+
+// Left says why a record left the store without its label.
+type Left uint8
+
+const (
+	// LeftEvicted: the store was full and the record was the oldest.
+	LeftEvicted Left = 1 + iota
+	// LeftExpired: the record was older than MaxAge.
+	LeftExpired
+)
+
+func (l Left) String() string {
+	switch l {
+	case LeftEvicted:
+		return "evicted"
+	case LeftExpired:
+		return "expired"
+	}
+	return "unknown"
 }
 
 // Counters say what became of the records that left without a label.
@@ -64,11 +96,9 @@ type Counters struct {
 
 // Store is a bounded set of entries by key, in arrival order.
 type Store struct {
-	cfg   Config
-	items []item         // arrival order from head on; dead ones are holes
-	head  int            // first item that may be live
-	index map[string]int // key → position in items
-	live  int
+	cfg  Config
+	q    queue[Entry]
+	gone queue[Left] // keys of records that left unlabeled, oldest first
 	Counters
 }
 
@@ -80,42 +110,55 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxRecords < 1 || cfg.MaxAge < 0 {
 		return nil, fmt.Errorf("pending: max records %d, max age %d: want a positive count and a non-negative age", cfg.MaxRecords, cfg.MaxAge)
 	}
-	return &Store{cfg: cfg, index: map[string]int{}}, nil
+	return &Store{cfg: cfg, q: newQueue[Entry](), gone: newQueue[Left]()}, nil
 }
 
 // Config is the configuration in use, defaults filled in.
 func (s *Store) Config() Config { return s.cfg }
 
 // Len is the number of records awaiting a label.
-func (s *Store) Len() int { return s.live }
+func (s *Store) Len() int { return s.q.len() }
 
 // Put keeps e under key until Take, eviction or expiry. It reports
 // whether the store evicted its oldest record to make room.
 func (s *Store) Put(key string, e Entry) (evicted bool) {
-	if i, ok := s.index[key]; ok {
-		s.kill(i)
+	if _, ok := s.q.take(key); ok {
 		s.Replaced++
 	}
-	if s.live >= s.cfg.MaxRecords {
-		s.kill(s.oldest())
+	s.gone.take(key)
+	if s.q.len() >= s.cfg.MaxRecords {
+		k, _ := s.q.pop()
+		s.left(k, LeftEvicted)
 		s.Evicted++
 		evicted = true
 	}
-	s.index[key] = len(s.items)
-	s.items = append(s.items, item{key: key, e: e, live: true})
-	s.live++
+	s.q.put(key, e)
 	return evicted
 }
 
+// Peek returns the record held under key, leaving it there; the entry is
+// valid until the next call that changes the store.
+func (s *Store) Peek(key string) (*Entry, bool) { return s.q.get(key) }
+
 // Take removes and returns the record held under key.
-func (s *Store) Take(key string) (Entry, bool) {
-	i, ok := s.index[key]
+func (s *Store) Take(key string) (Entry, bool) { return s.q.take(key) }
+
+// Gone says whether key's record left the store without its label, and
+// why; only the last MaxRecords such keys are remembered.
+func (s *Store) Gone(key string) (Left, bool) {
+	l, ok := s.gone.get(key)
 	if !ok {
-		return Entry{}, false
+		return 0, false
 	}
-	e := s.items[i].e
-	s.kill(i)
-	return e, true
+	return *l, true
+}
+
+func (s *Store) left(key string, why Left) {
+	s.gone.take(key)
+	if s.gone.len() >= s.cfg.MaxRecords {
+		s.gone.pop()
+	}
+	s.gone.put(key, why)
 }
 
 // Expire drops the records older than now − MaxAge (none without a
@@ -125,79 +168,50 @@ func (s *Store) Expire(now int64) int {
 		return 0
 	}
 	n := 0
-	for s.live > 0 {
-		i := s.oldest()
-		if now-s.items[i].e.Time <= s.cfg.MaxAge {
-			break
-		}
-		s.kill(i)
+	for s.q.len() > 0 && now-s.q.front().v.Time > s.cfg.MaxAge {
+		k, _ := s.q.pop()
+		s.left(k, LeftExpired)
 		s.Expired++
 		n++
 	}
 	return n
 }
 
-// oldest is the position of the oldest live item; the store is not empty.
-func (s *Store) oldest() int {
-	for !s.items[s.head].live {
-		s.head++
-	}
-	return s.head
-}
-
-// kill removes item i, and compacts once most of the slice is holes.
-func (s *Store) kill(i int) {
-	it := &s.items[i]
-	delete(s.index, it.key)
-	*it = item{}
-	s.live--
-	if s.live == 0 {
-		s.items, s.head = s.items[:0], 0
-		return
-	}
-	if len(s.items) > 64 && s.live < len(s.items)/4 {
-		s.compact()
-	}
-}
-
-func (s *Store) compact() {
-	j := 0
-	for _, it := range s.items[s.head:] {
-		if it.live {
-			s.items[j] = it
-			s.index[it.key] = j
-			j++
-		}
-	}
-	clear(s.items[j:])
-	s.items, s.head = s.items[:j], 0
-}
-
 const stateVersion = 1
 
-// MarshalBinary encodes the store: configuration, counters and the live
-// entries in arrival order.
+// MarshalBinary encodes the store: configuration, counters, the live
+// entries in arrival order, then the remembered keys in order.
 func (s *Store) MarshalBinary() ([]byte, error) {
 	b := []byte{stateVersion}
-	for _, v := range []uint64{uint64(s.cfg.MaxRecords), uint64(s.cfg.MaxAge), s.Evicted, s.Expired, s.Replaced, uint64(s.live)} {
+	for _, v := range []uint64{uint64(s.cfg.MaxRecords), uint64(s.cfg.MaxAge), s.Evicted, s.Expired, s.Replaced, uint64(s.q.len()), uint64(s.gone.len())} {
 		b = binary.AppendUvarint(b, v)
 	}
-	for _, it := range s.items[s.head:] {
-		if !it.live {
-			continue
+	s.q.each(func(key string, e *Entry) {
+		b = binary.AppendUvarint(b, uint64(len(key)))
+		b = append(b, key...)
+		b = binary.AppendVarint(b, e.Time)
+		b = binary.AppendVarint(b, e.Offset)
+		b = binary.AppendVarint(b, int64(e.Predicted))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(e.Margin))
+		b = binary.AppendUvarint(b, uint64(len(e.Scores)))
+		if len(e.Scores) > 0 {
+			b = binary.AppendUvarint(b, uint64(e.Champion))
 		}
-		b = binary.AppendUvarint(b, uint64(len(it.key)))
-		b = append(b, it.key...)
-		b = binary.AppendVarint(b, it.e.Time)
-		b = binary.AppendVarint(b, it.e.Offset)
-		b = binary.AppendVarint(b, int64(it.e.Predicted))
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(it.e.Margin))
-		b = binary.AppendUvarint(b, uint64(len(it.e.X.Idx)))
-		for k, idx := range it.e.X.Idx {
+		for _, sc := range e.Scores {
+			b = binary.AppendVarint(b, int64(sc.Predicted))
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(sc.Margin))
+		}
+		b = binary.AppendUvarint(b, uint64(len(e.X.Idx)))
+		for k, idx := range e.X.Idx {
 			b = binary.AppendUvarint(b, uint64(idx))
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(it.e.X.Val[k]))
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(e.X.Val[k]))
 		}
-	}
+	})
+	s.gone.each(func(key string, l *Left) {
+		b = binary.AppendUvarint(b, uint64(len(key)))
+		b = append(b, key...)
+		b = append(b, byte(*l))
+	})
 	return b, nil
 }
 
@@ -237,11 +251,21 @@ func Unmarshal(b []byte) (*Store, error) {
 		b = b[8:]
 		return v
 	}
-	var h [6]uint64
+	key := func() string {
+		kl := uv()
+		if bad || kl > uint64(len(b)) {
+			bad = true
+			return ""
+		}
+		k := string(b[:kl])
+		b = b[kl:]
+		return k
+	}
+	var h [7]uint64
 	for i := range h {
 		h[i] = uv()
 	}
-	if bad || h[0] > math.MaxInt32 || h[1] > math.MaxInt64 || h[5] > h[0] {
+	if bad || h[0] > math.MaxInt32 || h[1] > math.MaxInt64 || h[5] > h[0] || h[6] > h[0] {
 		return nil, errTruncated
 	}
 	s, err := New(Config{MaxRecords: int(h[0]), MaxAge: int64(h[1])})
@@ -249,32 +273,55 @@ func Unmarshal(b []byte) (*Store, error) {
 		return nil, err
 	}
 	for range h[5] {
-		kl := uv()
-		if bad || kl > uint64(len(b)) {
+		k := key()
+		e := Entry{Time: sv(), Offset: sv(), Predicted: int(sv()), Margin: f64()}
+		ns := uv()
+		if bad || ns > uint64(len(b))/9 {
 			return nil, errTruncated
 		}
-		key := string(b[:kl])
-		b = b[kl:]
-		e := Entry{Time: sv(), Offset: sv(), Predicted: int(sv()), Margin: f64()}
+		if ns > 0 {
+			e.Champion = int(uv())
+			if e.Champion >= int(ns) {
+				return nil, fmt.Errorf("pending state: champion %d of %d scores", e.Champion, ns)
+			}
+		}
+		for range ns {
+			e.Scores = append(e.Scores, Score{Predicted: int(sv()), Margin: f64()})
+		}
 		nnz := uv()
 		if bad || nnz > uint64(len(b))/2 {
 			return nil, errTruncated
 		}
 		e.X = sparse.Vector{Idx: make([]uint32, nnz), Val: make([]float64, nnz)}
-		for k := range nnz {
+		for j := range nnz {
 			idx := uv()
 			if idx > math.MaxUint32 {
 				bad = true
 			}
-			e.X.Idx[k], e.X.Val[k] = uint32(idx), f64()
+			e.X.Idx[j], e.X.Val[j] = uint32(idx), f64()
 		}
 		if bad {
 			return nil, errTruncated
 		}
-		if _, dup := s.index[key]; dup {
-			return nil, fmt.Errorf("pending state: key %q twice", key)
+		if _, dup := s.q.get(k); dup {
+			return nil, fmt.Errorf("pending state: key %q twice", k)
 		}
-		s.Put(key, e)
+		s.q.put(k, e)
+	}
+	for range h[6] {
+		k := key()
+		if bad || len(b) < 1 {
+			return nil, errTruncated
+		}
+		l := Left(b[0])
+		b = b[1:]
+		if l != LeftEvicted && l != LeftExpired {
+			return nil, fmt.Errorf("pending state: key %q left for reason %d", k, l)
+		}
+		if _, dup := s.gone.get(k); dup {
+			return nil, fmt.Errorf("pending state: remembered key %q twice", k)
+		}
+		s.gone.put(k, l)
 	}
 	if len(b) != 0 {
 		return nil, fmt.Errorf("pending state: %d bytes left over", len(b))

@@ -14,6 +14,15 @@ func entry(i int) Entry {
 	return Entry{X: sparse.Vector{Idx: []uint32{uint32(i % 7), 100}, Val: []float64{float64(i), 1}}, Time: int64(1000 * i), Offset: int64(i), Predicted: 1 - 2*(i%2), Margin: float64(i) / 10}
 }
 
+// scored is entry(i) with a score per learner, as a model with
+// challengers keeps it.
+func scored(i int) Entry {
+	e := entry(i)
+	e.Scores = []Score{{Predicted: e.Predicted, Margin: e.Margin}, {Predicted: i % 3, Margin: -float64(i)}}
+	e.Champion = i % 2
+	return e
+}
+
 func TestPutTakeReplace(t *testing.T) {
 	s, _ := New(Config{MaxRecords: 10})
 	s.Put("a", entry(1))
@@ -55,8 +64,8 @@ func TestEvictionKeepsTheNewest(t *testing.T) {
 	if e, ok := s.Take("k9900"); !ok || e.Offset != 9900 {
 		t.Fatal("the oldest kept record is gone")
 	}
-	if len(s.items) > 400 {
-		t.Fatalf("%d slots for %d records: holes are not compacted", len(s.items), s.Len())
+	if len(s.q.slots) > 400 {
+		t.Fatalf("%d slots for %d records: holes are not compacted", len(s.q.slots), s.Len())
 	}
 }
 
@@ -104,11 +113,14 @@ func TestStateContinuesExactly(t *testing.T) {
 	}
 	play := func(s *Store, o op) string {
 		switch o.kind {
-		case 0, 1:
+		case 0:
 			return fmt.Sprint(s.Put(o.key, entry(o.i)))
+		case 1:
+			return fmt.Sprint(s.Put(o.key, scored(o.i)))
 		case 2:
 			e, ok := s.Take(o.key)
-			return fmt.Sprint(e.Offset, ok)
+			why, gone := s.Gone(o.key)
+			return fmt.Sprint(e.Offset, e.Scores, e.Champion, ok, why, gone)
 		default:
 			return fmt.Sprint(s.Expire(int64(1000 * o.i)))
 		}
@@ -146,6 +158,73 @@ func TestStateContinuesExactly(t *testing.T) {
 		if _, err := Unmarshal(a[:cut]); err == nil && cut > 0 {
 			t.Fatalf("a state cut to %d of %d bytes was accepted", cut, len(a))
 		}
+	}
+}
+
+// A label names the reason its record is not there: evicted, expired, or
+// never held (or already labeled); the store remembers at most MaxRecords
+// such keys, and a key put again is held, not gone.
+func TestGoneSaysWhy(t *testing.T) {
+	s, _ := New(Config{MaxRecords: 3, MaxAge: 10_000})
+	for i := range 5 {
+		s.Put(fmt.Sprint(i), entry(i)) // 0 and 1 evicted
+	}
+	s.Expire(13_500) // times 2000 and 3000 are older than 10 s
+	if _, ok := s.Gone("0"); ok {
+		t.Error("four keys remembered, bound 3")
+	}
+	for key, want := range map[string]Left{"1": LeftEvicted, "2": LeftExpired, "3": LeftExpired} {
+		if got, ok := s.Gone(key); !ok || got != want {
+			t.Errorf("Gone(%s) = %v %v, want %v", key, got, ok, want)
+		}
+	}
+	if _, ok := s.Gone("4"); ok {
+		t.Error("a held record is gone")
+	}
+	s.Take("4")
+	if _, ok := s.Gone("4"); ok {
+		t.Error("a labeled record counts as gone")
+	}
+	if _, ok := s.Gone("never"); ok {
+		t.Error("a key never held is gone")
+	}
+	s.Put("0", entry(9))
+	if _, ok := s.Gone("0"); ok {
+		t.Error("a key put again is still gone")
+	}
+	// 1, 2, 3 are remembered; evicting 0 again forgets the oldest, 1.
+	s.Put("a", entry(10))
+	s.Put("b", entry(11))
+	s.Put("c", entry(12)) // evicts 0 again
+	if s.gone.len() > 3 {
+		t.Fatalf("%d keys remembered, bound 3", s.gone.len())
+	}
+	if _, ok := s.Gone("1"); ok {
+		t.Error("the oldest remembered key outlived the bound")
+	}
+	if got, ok := s.Gone("0"); !ok || got != LeftEvicted {
+		t.Errorf("Gone(0) = %v %v after its second eviction", got, ok)
+	}
+}
+
+// Memory follows the bound, not the traffic: a million records that never
+// get labels, and a million labels for keys never seen.
+func TestMemoryStaysBounded(t *testing.T) {
+	s, _ := New(Config{MaxRecords: 1000, MaxAge: 50_000})
+	for i := range 1_000_000 {
+		s.Put(fmt.Sprint("r", i), Entry{Time: int64(i)})
+		if i%3 == 0 {
+			s.Expire(int64(i))
+		}
+		if _, ok := s.Take(fmt.Sprint("label-", i)); ok {
+			t.Fatal("a label found a record it was not for")
+		}
+	}
+	if s.Len() > 1000 || s.gone.len() > 1000 || len(s.q.slots) > 4*1000+64 || len(s.gone.slots) > 4*1000+64 {
+		t.Fatalf("held %d (%d slots), remembered %d (%d slots); bound 1000", s.Len(), len(s.q.slots), s.gone.len(), len(s.gone.slots))
+	}
+	if s.Evicted+s.Expired+uint64(s.Len()) != 1_000_000 {
+		t.Fatalf("evicted %d + expired %d + held %d ≠ 1,000,000", s.Evicted, s.Expired, s.Len())
 	}
 }
 

@@ -82,9 +82,32 @@ func (e *Evaluator) Binary(f float64, y int, updated bool, support int) {
 // (−1: no prediction), truth the true class or −1 when unlabeled.
 func (e *Evaluator) Class(pred, truth int, updated bool, support int) {
 	e.round(updated, support)
-	if truth < 0 {
-		return
+	if truth >= 0 {
+		e.score(pred, truth)
 	}
+}
+
+// LateBinary is Late for a binary round: f is the margin the prediction
+// was made with.
+func (e *Evaluator) LateBinary(f float64, y int, updated bool, support int) {
+	e.Late(BinaryClass(Predict(f)), BinaryClass(y), updated, support)
+}
+
+// Late records a label that arrived after its round (delayed labels): the
+// round was counted unlabeled when it was predicted; now its prediction
+// pred is scored against truth, and the learning the label caused counts
+// as an update. It is not a new round.
+func (e *Evaluator) Late(pred, truth int, updated bool, support int) {
+	e.Support = support
+	e.SupportMax = max(e.SupportMax, support)
+	if updated {
+		e.Updates++
+	}
+	e.score(pred, truth)
+}
+
+// score counts one labeled prediction: baseline, confusion, mistakes.
+func (e *Evaluator) score(pred, truth int) {
 	e.grow(max(pred, truth) + 1)
 	if e.majority != truth {
 		e.BaselineMistakes++

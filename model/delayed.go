@@ -1,0 +1,200 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/pending"
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// At is where a message sits in its stream, for delayed labels: the key
+// it was sent with (used when the message names none of its own), its
+// time (milliseconds) and its offset.
+type At struct {
+	Key    []byte
+	Time   int64
+	Offset int64
+}
+
+var errLabelOnly = &codec.Error{Reason: codec.ReasonEmptyFeatures, Detail: "a label message has no feature to predict from"}
+
+// StepAt is Step for a model with delayed labels (Config.Delayed; without
+// it, StepAt is Step). The message's key is the event's key field, else
+// at.Key. A message with features and a label is learned at once, as
+// Step does; one with features, a key and no label is predicted and held
+// until its label comes (Result.Held); one with a label and no feature is
+// that label (Result.Late): its record is taken from the store, learned,
+// and its emitted prediction scored. A label whose record is not held is
+// refused naming why (label_unknown, label_expired, label_evicted,
+// label_without_key) and changes nothing. After every message that is not
+// refused, records older than the store's MaxAge by at.Time expire.
+func (m *Model) StepAt(b []byte, at At) (Result, error) {
+	if m.pend == nil {
+		return m.Step(b)
+	}
+	x, label, key, labelOnly, err := m.decode(b)
+	if err != nil {
+		return Result{}, err
+	}
+	if len(key) == 0 {
+		key = at.Key
+	}
+	var r Result
+	switch {
+	case labelOnly:
+		r, err = m.Resolve(key, label, at)
+	case len(label) == 0 && len(key) > 0:
+		r, err = m.HoldVector(x, key, at)
+	default:
+		r, err = m.step(x, label, true)
+		if err == nil {
+			r.Expired = m.pend.Expire(at.Time)
+		}
+	}
+	if m.cfg.Events && !labelOnly {
+		r.Key = m.ev.Key()
+	}
+	return r, err
+}
+
+// Hold decodes a message that carries its label and plays it as if the
+// label were still to come: predicted and held under key (HoldVector), the
+// label returned (a copy) for the caller to Resolve later — how eval and
+// replay delay labels. An unlabeled message is stepped as usual (nil label).
+func (m *Model) Hold(b []byte, key []byte, at At) (Result, []byte, error) {
+	if m.pend == nil {
+		return Result{}, nil, errors.New("model: Hold without delayed labels")
+	}
+	x, label, evKey, labelOnly, err := m.decode(b)
+	if err != nil {
+		return Result{}, nil, err
+	}
+	if labelOnly {
+		return Result{}, nil, errLabelOnly
+	}
+	label = append([]byte(nil), label...)
+	var r Result
+	if len(label) == 0 {
+		r, err = m.step(x, nil, true)
+	} else {
+		r, err = m.HoldVector(x, key, at)
+	}
+	r.Key = evKey
+	return r, label, err
+}
+
+// HoldVector predicts x as an unlabeled record and holds it under key
+// until Resolve brings its label; a record already held under key is
+// replaced. Delayed-label models only.
+func (m *Model) HoldVector(x sparse.Vector, key []byte, at At) (Result, error) {
+	if m.pend == nil {
+		return Result{}, errors.New("model: HoldVector without delayed labels")
+	}
+	r, err := m.step(x, nil, true)
+	if err != nil {
+		return r, err
+	}
+	e := pending.Entry{X: sparse.Vector{Idx: append([]uint32(nil), x.Idx...), Val: append([]float64(nil), x.Val...)},
+		Time: at.Time, Offset: at.Offset, Predicted: r.Predicted, Margin: r.Margin}
+	if len(m.cands) > 1 {
+		e.Champion = r.Candidate
+		e.Scores = make([]pending.Score, len(m.cands))
+		for i, c := range m.cands {
+			e.Scores[i] = pending.Score{Predicted: c.pred, Margin: c.f}
+		}
+	}
+	m.pend.Put(string(key), e)
+	r.Held = true
+	r.Expired = m.pend.Expire(at.Time)
+	return r, nil
+}
+
+// Resolve is the label of the record held under key: the record is
+// learned with it (every learner plays the round on the current model),
+// and the prediction emitted for it, kept in the store, is what the
+// evaluators score. See StepAt for the refusals. A label that the binary
+// label map neither maps nor refuses (not learned, as for any record)
+// releases its record unlearned.
+func (m *Model) Resolve(key, label []byte, at At) (Result, error) {
+	if m.pend == nil {
+		return Result{}, errors.New("model: Resolve without delayed labels")
+	}
+	switch {
+	case len(label) == 0:
+		return Result{}, &codec.Error{Reason: codec.ReasonBadLabel, Detail: "a message with neither features nor a label"}
+	case len(key) == 0:
+		return Result{}, &codec.Error{Reason: codec.ReasonLabelNoKey, Detail: "a label message has no key to find its record by"}
+	}
+	if _, ok := m.pend.Peek(string(key)); !ok {
+		if why, gone := m.pend.Gone(string(key)); gone {
+			reason := codec.ReasonLabelEvicted
+			if why == pending.LeftExpired {
+				reason = codec.ReasonLabelExpired
+			}
+			return Result{}, &codec.Error{Reason: reason, Detail: fmt.Sprintf("the record keyed %q left the pending store (%s) before its label came", clip(key), why)}
+		}
+		return Result{}, &codec.Error{Reason: codec.ReasonLabelUnknown, Detail: fmt.Sprintf("no record keyed %q awaits a label", clip(key))}
+	}
+	y, isNew, err := m.target(label)
+	if err != nil {
+		return Result{}, err
+	}
+	ent, _ := m.pend.Take(string(key))
+	labeled := y != 0
+	if m.multi {
+		labeled = y >= 0
+	}
+	r := Result{Late: true, LateOffset: ent.Offset, Delay: at.Time - ent.Time, Predicted: ent.Predicted, Margin: ent.Margin, Label: y}
+	if !labeled {
+		r.Expired = m.pend.Expire(at.Time)
+		return r, nil
+	}
+	// Learn on the model as it is now; a refusal here (a margin that has
+	// become non-finite) loses the record, which was already taken.
+	updated := false
+	for _, c := range m.cands {
+		if err := c.play(ent.X, y, m.multi, true); err != nil {
+			return Result{}, err
+		}
+		updated = updated || c.updated
+	}
+	if isNew {
+		if err := m.addClass(string(label)); err != nil {
+			return Result{}, err
+		}
+		for _, c := range m.cands {
+			o := c.ls[y].Round(ent.X, 1)
+			c.updated = c.updated || o.Updated
+			updated = updated || o.Updated
+		}
+	}
+	// Score what was emitted, not what the model says now.
+	for i, c := range m.cands {
+		c.pred, c.f = ent.Predicted, ent.Margin
+		if ent.Scores != nil {
+			c.pred, c.f = ent.Scores[i].Predicted, ent.Scores[i].Margin
+		}
+	}
+	champ := 0
+	if ent.Scores != nil {
+		champ = ent.Champion // who made the emitted prediction
+	}
+	late := m.settle(champ, y, true, updated, false, true, true)
+	late.Late, late.LateOffset, late.Delay = true, ent.Offset, at.Time-ent.Time
+	late.Expired = m.pend.Expire(at.Time)
+	return late, nil
+}
+
+// Pending is the store of records awaiting their labels (nil without
+// delayed labels): read its length and counters, do not change it.
+func (m *Model) Pending() *pending.Store { return m.pend }
+
+// clip shortens a key for an error message.
+func clip(key []byte) string {
+	if len(key) > 64 {
+		return string(key[:64]) + "…"
+	}
+	return string(key)
+}
