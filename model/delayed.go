@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -197,4 +198,105 @@ func clip(key []byte) string {
 		return string(key[:64]) + "…"
 	}
 	return string(key)
+}
+
+// Delayer plays a labeled stream with every label revealed N records
+// after its record — delayed progressive validation, as River's
+// progressive_val_score(delay=…) and MOA's delayed evaluation do: each
+// record is predicted when it comes and held; after record i, the label
+// of record i−N is resolved; Flush resolves the labels still in flight,
+// oldest first, so that every labeled record is scored whatever N.
+// Unlabeled records are stepped as usual. N = 0 gives Step's margins and
+// evaluators exactly. The model must have delayed labels with room for N
+// records (DelayConfig).
+type Delayer struct {
+	m     *Model
+	n     int
+	seq   uint64
+	queue []heldLabel
+	key   []byte
+}
+
+type heldLabel struct {
+	key   uint64
+	label []byte
+}
+
+// DelayConfig is the pending store a Delayer of n needs.
+func DelayConfig(n int) *pending.Config { return &pending.Config{MaxRecords: n + 1} }
+
+// NewDelayer delays m's labels by n records.
+func NewDelayer(m *Model, n int) (*Delayer, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("model: delay %d: want 0 or more records", n)
+	}
+	if m.pend == nil || m.pend.Config().MaxRecords <= n || m.pend.Config().MaxAge != 0 {
+		return nil, fmt.Errorf("model: a delay of %d records needs a pending store of %d records without a max age", n, n+1)
+	}
+	return &Delayer{m: m, n: n}, nil
+}
+
+// Step plays message b (Step's input), then any label now due; f sees
+// the record's result (a prediction, Held when it waits for its label),
+// then each resolved label's (Late).
+func (d *Delayer) Step(b []byte, f func(Result)) error {
+	d.key = binary.BigEndian.AppendUint64(d.key[:0], d.seq)
+	r, label, err := d.m.Hold(b, d.key, At{Offset: int64(d.seq)})
+	if err != nil {
+		return err
+	}
+	return d.after(r, label, f)
+}
+
+// StepVector is Step for an indexed record and its label token.
+func (d *Delayer) StepVector(x sparse.Vector, label []byte, f func(Result)) error {
+	var r Result
+	var err error
+	if len(label) == 0 {
+		r, err = d.m.step(x, nil, true)
+	} else {
+		d.key = binary.BigEndian.AppendUint64(d.key[:0], d.seq)
+		r, err = d.m.HoldVector(x, d.key, At{Offset: int64(d.seq)})
+		label = append([]byte(nil), label...)
+	}
+	if err != nil {
+		return err
+	}
+	return d.after(r, label, f)
+}
+
+func (d *Delayer) after(r Result, label []byte, f func(Result)) error {
+	if r.Held {
+		d.queue = append(d.queue, heldLabel{d.seq, label})
+	}
+	d.seq++
+	f(r)
+	for len(d.queue) > d.n {
+		if err := d.resolve(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *Delayer) resolve(f func(Result)) error {
+	h := d.queue[0]
+	d.queue = d.queue[1:]
+	d.key = binary.BigEndian.AppendUint64(d.key[:0], h.key)
+	r, err := d.m.Resolve(d.key, h.label, At{Offset: int64(d.seq)})
+	if err != nil {
+		return fmt.Errorf("label of record %d: %w", h.key+1, err)
+	}
+	f(r)
+	return nil
+}
+
+// Flush resolves every label still held back, oldest first.
+func (d *Delayer) Flush(f func(Result)) error {
+	for len(d.queue) > 0 {
+		if err := d.resolve(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }

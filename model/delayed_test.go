@@ -360,3 +360,74 @@ func TestDelayedSnapshotFormat(t *testing.T) {
 		}
 	}
 }
+
+// A Delayer of N is Hold and Resolve N records apart, every label scored
+// once Flush has run; N = 0 is the usual step.
+func TestDelayer(t *testing.T) {
+	c := candidateCases(t)[1]
+	recs := lines(t, c.data, 700)
+	for _, n := range []int{0, 1, 37} {
+		d := build(t, delayed(c.cfg, *DelayConfig(n)))
+		dl, err := NewDelayer(d, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, b := range recs {
+			if err := dl.Step(b, func(r Result) { r.Key, r.Margins = nil, nil; got = append(got, fmt.Sprintf("%+v", r)) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := dl.Flush(func(r Result) { r.Key, r.Margins = nil, nil; got = append(got, fmt.Sprintf("%+v", r)) }); err != nil {
+			t.Fatal(err)
+		}
+		m := build(t, delayed(c.cfg, *DelayConfig(n)))
+		var want []string
+		var labels [][]byte
+		resolve := func(j int) {
+			r, err := m.Resolve(key(j), labels[j], At{Offset: int64(min(j+n+1, len(recs)))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Key, r.Margins, r.LateOffset = nil, nil, int64(j)
+			want = append(want, fmt.Sprintf("%+v", r))
+		}
+		for i, b := range recs {
+			r, label, err := m.Hold(b, key(i), At{Offset: int64(i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Key, r.Margins = nil, nil
+			want = append(want, fmt.Sprintf("%+v", r))
+			labels = append(labels, label)
+			if i >= n {
+				resolve(i - n)
+			}
+		}
+		for j := len(recs) - n; j < len(recs); j++ {
+			resolve(j)
+		}
+		if len(got) != 2*len(recs) || d.Eval().Labeled != uint64(len(recs)) {
+			t.Fatalf("delay %d: %d results, %d labeled, for %d records", n, len(got), d.Eval().Labeled, len(recs))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("delay %d, result %d: %s\nby hand: %s", n, i, got[i], want[i])
+			}
+		}
+		if n == 0 {
+			plain := build(t, c.cfg)
+			for _, b := range recs {
+				plain.Step(b)
+			}
+			a, _ := plain.Eval().MarshalBinary()
+			b, _ := d.Eval().MarshalBinary()
+			if !bytes.Equal(a, b) {
+				t.Fatal("delay 0: the evaluator differs from the usual step's")
+			}
+		}
+	}
+	if _, err := NewDelayer(build(t, c.cfg), 3); err == nil {
+		t.Fatal("a Delayer on a model without a pending store")
+	}
+}
