@@ -818,6 +818,9 @@ func (m *Model) Spec() string {
 			s += " select-detector=" + sc.Detector
 		}
 	}
+	if d := m.cfg.Delayed; d != nil {
+		s += fmt.Sprintf(" delayed-labels pending-max-records=%d pending-max-age-ms=%d", d.MaxRecords, d.MaxAge)
+	}
 	return s
 }
 

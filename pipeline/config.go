@@ -12,6 +12,7 @@ import (
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/pending"
 	"github.com/streamlearner/streamlearner/selection"
 )
 
@@ -55,6 +56,28 @@ type Config struct {
 	// Learner alone.
 	Challengers []model.Candidate
 	Select      selection.Config
+
+	// DelayedLabels lets a label come after its record (model.Config
+	// Delayed): a record with a key and no label is predicted at once (its
+	// prediction emitted) and waits in the partition's pending store; a
+	// label message — the record's key and a label, no feature — makes
+	// the model learn it and score the emitted prediction; it emits no
+	// prediction itself. The key is the event's key field (Event.KeyField),
+	// else the message key; records and their labels must carry the same
+	// message key so that they share a partition. A label for no waiting
+	// record is a dead letter (label_unknown, label_expired,
+	// label_evicted, label_without_key). The store is in the partition's
+	// checkpoint, so recovery stays exact. Default false.
+	DelayedLabels bool
+	// PendingMaxRecords bounds the records awaiting a label, per
+	// partition: past it the oldest is evicted (counted). Default 100,000
+	// (a few hundred bytes each for records of tens of features).
+	PendingMaxRecords int
+	// PendingMaxAge is how long a record waits for its label, by record
+	// timestamps (the label message's time against the record's), not by
+	// the clock, so that a replay expires what the service expired.
+	// Default 0: until evicted.
+	PendingMaxAge time.Duration
 
 	// StartOffset is where a partition with no committed offset starts:
 	// "earliest" (default) or "latest".
@@ -176,8 +199,16 @@ func (c *Config) ModelConfig(p int) model.Config {
 	return model.Config{
 		Learner: c.Learner, Kernel: c.Kernel, Seed: c.Seed + uint64(p), Limits: c.Limits, Labels: c.Labels,
 		Events: c.Events, Event: c.Event, Features: c.Features, Classes: c.Classes, MaxClasses: c.MaxClasses,
-		Challengers: c.Challengers, Select: c.Select,
+		Challengers: c.Challengers, Select: c.Select, Delayed: c.pending(),
 	}
+}
+
+// pending is the pending store of delayed labels, nil without them.
+func (c *Config) pending() *pending.Config {
+	if !c.DelayedLabels {
+		return nil
+	}
+	return &pending.Config{MaxRecords: c.PendingMaxRecords, MaxAge: c.PendingMaxAge.Milliseconds()}
 }
 
 // ModelMemory estimates the memory of one partition's model, and names
@@ -214,6 +245,20 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 		if len(c.Challengers) > 0 {
 			per = fmt.Sprintf("partition (%d learners × %d classes)", 1+len(c.Challengers), k)
 		}
+	}
+	if pc := c.pending(); pc != nil && err == nil {
+		// A waiting record holds its features (a uint32 index and a
+		// float64 value each), its key and the store's bookkeeping: about
+		// 400 bytes for 14 features and a 12-byte key in the store's
+		// benchmark, of which ~230 are not the features.
+		n := int64(max(pc.MaxRecords, 0))
+		if n == 0 {
+			n = 100_000
+		}
+		held := n * (256 + 12*int64(c.ExpectedNonZeros))
+		mem.Held += held
+		mem.Peak += held
+		per += fmt.Sprintf(", with %d records awaiting labels", n)
 	}
 	return mem, per, err
 }
@@ -261,6 +306,12 @@ func (c *Config) Validate() error {
 	}
 	if _, err := learners.New(c.Learner, c.Kernel, 0); err != nil {
 		return err
+	}
+	if c.PendingMaxAge < 0 || c.PendingMaxRecords < 0 {
+		return fmt.Errorf("pending max records %d, max age %v: want positive bounds", c.PendingMaxRecords, c.PendingMaxAge)
+	}
+	if c.DelayedLabels && c.PendingMaxRecords == 0 {
+		c.PendingMaxRecords = 100_000
 	}
 	if _, err := model.New(c.ModelConfig(0)); err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/fetch"
 	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/pending"
 )
 
 // errFenced means the group moved on: this member no longer owns the
@@ -69,6 +70,8 @@ type worker struct {
 	// many-class prediction.
 	msg     kafka.Message
 	margins []codec.ClassMargin
+	// evicted is the pending store's eviction count already exported.
+	evicted uint64
 }
 
 func (w *worker) run(gen context.Context) {
@@ -120,6 +123,15 @@ func (w *worker) run(gen context.Context) {
 	_, none := cfg.Checkpoints.(NoCheckpoints)
 	w.keeps = !none
 	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Model.Support()))
+	if p := w.st.Model.Pending(); p != nil {
+		w.evicted = p.Evicted // counted by whoever held the partition before
+		mt.PendingRecords.WithLabelValues(w.label).Set(float64(p.Len()))
+		mt.PendingExpired.WithLabelValues(w.label)
+		mt.PendingEvicted.WithLabelValues(w.label)
+		for _, r := range []codec.Reason{codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey} {
+			mt.OrphanLabels.WithLabelValues(w.label, string(r))
+		}
+	}
 	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Model.Eval().WindowRate())
 	w.markDurable() // the model is what the store holds
 	defer func() {
@@ -325,9 +337,12 @@ func (w *worker) handle(rec *fetch.Record) {
 		r   model.Result
 		err error
 	)
-	if cfg.PassThrough {
+	switch {
+	case cfg.PassThrough:
 		r, err = passThrough(msg.Value, cfg)
-	} else {
+	case cfg.DelayedLabels:
+		r, err = m.StepAt(msg.Value, model.At{Key: rec.Key, Time: rec.Time.UnixMilli(), Offset: rec.Offset})
+	default:
 		r, err = m.Step(msg.Value)
 	}
 	if err != nil {
@@ -337,8 +352,14 @@ func (w *worker) handle(rec *fetch.Record) {
 		if errors.As(err, &ce) {
 			reason, detail = ce.Reason, ce.Detail
 		}
+		if isLabelReason(reason) {
+			mt.OrphanLabels.WithLabelValues(w.label, string(reason)).Inc()
+		}
 		w.deadLetter(msg, reason, detail)
 		return
+	}
+	if p := m.Pending(); p != nil {
+		w.pendingGauges(p, r.Expired)
 	}
 	if r.Labeled && !cfg.PassThrough {
 		mt.Round.Observe(time.Since(t0).Seconds())
@@ -360,6 +381,17 @@ func (w *worker) handle(rec *fetch.Record) {
 		sel := m.Selector()
 		w.log.Info().Int64("offset", msg.Offset).Str("from", w.names[r.From]).Str("to", w.names[r.To]).
 			Float64("from_rate", sel.Rate(r.From)).Float64("to_rate", sel.Rate(r.To)).Msg("champion switched")
+	}
+	if r.Late {
+		// A label: its record's prediction went out when the record came.
+		if r.Labeled {
+			w.learned.Inc()
+			if r.Mistake {
+				w.mistakes.Inc()
+			}
+			mt.LabelDelay.Observe(float64(r.Delay) / 1000)
+		}
+		return
 	}
 	key := msg.Key
 	if r.Key != nil {
@@ -408,6 +440,30 @@ func (w *worker) handle(rec *fetch.Record) {
 	})
 }
 
+// isLabelReason says whether a dead letter is a label that found no
+// record awaiting it.
+func isLabelReason(r codec.Reason) bool {
+	switch r {
+	case codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey:
+		return true
+	}
+	return false
+}
+
+// pendingGauges brings the delayed-label series up to date after a
+// message that expired expired records.
+func (w *worker) pendingGauges(p *pending.Store, expired int) {
+	mt := w.m.cfg.Metrics
+	mt.PendingRecords.WithLabelValues(w.label).Set(float64(p.Len()))
+	if expired > 0 {
+		mt.PendingExpired.WithLabelValues(w.label).Add(float64(expired))
+	}
+	if p.Evicted > w.evicted {
+		mt.PendingEvicted.WithLabelValues(w.label).Add(float64(p.Evicted - w.evicted))
+	}
+	w.evicted = p.Evicted
+}
+
 // passThrough decodes a record as the model would and predicts nothing
 // (margin 0): the service's path without learning, for measuring what
 // learning costs. Records only.
@@ -450,6 +506,15 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	}
 	cfg, mt := w.m.cfg, w.m.cfg.Metrics
 	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Model.Support()))
+	if p := w.st.Model.Pending(); p != nil {
+		w.evicted = p.Evicted // counted by whoever held the partition before
+		mt.PendingRecords.WithLabelValues(w.label).Set(float64(p.Len()))
+		mt.PendingExpired.WithLabelValues(w.label)
+		mt.PendingEvicted.WithLabelValues(w.label)
+		for _, r := range []codec.Reason{codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey} {
+			mt.OrphanLabels.WithLabelValues(w.label, string(r))
+		}
+	}
 	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Model.Eval().WindowRate())
 	w.learnerGauges()
 	if w.hwm >= 0 {

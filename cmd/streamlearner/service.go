@@ -125,6 +125,10 @@ type runCmd struct {
 	RebalanceTimeout   time.Duration `default:"10s" help:"How long members get to stop their workers in a rebalance."`
 	MetricsAddr        string        `default:"127.0.0.1:9464" help:"Serve /metrics, /healthz and /readyz here (empty: off)."`
 	ResetModel         bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
+
+	DelayedLabels     bool          `help:"Labels may come after their records: a keyed record without a label is predicted and waits for a label message (its key and label, no feature) in the same topic and partition; see docs/delayed.md."`
+	PendingMaxRecords int           `default:"100000" help:"With --delayed-labels: records awaiting a label per partition; past it the oldest is evicted."`
+	PendingMaxAge     time.Duration `default:"0s" help:"With --delayed-labels: how long a record waits for its label, by record timestamps (0: until evicted)."`
 }
 
 func (c *runCmd) Validate() error {
@@ -211,6 +215,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		FlushRecords: c.FlushRecords, FlushInterval: c.FlushInterval, AutoCreateTopics: c.AutoCreate,
 		CheckpointEvery: c.CheckpointEvery, CheckpointInterval: c.CheckpointInterval, Checkpoints: cp,
 		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
+		DelayedLabels: c.DelayedLabels, PendingMaxRecords: c.PendingMaxRecords, PendingMaxAge: c.PendingMaxAge,
 		Log: log,
 	}
 	mc, err := c.modelConfig(c.fieldFlags, labels)

@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/model"
+)
+
+// delayedStream is Elec2 with its labels sent later: each event without
+// its class, keyed by its id, and its label message ({"id","class"})
+// 1–100 events after it; every 20th label never comes, and orphans
+// labels for ids that never were. Labels share their record's key, so
+// they land in its partition.
+func delayedStream(t *testing.T, path string, orphans int) (msgs []kafka.Message, records, labels int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, _ := gzip.NewReader(f)
+	sc := bufio.NewScanner(zr)
+	r := rand.New(rand.NewPCG(15, 1))
+	due := map[int][]kafka.Message{}
+	i := 0
+	for ; sc.Scan(); i++ {
+		var ev map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		var id string
+		json.Unmarshal(ev["id"], &id)
+		label, _ := json.Marshal(map[string]json.RawMessage{"id": ev["id"], "class": ev["class"]})
+		delete(ev, "class")
+		rec, _ := json.Marshal(ev)
+		msgs = append(msgs, due[i]...)
+		msgs = append(msgs, kafka.Message{Key: []byte(id), Value: rec})
+		records++
+		if i%20 != 7 {
+			at := i + 1 + r.IntN(100)
+			due[at] = append(due[at], kafka.Message{Key: []byte(id), Value: label})
+			labels++
+		}
+		if i%150 == 0 && i/150 < orphans {
+			msgs = append(msgs, kafka.Message{Key: []byte(fmt.Sprint("nobody-", i)), Value: []byte(fmt.Sprintf(`{"id":"nobody-%d","class":"UP"}`, i))})
+		}
+	}
+	keys := make([]int, 0, len(due))
+	for k := range due {
+		if k >= i {
+			keys = append(keys, k)
+		}
+	}
+	sort.Ints(keys)
+	for _, k := range keys {
+		msgs = append(msgs, due[k]...)
+	}
+	return msgs, records, labels
+}
+
+// Labels that come later, in the same topic: every record is predicted
+// once when it comes; each label makes its partition's model learn the
+// record and score the prediction emitted; a label for nothing is a dead
+// letter; and each partition's predictions and counters are exactly the
+// partition model's played offline over the partition's messages.
+func TestDelayedLabelsInTheSameTopic(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	msgs, records, labels := delayedStream(t, "../testdata/elec2.3000.jsonl.gz", 20)
+	produce(t, b, "in", msgs, &kafka.Hash{})
+
+	cfg := testConfig(t, b, "rbp:budget=50")
+	cfg.Events, cfg.Event, cfg.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
+	cfg.DelayedLabels = true
+	cfg.Metrics = NewMetrics(nil)
+	mt := cfg.Metrics
+	runMember(t, cfg)
+	preds := readTopic(t, b, "out", records, 60*time.Second)
+	if len(preds) != records {
+		t.Fatalf("%d predictions for %d records", len(preds), records)
+	}
+	dead := readTopic(t, b, "in.dlq", 20, 30*time.Second)
+	if len(dead) != 20 {
+		t.Fatalf("%d dead letters, want the 20 orphan labels", len(dead))
+	}
+	for _, d := range dead {
+		if h := headers(d.msg)[HeaderError]; h != string(codec.ReasonLabelUnknown) {
+			t.Fatalf("dead letter %s: reason %q", d.msg.Value, h)
+		}
+	}
+	// sum adds a partition series over the four partitions.
+	sum := func(v *prometheus.CounterVec, labels ...string) (s float64) {
+		for p := range 4 {
+			s += testutil.ToFloat64(v.WithLabelValues(append([]string{fmt.Sprint(p)}, labels...)...))
+		}
+		return s
+	}
+	waitFor(t, "every label learned", 30*time.Second, func() bool { return int(sum(mt.Learned)) == labels })
+	got := map[[2]int64]codec.Prediction{}
+	for _, r := range preds {
+		p, err := codec.DecodePrediction(r.msg.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[[2]int64{int64(p.Partition), p.Offset}] = p
+	}
+	inputs := readTopic(t, b, "in", len(msgs), 30*time.Second)
+	byPart := map[int][]record{}
+	for _, r := range inputs {
+		byPart[r.partition] = append(byPart[r.partition], r)
+	}
+	mistakes, pendingLeft := 0, 0
+	for part, recs := range byPart {
+		sort.Slice(recs, func(i, j int) bool { return recs[i].offset < recs[j].offset })
+		twin, err := model.New(cfg.ModelConfig(part))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			want, err := twin.StepAt(r.msg.Value, model.At{Key: r.msg.Key, Time: r.msg.Time.UnixMilli(), Offset: r.offset})
+			p, ok := got[[2]int64{int64(part), r.offset}]
+			switch {
+			case err != nil || want.Late:
+				if ok {
+					t.Fatalf("partition %d offset %d: a label (%v) was predicted: %+v", part, r.offset, err, p)
+				}
+			case !ok || p.Margin != want.Margin || p.Key != string(want.Key) || p.Mistake != nil:
+				t.Fatalf("partition %d offset %d: %+v (%v), offline %+v", part, r.offset, p, ok, want)
+			}
+		}
+		ev := twin.Eval()
+		mistakes += int(ev.Mistakes)
+		pendingLeft += twin.Pending().Len()
+		if g := testutil.ToFloat64(mt.PendingRecords.WithLabelValues(fmt.Sprint(part))); int(g) != twin.Pending().Len() {
+			t.Errorf("partition %d: pending gauge %v, offline %d", part, g, twin.Pending().Len())
+		}
+	}
+	if m := int(sum(mt.Mistakes)); m != mistakes || mistakes == 0 {
+		t.Errorf("mistakes counted %d, offline %d", m, mistakes)
+	}
+	if pendingLeft != records-labels {
+		t.Errorf("%d records still pending, %d labels never sent", pendingLeft, records-labels)
+	}
+	if n := histogramCount(t, mt.LabelDelay); n != uint64(labels) {
+		t.Errorf("label delay histogram counted %d labels, %d learned", n, labels)
+	}
+	if o := sum(mt.OrphanLabels, string(codec.ReasonLabelUnknown)); o != 20 {
+		t.Errorf("orphan labels counted %v, want 20", o)
+	}
+	t.Logf("%d records, %d labels learned, %d mistakes, %d waiting", records, labels, mistakes, pendingLeft)
+}
+
+func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
+	var d dto.Metric
+	if err := h.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetHistogram().GetSampleCount()
+}
