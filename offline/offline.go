@@ -82,8 +82,8 @@ type Config struct {
 	// progressive validation, model.Delayer): a record is predicted when it
 	// comes and learned when its label does, on the model as it is then,
 	// and its emitted prediction is what is scored. The labels still in
-	// flight at the end of the pass are revealed then, so every labeled
-	// record is scored whatever the delay. Trace and the learning-curve
+	// flight at the end of the pass (or at a stop) are revealed then, so
+	// every labeled record played is scored whatever the delay. Trace and the learning-curve
 	// points follow the records, not the labels. Default 0: each label at
 	// once, the usual prequential step.
 	Delay int
