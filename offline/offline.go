@@ -78,6 +78,15 @@ type Config struct {
 	// Challengers are further learners of the selection, each with its
 	// own kernel (the zero Kernel: Kernel). Only with Select.
 	Challengers []model.Candidate
+	// Delay reveals each label Delay records after its record (delayed
+	// progressive validation, model.Delayer): a record is predicted when it
+	// comes and learned when its label does, on the model as it is then,
+	// and its emitted prediction is what is scored. The labels still in
+	// flight at the end of the pass (or at a stop) are revealed then, so
+	// every labeled record played is scored whatever the delay. Trace and the learning-curve
+	// points follow the records, not the labels. Default 0: each label at
+	// once, the usual prequential step.
+	Delay int
 }
 
 // candidates are the learners of a selection, in order.
@@ -206,6 +215,9 @@ type Result struct {
 	// mean number of champion changes over orders.
 	Selector bool    `json:"selector,omitempty"`
 	Switches float64 `json:"switches,omitempty"`
+	// Delay is Config.Delay: each label was revealed Delay records after
+	// its record (absent when 0).
+	Delay int `json:"delay,omitempty"`
 }
 
 // Seed streams: each purpose draws from its own sequence of the run seed.
@@ -277,6 +289,9 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 	}
 	if cfg.Select != nil && cfg.Trace != nil {
 		return nil, errors.New("a trace is of learners run apart, not of a selection")
+	}
+	if cfg.Delay < 0 {
+		return nil, fmt.Errorf("delay %d: want 0 or more records", cfg.Delay)
 	}
 	orders := max(cfg.Orders, 1)
 	if cfg.KeepOrder {
@@ -363,6 +378,9 @@ func (cfg Config) modelConfig(l int, seed uint64) model.Config {
 	if cfg.Select != nil {
 		mc.Challengers, mc.Select = cfg.candidates()[1:], *cfg.Select
 	}
+	if cfg.Delay > 0 {
+		mc.Delayed = model.DelayConfig(cfg.Delay)
+	}
 	return mc
 }
 
@@ -386,6 +404,65 @@ func step(m *model.Model, d *Data, j int, learn bool) (model.Result, error) {
 	return r, nil
 }
 
+// trainer plays the training pass: each record predicted then learned at
+// once, or with Config.Delay through a model.Delayer.
+type trainer struct {
+	m       *model.Model
+	delayer *model.Delayer
+	margin  float64            // the last record's prediction, under a delay
+	see     func(model.Result) // the Delayer's callback, made once
+}
+
+func newTrainer(m *model.Model, delay int) (*trainer, error) {
+	t := &trainer{m: m}
+	if delay == 0 {
+		return t, nil
+	}
+	d, err := model.NewDelayer(m, delay)
+	if err != nil {
+		return nil, err
+	}
+	t.delayer = d
+	// A Delayer reports the record's own prediction first, then the
+	// labels it revealed (Late): a trace and a margin are the record's.
+	t.see = func(r model.Result) {
+		if !r.Late {
+			t.margin = r.Margin
+		}
+	}
+	return t, nil
+}
+
+// step plays training record j of d and returns its prediction's margin.
+func (t *trainer) step(d *Data, j int) (float64, error) {
+	if t.delayer == nil {
+		r, err := step(t.m, d, j, true)
+		return r.Margin, err
+	}
+	var err error
+	if d.Events != nil {
+		err = t.delayer.Step(d.Events[j], t.see)
+	} else {
+		err = t.delayer.StepVector(d.X[j], []byte(d.Labels[j]), t.see)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("record %d: %w", j+1, err)
+	}
+	return t.margin, nil
+}
+
+// flush reveals the labels still held back, so that every record played
+// is scored.
+func (t *trainer) flush() error {
+	if t.delayer == nil {
+		return nil
+	}
+	if err := t.delayer.Flush(func(model.Result) {}); err != nil {
+		return fmt.Errorf("reveal the delayed labels: %w", err)
+	}
+	return nil
+}
+
 func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int, done *atomic.Int64, total int64) error {
 	seed := OrderSeed(cfg.Seed, r.order)
 	if perm == nil { // file order: the service's seeding, see KeepOrder
@@ -395,6 +472,10 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 		return err // stopped before this run began
 	}
 	m, err := model.New(cfg.modelConfig(r.learner, seed))
+	if err != nil {
+		return err
+	}
+	tr, err := newTrainer(m, cfg.Delay)
 	if err != nil {
 		return err
 	}
@@ -452,7 +533,9 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 		if i%chunk == chunk-1 {
 			if ctx.Err() != nil {
 				r.seconds = time.Since(start).Seconds()
-				return ctx.Err()
+				// The statistics kept are those of the records seen,
+				// their delayed labels included.
+				return errors.Join(ctx.Err(), tr.flush())
 			}
 			n := done.Add(chunk)
 			if cfg.Progress != nil {
@@ -463,23 +546,28 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 		if perm != nil {
 			j = perm[i]
 		}
-		o, err := step(m, train, j, true)
+		margin, err := tr.step(train, j)
 		if err != nil {
 			return err
 		}
 		r.seen = i + 1
 		if r.margins != nil {
-			r.margins = append(r.margins, o.Margin)
+			r.margins = append(r.margins, margin)
 		}
-		if cfg.Every > 0 && r.seen%cfg.Every == 0 {
+		// Under a delay the last point waits for the flush below, so
+		// that it, like the result, scores every label.
+		if cfg.Every > 0 && r.seen%cfg.Every == 0 && (cfg.Delay == 0 || r.seen < train.Len()) {
 			point(r.seen)
 		}
+	}
+	if err := tr.flush(); err != nil {
+		return err
 	}
 	r.seconds = time.Since(start).Seconds()
 	if n := done.Add(int64(train.Len() % chunk)); cfg.Progress != nil {
 		cfg.Progress(n, total)
 	}
-	if cfg.Every > 0 && r.seen%cfg.Every != 0 {
+	if cfg.Every > 0 && (r.seen%cfg.Every != 0 || cfg.Delay > 0) {
 		point(r.seen)
 	}
 	if test == nil {
@@ -550,6 +638,7 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 		res := Result{
 			Spec: canon, Kernel: kernels[row], Orders: len(seen), Examples: int(math.Round(mean(seen))),
 			ExamplesPerSecond: mean(eps), Interrupted: !complete, Updates: mean(upd), BaselineRate: mean(br),
+			Delay: cfg.Delay,
 		}
 		if cfg.Select != nil && row == len(names)-1 {
 			res.Selector, res.Switches = true, mean(sw)

@@ -35,6 +35,14 @@ func WriteTable(w io.Writer, results []Result) error {
 		return err
 	}
 	fmt.Fprintln(w, "baseline: always the class seen most so far (prequential); kappa: agreement beyond chance (0: none, 1: perfect).")
+	if len(results) > 0 && results[0].Delay > 0 {
+		records := "records"
+		if results[0].Delay == 1 {
+			records = "record"
+		}
+		fmt.Fprintf(w, "delay: each label revealed %d %s after its record (delayed progressive validation); mistakes are of the predictions made before it came.\n",
+			results[0].Delay, records)
+	}
 	if interrupted {
 		fmt.Fprintln(w, "* interrupted: the statistics of the records seen before the stop.")
 	}

@@ -42,6 +42,7 @@ type evalCmd struct {
 	PrintEvery  int      `placeholder:"N" help:"Print running metrics (mistake rate, windowed rate, baseline, kappa, support) every N records of each run (0: only the final table; to stderr with --format json)."`
 	Curve       string   `placeholder:"FILE" help:"Write the learning curve, a point every --print-every records (default 1000) per run: CSV, or JSON lines when FILE ends in .jsonl or .json."`
 	Window      int      `default:"1000" help:"Labeled records in the windowed mistake rate of the running metrics."`
+	Delay       int      `placeholder:"N" help:"Reveal each label N records after its record (delayed progressive validation); 0: at once."`
 
 	stats *dataset.Stats // --standardize: the training set's
 }
@@ -58,6 +59,9 @@ func (c *evalCmd) Validate() error {
 	}
 	if c.PrintEvery < 0 || c.Window < 1 {
 		return errors.New("--print-every must be ≥ 0, --window ≥ 1")
+	}
+	if c.Delay < 0 {
+		return fmt.Errorf("--delay %d: want 0 or more records", c.Delay)
 	}
 	if c.Select != "" && c.Trace != "" {
 		return errors.New("--trace is for learners run apart, not with --select")
@@ -123,7 +127,7 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	cfg := offline.Config{
 		Learners: c.Learner, Kernel: kern, Orders: c.Orders, Seed: c.Seed,
-		KeepOrder: c.KeepOrder, Jobs: c.Jobs, Model: mc,
+		KeepOrder: c.KeepOrder, Jobs: c.Jobs, Model: mc, Delay: c.Delay,
 	}
 	if cfg.Select, cfg.Challengers, err = c.selection(); err != nil {
 		return err

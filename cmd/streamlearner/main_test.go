@@ -123,6 +123,27 @@ func TestEvalTraceMatchesTheLearner(t *testing.T) {
 	}
 }
 
+// eval --delay N reveals each label N records late: the results say so,
+// and --delay 0 is eval as it was.
+func TestEvalDelay(t *testing.T) {
+	args := []string{"eval", "--data", "../../testdata/elec2.3000.jsonl.gz", "--label-field", "class", "--key-field", "id", "--positive", "UP",
+		"--keep-order", "--learner", "perceptron", "--kernel", "rbf:gamma=1"}
+	plain := evalJSON(t, append(args, "--format", "json")...)[0]
+	zero := evalJSON(t, append(args, "--format", "json", "--delay", "0")...)[0]
+	late := evalJSON(t, append(args, "--format", "json", "--delay", "100")...)[0]
+	if zero.Delay != 0 || zero.MistakeRate != plain.MistakeRate || late.Delay != 100 || late.Examples != 3000 || late.MistakeRate == plain.MistakeRate {
+		t.Fatalf("no flag %+v\n--delay 0 %+v\n--delay 100 %+v", plain, zero, late)
+	}
+	out, err := execute(t, append(args, "--delay", "100")...)
+	if err != nil || !strings.Contains(out, "each label revealed 100 records after its record") {
+		t.Fatalf("table (%v):\n%s", err, out)
+	}
+	out, err = execute(t, append(args, "--delay", "0", "--format", "json")...)
+	if err != nil || strings.Contains(out, "delay") {
+		t.Fatalf("--delay 0 (%v):\n%s", err, out)
+	}
+}
+
 func TestEvalRejectsBadInvocations(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -134,6 +155,7 @@ func TestEvalRejectsBadInvocations(t *testing.T) {
 		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--learner", "perceptron", "--kernel", "rbf", "--negative", "1"}, "--negative needs --positive"},
 		{[]string{"eval", "--data", "missing.txt", "--learner", "perceptron", "--kernel", "rbf"}, "missing.txt"},
 		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--kernel", "rbf"}, "--learner"},
+		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--learner", "perceptron", "--kernel", "rbf", "--delay=-1"}, "--delay -1"},
 	} {
 		_, err := execute(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
