@@ -2,11 +2,14 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -321,4 +324,172 @@ func reasonOf(t *testing.T, err error) codec.Reason {
 		t.Fatalf("not a codec error: %v", err)
 	}
 	return ce.Reason
+}
+
+// elec2Split cuts the first n Elec2 events into records (the event
+// without its class) and label messages (id and class), partition i%2,
+// the record of event i at t0 + 10i ms. Its label comes 0 to 30 records
+// later; the label topic is in the order the labels come, but every 13th
+// label is stamped 15 ms early, so its time may be before the one
+// written ahead of it (a merge keeps the topic's order; a sort would
+// not). Every 25th label has its record's very time, every 19th never
+// comes, and every 100th event has a label for no record beside it.
+func elec2Split(t *testing.T, n int) (records, labels []kafka.Message) {
+	t.Helper()
+	rnd := rand.New(rand.NewPCG(3, 5))
+	type due struct {
+		at  int64
+		msg kafka.Message
+	}
+	var dues []due
+	for i, line := range gzLines(t, "../testdata/elec2.3000.jsonl.gz", n) {
+		var ev map[string]json.RawMessage
+		if err := json.Unmarshal(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		lab, _ := json.Marshal(map[string]json.RawMessage{"id": ev["id"], "class": ev["class"]})
+		delete(ev, "class")
+		rec, _ := json.Marshal(ev)
+		at := t0 + 10*int64(i)
+		records = append(records, kafka.Message{Partition: i % 2, Value: rec, Time: time.UnixMilli(at)})
+		d := int64(rnd.IntN(31))
+		switch {
+		case i%25 == 0:
+			d = 0
+		case i%19 == 0:
+			continue
+		}
+		dues = append(dues, due{at + 10*d, kafka.Message{Partition: i % 2, Value: lab}})
+		if i%100 == 0 {
+			dues = append(dues, due{at, kafka.Message{Partition: i % 2, Value: []byte(fmt.Sprintf(`{"id":"nobody-%d","class":"UP"}`, i))}})
+		}
+	}
+	slices.SortStableFunc(dues, func(a, b due) int { return cmp.Compare(a.at, b.at) })
+	for i, d := range dues {
+		if i%13 == 0 {
+			d.at -= 15
+		}
+		d.msg.Time = time.UnixMilli(d.at)
+		labels = append(labels, d.msg)
+	}
+	return records, labels
+}
+
+// mergeByHand is each partition's records and labels in the documented
+// order: by time, records before labels when the times tie, each topic in
+// its own order.
+func mergeByHand(records, labels []kafka.Message) []kafka.Message {
+	var out []kafka.Message
+	for p := range 2 {
+		var rs, ls []kafka.Message
+		for _, m := range records {
+			if m.Partition == p {
+				rs = append(rs, m)
+			}
+		}
+		for _, m := range labels {
+			if m.Partition == p {
+				ls = append(ls, m)
+			}
+		}
+		for len(rs) > 0 || len(ls) > 0 {
+			if len(ls) == 0 || len(rs) > 0 && !rs[0].Time.After(ls[0].Time) {
+				out, rs = append(out, rs[0]), rs[1:]
+			} else {
+				out, ls = append(out, ls[0]), ls[1:]
+			}
+		}
+	}
+	return out
+}
+
+// Labels in a co-partitioned label topic replay as the same messages
+// merged by hand into one topic: the same report, learner by learner.
+func TestLabelTopicReplaysAsTheMergedTopic(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 2, Topics: []string{"in", "labels", "merged"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	records, labels := elec2Split(t, 1200)
+	writeTo(t, ctx, b.Addr(), "in", records)
+	writeTo(t, ctx, b.Addr(), "labels", labels)
+	writeTo(t, ctx, b.Addr(), "merged", mergeByHand(records, labels))
+
+	k, _ := learners.ParseKernel("rbf:gamma=1")
+	labelMap := codec.LabelMap{Positive: []string{"UP"}, Negative: []string{"DOWN"}}
+	cfg := Config{Learners: []string{"perceptron", "rbp:budget=30"}, Kernel: k, Seed: 2, Detectors: []string{"adwin"}, Window: 200,
+		Model: model.Config{Event: codec.EventConfig{LabelField: "class", KeyField: "id"}, Labels: labelMap,
+			Delayed: &pending.Config{MaxRecords: 8}}}
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	src := Source{Conn: conn, Labels: labelMap, DetectInput: true, Batch: 100}
+	pair, one := src, src
+	pair.Topic, pair.LabelTopic, one.Topic = "in", "labels", "merged"
+	got, err := Run(ctx, pair, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Run(ctx, one, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LabelTopic != "labels" || len(got.Partitions) != 2 {
+		t.Fatalf("label topic %q, %d partitions", got.LabelTopic, len(got.Partitions))
+	}
+	for p := range got.Partitions {
+		g, w := got.Partitions[p], want.Partitions[p]
+		if g.LabelRecords == 0 || g.Rounds != w.Rounds || g.Rounds != int64(g.LastOffset-g.FirstOffset+1)+g.LabelRecords || len(g.Bad) != 0 {
+			t.Fatalf("partition %d: %d rounds (%d labels, offsets %d..%d), merged %d; bad %v", p, g.Rounds, g.LabelRecords, g.FirstOffset, g.LastOffset, w.Rounds, g.Bad)
+		}
+		for i := range g.Learners {
+			gl, wl := comparable(g.Learners[i]), comparable(w.Learners[i])
+			if !reflect.DeepEqual(gl, wl) {
+				t.Fatalf("partition %d, %s:\nlabel topic %+v\nmerged      %+v", p, gl.Spec, gl, wl)
+			}
+			dl := gl.Labels
+			if dl.Late == 0 || dl.Evicted == 0 || dl.Pending == 0 || dl.Refused["label_unknown"] == 0 || dl.Refused["label_evicted"] == 0 {
+				t.Fatalf("partition %d, %s: the stream misses a case: %+v", p, gl.Spec, dl)
+			}
+		}
+	}
+	if !reflect.DeepEqual(got.Learners, want.Learners) {
+		t.Fatalf("summaries differ:\n%+v\n%+v", got.Learners, want.Learners)
+	}
+
+	// A label topic of another partition count is refused before reading,
+	// naming both counts; so is a bound that is one topic's offset.
+	c, err := kafka.Dial("tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.CreateTopics(kafka.TopicConfig{Topic: "three", NumPartitions: 3, ReplicationFactor: 1})
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair.LabelTopic = "three"
+	if _, err := Run(ctx, pair, cfg); err == nil || !strings.Contains(err.Error(), "in has 2 partitions and label topic three has 3") {
+		t.Fatalf("label topic of 3 partitions: %v", err)
+	}
+	pair.LabelTopic, pair.From = "labels", "100"
+	if _, err := Run(ctx, pair, cfg); err == nil || !strings.Contains(err.Error(), "earliest, latest or a time") {
+		t.Fatalf("offset bound with a label topic: %v", err)
+	}
+}
+
+// comparable is a learner report without what depends on the clock or on
+// which topic an offset is in.
+func comparable(l LearnerReport) LearnerReport {
+	l.ExamplesPerSecond = 0
+	l.Segments = slices.Clone(l.Segments)
+	for i := range l.Segments {
+		l.Segments[i].StartOffset = 0
+	}
+	l.Trace = slices.Clone(l.Trace)
+	for i := range l.Trace {
+		l.Trace[i].Offset = 0
+	}
+	return l
 }
