@@ -239,7 +239,7 @@ const t0 = 1_700_000_000_000
 // writeTo writes msgs to topic, each to the partition it names.
 func writeTo(t *testing.T, ctx context.Context, addr, topic string, msgs []kafka.Message) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, BatchSize: 500, RequiredAcks: kafka.RequireAll,
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, BatchSize: 500, BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll,
 		Balancer: kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition })}
 	defer w.Close()
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
@@ -492,4 +492,36 @@ func comparable(l LearnerReport) LearnerReport {
 		l.Trace[i].Offset = 0
 	}
 	return l
+}
+
+// With delayed labels, input detection passes over a first message that
+// could be a record's label or an event's ({"label": …} alone) and lets
+// the next one decide (a topic may mix JSON and LIBSVM records; as events,
+// the LIBSVM lines would be bad records).
+func TestDetectPassesOverALabelAlone(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"records", "events"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	first := kafka.Message{Key: []byte("a"), Value: []byte(`{"label":1}`)}
+	writeTo(t, ctx, b.Addr(), "records", []kafka.Message{first,
+		{Key: []byte("a"), Value: []byte(`1:0.5`)}, {Key: []byte("a"), Value: []byte(`-1`)}})
+	writeTo(t, ctx, b.Addr(), "events", []kafka.Message{first,
+		{Key: []byte("a"), Value: []byte(`{"x":0.5}`)}, {Key: []byte("a"), Value: []byte(`{"label":-1}`)}})
+	k, _ := learners.ParseKernel("linear")
+	cfg := Config{Learners: []string{"perceptron"}, Kernel: k, Detectors: []string{}, Model: model.Config{Delayed: &pending.Config{}}}
+	for _, topic := range []string{"records", "events"} {
+		rep, err := Run(ctx, Source{Conn: kafkaconn.Config{Brokers: []string{b.Addr()}}, Topic: topic, DetectInput: true}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := rep.Partitions[0]
+		l := p.Learners[0]
+		if p.Rounds != 3 || len(p.Bad) != 0 || l.Labels.Late != 1 || l.Labels.Refused["label_unknown"] != 1 || l.Labeled != 1 {
+			t.Fatalf("%s: %d rounds, bad %v, labels %+v, %d labeled", topic, p.Rounds, p.Bad, l.Labels, l.Labeled)
+		}
+	}
 }

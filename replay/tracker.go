@@ -227,7 +227,7 @@ type Stream struct {
 	nextShift   int // index into cfg.ShiftOffsets
 	maxSegment  int
 	classes     map[string]bool // many-class: the labels met so far
-	// lastRound and lastOffset are where labels flushed at the end count.
+	// lastRound is where the labels Flush reveals count.
 	lastRound  int64
 	labelReads int64 // records read from the label topic
 }
