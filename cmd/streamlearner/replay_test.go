@@ -16,6 +16,7 @@ import (
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/offline"
 	"github.com/streamlearner/streamlearner/pending"
 	"github.com/streamlearner/streamlearner/replay"
@@ -208,7 +209,7 @@ func TestReplayDelayedLabelFlags(t *testing.T) {
 		}
 	}
 	for topic, msgs := range map[string][]kafka.Message{"keyed": keyed, "plain": plain, "in": in, "labels": labels} {
-		w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: topic, BatchSize: 1000, RequiredAcks: kafka.RequireAll}
+		w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: topic, BatchSize: 1000, BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll}
 		if err := w.WriteMessages(ctx, msgs...); err != nil {
 			t.Fatal(err)
 		}
@@ -241,19 +242,37 @@ func TestReplayDelayedLabelFlags(t *testing.T) {
 		return rep.Partitions[0].Learners[0]
 	}
 
-	delayed := cfg
-	delayed.Delay = 25
+	// --delay over the topic is a model.Delayer over its records, as eval
+	// --delay --keep-order plays them.
 	got := run("--topic", "plain", "--delay", "25").Partitions[0].Learners[0]
-	want := direct(replay.Source{Conn: conn, Topic: "plain"}, delayed)
+	m, err := model.New(model.Config{Learner: "perceptron", Kernel: k, Seed: 1, Window: 1000, Delayed: model.DelayConfig(25)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := model.NewDelayer(m, 25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range plain {
+		if err := d.Step(msg.Value, func(model.Result) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Flush(func(model.Result) {}); err != nil {
+		t.Fatal(err)
+	}
 	prompt := direct(replay.Source{Conn: conn, Topic: "plain"}, cfg)
-	if got.Mistakes != want.Mistakes || got.Labeled != 300 || got.Labels == nil || got.Labels.Late != 300 || got.Mistakes == prompt.Mistakes {
-		t.Fatalf("--delay 25: %d mistakes of %d, labels %+v; replay.Run %d, at once %d", got.Mistakes, got.Labeled, got.Labels, want.Mistakes, prompt.Mistakes)
+	if ev := m.Eval(); got.Mistakes != ev.Mistakes || got.Labeled != ev.Labeled || got.Support != ev.Support || got.Kappa != ev.Scores().Kappa ||
+		got.Labeled != 300 || got.Labels == nil || got.Labels.Late != 300 || got.Mistakes == prompt.Mistakes {
+		t.Fatalf("--delay 25: %d mistakes of %d (support %d), labels %+v; the Delayer %d of %d (%d), at once %d",
+			got.Mistakes, got.Labeled, got.Support, got.Labels, ev.Mistakes, ev.Labeled, ev.Support, prompt.Mistakes)
 	}
 
-	delayed = cfg
+	delayed := cfg
+
 	delayed.Model.Delayed = &pending.Config{MaxRecords: 3, MaxAge: 1000}
 	got = run("--topic", "keyed", "--delayed-labels", "--pending-max-records", "3", "--pending-max-age", "1s").Partitions[0].Learners[0]
-	want = direct(replay.Source{Conn: conn, Topic: "keyed"}, delayed)
+	want := direct(replay.Source{Conn: conn, Topic: "keyed"}, delayed)
 	if got.Mistakes != want.Mistakes || got.Labeled != want.Labeled || !reflect.DeepEqual(got.Labels, want.Labels) ||
 		got.Labels.Refused["label_evicted"] == 0 || got.Labels.Refused["label_expired"] == 0 {
 		t.Fatalf("--delayed-labels: %d/%d, labels %+v; replay.Run %d/%d, %+v", got.Mistakes, got.Labeled, got.Labels, want.Mistakes, want.Labeled, want.Labels)
