@@ -48,8 +48,9 @@
 //     played as one sequence, merged deterministically: by record
 //     timestamp (ms), then the topic before the label topic, then offset;
 //     each topic keeps its own order (a merge, not a sort). A replay of
-//     the pair is the replay of one topic holding the same messages in
-//     that order.
+//     the pair has the numbers of a replay of one topic holding the same
+//     messages in that order (the offsets reported are the topic's; the
+//     label topic's records are counted apart).
 //   - Everything here but [Read] is pure: no I/O, no clocks except the
 //     examples/s figure, deterministic given the records and Seed.
 package replay
