@@ -25,6 +25,32 @@
 //     windowed rate over Window labeled records just before the shift).
 //     It is at least RecoveryWindow records, and absent when the learner
 //     did not recover before the next shift or the end.
+//   - Labels that come late. With Config.Delay = N each labeled record is
+//     predicted when it comes and its label revealed N records later
+//     (model.Delayer, one per learner): the record is learned, and the
+//     prediction emitted for it scored, at the round its label is
+//     revealed; the labels still held back at the partition's end are
+//     revealed then ([Stream.Flush]), so every labeled record is scored.
+//     The numbers are `eval --delay N --keep-order` on the same records.
+//     With delayed labels (Config.Model.Delayed) the stream holds records
+//     and their label messages (a key and a label, no feature), played by
+//     model.StepAt with each message's key, timestamp (ms) and offset as
+//     the service plays them, so the numbers are the service's; a label
+//     message is a round, its record's prediction is scored when it comes,
+//     and a label the model refuses (label_unknown, label_expired,
+//     label_evicted, label_without_key) is counted per learner
+//     ([DelayedLabels]) and the replay goes on.
+//   - A label topic (Source.LabelTopic) holds the labels of the topic's
+//     records, co-partitioned with it: the same partition count (checked
+//     before reading) and each label keyed as its record, so partition p
+//     of one holds the labels of partition p of the other. Each partition
+//     is read in both topics up to their ends when the replay starts and
+//     played as one sequence, merged deterministically: by record
+//     timestamp (ms), then the topic before the label topic, then offset;
+//     each topic keeps its own order (a merge, not a sort). A replay of
+//     the pair has the numbers of a replay of one topic holding the same
+//     messages in that order (the offsets reported are the topic's; the
+//     label topic's records are counted apart).
 //   - Everything here but [Read] is pure: no I/O, no clocks except the
 //     examples/s figure, deterministic given the records and Seed.
 package replay

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"text/tabwriter"
@@ -15,13 +16,15 @@ import (
 // Report is what a replay found, per partition and per learner. Rates are
 // fractions in [0, 1].
 type Report struct {
-	Topic          string            `json:"topic,omitempty"`
-	Kernel         string            `json:"kernel"`
-	Seed           uint64            `json:"seed"`
-	Window         int               `json:"window"`
-	RecoveryWindow int               `json:"recovery_window"`
-	Tolerance      float64           `json:"tolerance"`
-	Partitions     []PartitionReport `json:"partitions"`
+	Topic          string  `json:"topic,omitempty"`
+	Kernel         string  `json:"kernel"`
+	Seed           uint64  `json:"seed"`
+	Window         int     `json:"window"`
+	RecoveryWindow int     `json:"recovery_window"`
+	Tolerance      float64 `json:"tolerance"`
+	// LabelTopic is the topic the labels came from, when not Topic.
+	LabelTopic string            `json:"label_topic,omitempty"`
+	Partitions []PartitionReport `json:"partitions"`
 	// Learners sums every partition, in Config order.
 	Learners []Summary `json:"learners"`
 }
@@ -33,8 +36,11 @@ type PartitionReport struct {
 	LastOffset  int64            `json:"last_offset"`
 	Rounds      int64            `json:"rounds"`
 	Bad         map[string]int64 `json:"bad_records,omitempty"`
-	Shifts      []Shift          `json:"shifts"`
-	Learners    []LearnerReport  `json:"learners"`
+	// LabelRecords is the number of records read from the label topic
+	// (their offsets are that topic's, not in First/LastOffset).
+	LabelRecords int64           `json:"label_topic_records,omitempty"`
+	Shifts       []Shift         `json:"shifts"`
+	Learners     []LearnerReport `json:"learners"`
 }
 
 // Summary is one learner over all partitions.
@@ -64,6 +70,8 @@ type Summary struct {
 	// champion changes summed over partitions.
 	Selector bool   `json:"selector,omitempty"`
 	Switches uint64 `json:"switches,omitempty"`
+	// Labels sums the partitions' delayed-label counts (nil without).
+	Labels *DelayedLabels `json:"delayed_labels,omitempty"`
 }
 
 // LearnerReport is one learner on one partition.
@@ -87,7 +95,10 @@ type LearnerReport struct {
 	Confusion [][]uint64 `json:"confusion"`
 	// Failed counts records the model refused, by reason; empty unless the
 	// stream's own checks missed one.
-	Failed            map[string]int64 `json:"failed,omitempty"`
+	Failed map[string]int64 `json:"failed,omitempty"`
+	// Labels is what became of held records and late labels, with labels
+	// that come late (Config.Delay or Config.Model.Delayed); nil otherwise.
+	Labels            *DelayedLabels   `json:"delayed_labels,omitempty"`
 	Support           int              `json:"support"`
 	SupportMax        int              `json:"support_max"`
 	ExamplesPerSecond float64          `json:"examples_per_second"`
@@ -102,6 +113,62 @@ type LearnerReport struct {
 	Selector bool   `json:"selector,omitempty"`
 	Switches uint64 `json:"switches,omitempty"`
 	Champion int    `json:"champion,omitempty"`
+}
+
+// DelayedLabels counts, for one learner on one partition, the records
+// predicted and held for a label to come and what became of them.
+type DelayedLabels struct {
+	// Held records were predicted and waited for their label; Late labels
+	// found their record, which was then learned and its emitted
+	// prediction scored.
+	Held uint64 `json:"held"`
+	Late uint64 `json:"late"`
+	// Pending records still awaited their label at the end; Evicted ones
+	// left a full store, Expired ones outlived the store's max age and
+	// Replaced ones were followed by another record of the same key, all
+	// unlearned.
+	Pending  int    `json:"pending"`
+	Evicted  uint64 `json:"evicted"`
+	Expired  uint64 `json:"expired"`
+	Replaced uint64 `json:"replaced"`
+	// Refused counts label messages refused by reason (label_unknown,
+	// label_expired, label_evicted, label_without_key): the orphan labels
+	// the service dead-letters. They change nothing and the replay goes on.
+	Refused map[string]int64 `json:"refused,omitempty"`
+}
+
+// add returns the sum of d and e, either of which may be nil.
+func (d *DelayedLabels) add(e *DelayedLabels) *DelayedLabels {
+	if e == nil {
+		return d
+	}
+	sum := DelayedLabels{}
+	if d != nil {
+		sum = *d
+		sum.Refused = maps.Clone(d.Refused)
+	}
+	sum.Held += e.Held
+	sum.Late += e.Late
+	sum.Pending += e.Pending
+	sum.Evicted += e.Evicted
+	sum.Expired += e.Expired
+	sum.Replaced += e.Replaced
+	for k, v := range e.Refused {
+		if sum.Refused == nil {
+			sum.Refused = map[string]int64{}
+		}
+		sum.Refused[k] += v
+	}
+	return &sum
+}
+
+// String is the counts in a line, refusals by reason in a fixed order.
+func (d *DelayedLabels) String() string {
+	s := fmt.Sprintf("%d held, %d late, %d pending, %d evicted, %d expired, %d replaced", d.Held, d.Late, d.Pending, d.Evicted, d.Expired, d.Replaced)
+	for _, k := range slices.Sorted(maps.Keys(d.Refused)) {
+		s += fmt.Sprintf(", %d %s", d.Refused[k], k)
+	}
+	return s
 }
 
 // Status says why a learner report has no rates: "no records" for a
@@ -208,7 +275,7 @@ type TracePoint struct {
 // stream goes on unchanged.
 func (s *Stream) Report() PartitionReport {
 	pr := PartitionReport{Partition: s.partition, FirstOffset: s.firstOffset, LastOffset: s.lastOffset,
-		Rounds: s.rounds, Shifts: slices.Clone(s.shifts)}
+		Rounds: s.rounds, Shifts: slices.Clone(s.shifts), LabelRecords: s.labelReads}
 	if len(s.bad) > 0 {
 		pr.Bad = make(map[string]int64, len(s.bad))
 		for k, v := range s.bad {
@@ -236,6 +303,13 @@ func (s *Stream) Report() PartitionReport {
 			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace)}
 		if lr.Recovery == nil {
 			lr.Recovery = []Recovery{}
+		}
+		if ln.labels != nil {
+			dl := *ln.labels
+			dl.Refused = maps.Clone(dl.Refused)
+			st := ln.m.Pending()
+			dl.Pending, dl.Evicted, dl.Expired, dl.Replaced = st.Len(), st.Evicted, st.Expired, st.Replaced
+			lr.Labels = &dl
 		}
 		if sel := ln.m.Selector(); sel != nil {
 			lr.Selector, lr.Switches, lr.Champion = true, sel.Switches(), sel.Champion()
@@ -285,6 +359,7 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 		var baseline uint64
 		for _, p := range parts {
 			lr := p.Learners[l]
+			sm.Labels = sm.Labels.add(lr.Labels)
 			sm.Switches += lr.Switches
 			sm.Labeled += lr.Labeled
 			sm.Mistakes += lr.Mistakes
@@ -383,6 +458,11 @@ func (r Report) WriteTable(w io.Writer) error {
 			b := p.Learners[best]
 			fmt.Fprintf(w, "partition %d selection: %.2f %% mistakes with %d switches, ending on %s; best single learner in hindsight: %s, %.2f %% (selection %+.2f points)\n",
 				p.Partition, 100*l.MistakeRate, l.Switches, p.Learners[l.Champion].Spec, b.Spec, 100*b.MistakeRate, 100*(l.MistakeRate-b.MistakeRate))
+		}
+	}
+	for _, sm := range r.Learners {
+		if sm.Labels != nil {
+			fmt.Fprintf(w, "%s, all partitions: delayed labels: %s\n", sm.Spec, sm.Labels)
 		}
 	}
 	for _, sm := range r.Learners {

@@ -71,6 +71,13 @@ type Config struct {
 	// as run plays it, named by selection.Name and scored on the emitted
 	// predictions.
 	Select *selection.Config
+	// Delay, if positive, reveals each labeled record's label Delay records
+	// after it (delayed progressive validation, model.Delayer): a record
+	// is predicted when it comes and learned, and scored, when its label is
+	// revealed; Stream.Flush reveals the labels still held back at the
+	// partition's end. The numbers are eval --delay's on the same records.
+	// Default 0: labels at once. Not with Model.Delayed.
+	Delay int
 }
 
 // laneDef is one row of the report: its name and model (Seed is set per
@@ -90,6 +97,9 @@ func (c Config) lanes() []laneDef {
 	add := func(name, spec string, k learners.Kernel) {
 		mc := c.Model
 		mc.Learner, mc.Kernel, mc.Window = spec, k, c.Window
+		if c.Delay > 0 {
+			mc.Delayed = model.DelayConfig(c.Delay)
+		}
 		defs, names = append(defs, laneDef{name: name, mc: mc}), append(names, name)
 		cands = append(cands, model.Candidate{Learner: spec, Kernel: k})
 	}
@@ -143,6 +153,12 @@ func (c Config) Validate() error {
 	if len(c.Learners) == 0 {
 		return errors.New("replay: at least one learner is needed")
 	}
+	if c.Delay < 0 {
+		return fmt.Errorf("replay: delay %d: want 0 or more records", c.Delay)
+	}
+	if c.Delay > 0 && c.Model.Delayed != nil {
+		return errors.New("replay: a delay replays labeled records with their labels held back; delayed labels (Model.Delayed) come in their own messages: one or the other")
+	}
 	if c.Select == nil && len(c.Challengers) > 0 {
 		return errors.New("replay: challengers need a selection (Select)")
 	}
@@ -183,6 +199,15 @@ type Record struct {
 	Value []byte
 	// Segment is the record's segment number, or −1 if it carries none.
 	Segment int
+	// Key and Time (ms) are the message's Kafka key and timestamp, for
+	// delayed labels (Config.Model.Delayed): there every record's Value is
+	// the message, played by model.StepAt.
+	Key  []byte
+	Time int64
+	// FromLabels marks a record read from the label topic: its Offset is
+	// that topic's, so it neither moves the partition's offsets nor marks
+	// shifts.
+	FromLabels bool
 	// Bad, if not empty, is why the record could not be decoded (a codec
 	// reason): it is counted and skipped, not a round.
 	Bad string
@@ -202,6 +227,9 @@ type Stream struct {
 	nextShift   int // index into cfg.ShiftOffsets
 	maxSegment  int
 	classes     map[string]bool // many-class: the labels met so far
+	// lastRound is where the labels Flush reveals count.
+	lastRound  int64
+	labelReads int64 // records read from the label topic
 }
 
 // Shift is a known change point.
@@ -234,6 +262,14 @@ func NewStream(cfg Config, partition int) (*Stream, error) {
 		}
 		ln := &lane{spec: def.name, seed: seed, m: m,
 			post: make([]bool, 0, cfg.RecoveryWindow), traceCap: cfg.TracePoints, stride: 1}
+		if cfg.Delay > 0 {
+			if ln.delayer, err = model.NewDelayer(m, cfg.Delay); err != nil {
+				return nil, fmt.Errorf("replay: %w", err)
+			}
+		}
+		if m.Pending() != nil {
+			ln.labels = &DelayedLabels{}
+		}
 		for _, d := range cfg.Detectors {
 			det, err := drift.New(d)
 			if err != nil {
@@ -264,7 +300,11 @@ func (s *Stream) Play(recs []Record) {
 	nbad := 0
 	for i := range recs {
 		r := &recs[i]
-		s.seen(r.Offset)
+		if r.FromLabels {
+			s.labelReads++
+		} else {
+			s.seen(r.Offset)
+		}
 		if r.Bad == "" {
 			r.Bad = s.classCheck(r)
 		}
@@ -290,11 +330,11 @@ func (s *Stream) Play(recs []Record) {
 	for i, r := range recs {
 		round := s.rounds + int64(i)
 		shift, seg := false, r.Segment
-		for s.nextShift < len(s.cfg.ShiftOffsets) && s.cfg.ShiftOffsets[s.nextShift] <= r.Offset {
+		for !r.FromLabels && s.nextShift < len(s.cfg.ShiftOffsets) && s.cfg.ShiftOffsets[s.nextShift] <= r.Offset {
 			s.nextShift++
 			shift = round > 0 // a shift before the first record is no change
 		}
-		if s.cfg.ShiftsFromSegments && r.Segment >= 0 {
+		if s.cfg.ShiftsFromSegments && r.Segment >= 0 && !r.FromLabels {
 			// Segments only grow: a gradual drift mixes records of the old
 			// and the new segment, and its shift is where the new one first
 			// appears, not every switch back and forth.
@@ -310,6 +350,7 @@ func (s *Stream) Play(recs []Record) {
 	}
 	base := s.rounds
 	s.rounds += int64(len(recs))
+	s.lastRound = s.rounds - 1
 
 	workers := min(runtime.GOMAXPROCS(0), len(s.lanes))
 	if workers <= 1 {
@@ -336,12 +377,38 @@ func (s *Stream) Play(recs []Record) {
 	wg.Wait()
 }
 
+// Flush ends the stream: the labels a delay (Config.Delay) still holds
+// back are revealed, oldest first, and count at the last round. Without a
+// delay it does nothing; after it, Play must not be called again.
+func (s *Stream) Flush() {
+	if s.rounds == 0 {
+		return
+	}
+	for _, ln := range s.lanes {
+		if ln.delayer == nil {
+			continue
+		}
+		start := time.Now()
+		// A label refused here has left the queue: go on with the next.
+		for {
+			err := ln.delayer.Flush(func(o model.Result) { ln.observe(s.cfg, s.lastRound, o) })
+			if err == nil {
+				break
+			}
+			ln.fail(err)
+		}
+		ln.elapsed += time.Since(start)
+	}
+}
+
 // classCheck refuses, once for all lanes, a label that a many-class model
 // cannot take: a new class beyond MaxClasses (auto) or one outside the
 // given list, as the model itself would. It returns the codec reason, or "".
+// With labels that come late the model takes a class when the label
+// comes, not with its record, so each lane's model decides alone.
 func (s *Stream) classCheck(r *Record) string {
 	mc := s.cfg.Model
-	if len(mc.Classes) == 0 || r.Label == "" || s.classes[r.Label] {
+	if len(mc.Classes) == 0 || r.Label == "" || s.classes[r.Label] || s.cfg.Delay > 0 || mc.Delayed != nil {
 		return ""
 	}
 	if mc.Classes[0] != model.Auto {
@@ -363,8 +430,13 @@ type lane struct {
 	seed uint64
 	m    *model.Model
 	// failed counts records the model refused although the stream took
-	// them (it checks what all lanes share; this stays 0).
+	// them (it checks what all lanes share; this stays 0 unless labels
+	// come late, when only the model can tell).
 	failed map[string]int64
+	// delayer holds labels back (Config.Delay); labels counts what became
+	// of held records and late labels (a model with a pending store).
+	delayer *model.Delayer
+	labels  *DelayedLabels
 
 	segments []SegmentStats
 
@@ -401,53 +473,106 @@ func (ln *lane) play(cfg Config, base int64, recs []Record, marks []bool) {
 		if i == 0 && round == 0 {
 			ln.segments[0].StartOffset, ln.segments[0].Segment = r.Offset, r.Segment
 		}
-		o, err := ln.step(r)
+		// A record may give several results: its own, then the labels it
+		// lets through (Config.Delay).
+		played := false
+		err := ln.step(r, func(o model.Result) {
+			if !played {
+				played = true
+				ln.segments[len(ln.segments)-1].Rounds++
+			}
+			ln.observe(cfg, round, o)
+		})
 		if err != nil {
-			reason := "internal"
-			var ce *codec.Error
-			if errors.As(err, &ce) {
-				reason = string(ce.Reason)
-			}
-			if ln.failed == nil {
-				ln.failed = map[string]int64{}
-			}
-			ln.failed[reason]++
-			continue
+			ln.fail(err)
 		}
-		labeled, mistake := o.Labeled, o.Mistake
-		seg := &ln.segments[len(ln.segments)-1]
-		seg.Rounds++
-		if labeled {
-			seg.Labeled++
-			if mistake {
-				seg.Mistakes++
-			}
-			ln.observePost(cfg, round, mistake)
-			for d, det := range ln.dets {
-				if det.Add(mistake) {
-					ln.detected[d] = append(ln.detected[d], round)
-				}
-			}
-		}
-		if round%ln.stride == 0 {
+		if played && round%ln.stride == 0 {
 			ln.sample(round, r.Offset)
 		}
 	}
 	ln.elapsed += time.Since(start)
 }
 
+// observe counts one result at round.
+func (ln *lane) observe(cfg Config, round int64, o model.Result) {
+	if ln.labels != nil {
+		switch {
+		case o.Held:
+			ln.labels.Held++
+		case o.Late:
+			ln.labels.Late++
+		}
+	}
+	if !o.Labeled {
+		return
+	}
+	seg := &ln.segments[len(ln.segments)-1]
+	seg.Labeled++
+	if o.Mistake {
+		seg.Mistakes++
+	}
+	ln.observePost(cfg, round, o.Mistake)
+	for d, det := range ln.dets {
+		if det.Add(o.Mistake) {
+			ln.detected[d] = append(ln.detected[d], round)
+		}
+	}
+}
+
+// fail counts a refusal by its codec reason: label refusals (a label
+// whose record is not held) apart, as the service counts its orphan
+// labels.
+func (ln *lane) fail(err error) {
+	reason := "internal"
+	var ce *codec.Error
+	if errors.As(err, &ce) {
+		reason = string(ce.Reason)
+	}
+	if ln.labels != nil && labelRefusal[codec.Reason(reason)] {
+		if ln.labels.Refused == nil {
+			ln.labels.Refused = map[string]int64{}
+		}
+		ln.labels.Refused[reason]++
+		return
+	}
+	if ln.failed == nil {
+		ln.failed = map[string]int64{}
+	}
+	ln.failed[reason]++
+}
+
+// labelRefusal are the reasons a label message is refused for.
+var labelRefusal = map[codec.Reason]bool{codec.ReasonLabelUnknown: true, codec.ReasonLabelExpired: true,
+	codec.ReasonLabelEvicted: true, codec.ReasonLabelNoKey: true}
+
 // binaryToken is the label token of a binary target, for StepVector.
 var binaryToken = map[int][]byte{1: []byte("1"), -1: []byte("-1")}
 
-// step plays one record through the lane's model.
-func (ln *lane) step(r *Record) (model.Result, error) {
-	switch {
-	case r.Value != nil:
-		return ln.m.Step(r.Value)
-	case ln.m.Multi():
-		return ln.m.StepVector(r.X, []byte(r.Label))
+// step plays one record through the lane's model, giving f each result.
+func (ln *lane) step(r *Record, f func(model.Result)) error {
+	token := binaryToken[r.Y]
+	if ln.m.Multi() {
+		token = []byte(r.Label)
 	}
-	return ln.m.StepVector(r.X, binaryToken[r.Y])
+	if ln.delayer != nil {
+		if r.Value != nil {
+			return ln.delayer.Step(r.Value, f)
+		}
+		return ln.delayer.StepVector(r.X, token, f)
+	}
+	var o model.Result
+	var err error
+	if r.Value != nil {
+		// StepAt is Step for a model without delayed labels.
+		o, err = ln.m.StepAt(r.Value, model.At{Key: r.Key, Time: r.Time, Offset: r.Offset})
+	} else {
+		o, err = ln.m.StepVector(r.X, token)
+	}
+	if err != nil {
+		return err
+	}
+	f(o)
+	return nil
 }
 
 // shift closes the current segment and opens the recovery watch.

@@ -8,34 +8,41 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/streamlearner/streamlearner/pending"
 	"github.com/streamlearner/streamlearner/progress"
 	"github.com/streamlearner/streamlearner/replay"
 )
 
 type replayCmd struct {
-	connFlags       `embed:""`
-	fieldFlags      `embed:""`
-	modelFlags      `embed:""`
-	selectFlags     `embed:""`
-	Topic           string   `required:"" help:"Topic to replay (records as run reads them)."`
-	Partition       []int    `placeholder:"N" help:"Partitions to replay, repeatable (default: all, each its own stream)."`
-	From            string   `default:"earliest" placeholder:"BOUND" help:"First record: earliest, latest, an offset or an RFC 3339 time."`
-	To              string   `default:"latest" placeholder:"BOUND" help:"End, exclusive: latest (the end when the replay starts), an offset or an RFC 3339 time."`
-	Learner         []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec, repeatable: the learners run side by side (see 'streamlearner learners')."`
-	Kernel          string   `required:"" placeholder:"SPEC" help:"Kernel spec shared by the learners, e.g. poly:degree=4 or rbf:gamma=0.01."`
-	Seed            uint64   `default:"1" help:"Seed of randomized learners (partition p uses seed+p, as run does)."`
-	Positive        string   `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
-	Negative        string   `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`
-	Window          int      `default:"1000" help:"Labeled records in the windowed mistake rate."`
-	Shifts          string   `placeholder:"OFFSETS|from-headers" help:"Known shifts: comma-separated offsets, or from-headers (a change of the streamlearner.segment header)."`
-	RecoveryWindow  int      `default:"200" help:"Labeled post-shift records whose mistake rate decides recovery."`
-	Tolerance       float64  `default:"0.05" help:"Recovered when the post-shift rate is at most the pre-shift rate plus this."`
-	Detector        []string `sep:"none" placeholder:"SPEC" help:"Drift detectors on each learner's mistakes, repeatable: adwin[:delta=D], ddm, page-hinkley[:lambda=L,delta=D]; 'none' for none (default: all three with default settings)."`
-	Report          string   `placeholder:"FILE.json" help:"Write the full report (segments, recovery, detections, trace) as JSON."`
-	Plot            string   `placeholder:"FILE.svg|.png" help:"Plot windowed mistake rate and support size over the stream, shifts marked (first replayed partition)."`
-	PlotLogSupport  bool     `help:"Draw the plot's support panel on a log scale (learners of very different sizes)."`
-	ReadUncommitted bool     `help:"Also replay records of open and aborted transactions (default: read committed, as run reads)."`
+	connFlags         `embed:""`
+	fieldFlags        `embed:""`
+	modelFlags        `embed:""`
+	selectFlags       `embed:""`
+	Topic             string        `required:"" help:"Topic to replay (records as run reads them)."`
+	Partition         []int         `placeholder:"N" help:"Partitions to replay, repeatable (default: all, each its own stream)."`
+	From              string        `default:"earliest" placeholder:"BOUND" help:"First record: earliest, latest, an offset or an RFC 3339 time."`
+	To                string        `default:"latest" placeholder:"BOUND" help:"End, exclusive: latest (the end when the replay starts), an offset or an RFC 3339 time."`
+	Learner           []string      `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec, repeatable: the learners run side by side (see 'streamlearner learners')."`
+	Kernel            string        `required:"" placeholder:"SPEC" help:"Kernel spec shared by the learners, e.g. poly:degree=4 or rbf:gamma=0.01."`
+	Seed              uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p, as run does)."`
+	Positive          string        `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
+	Negative          string        `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`
+	Window            int           `default:"1000" help:"Labeled records in the windowed mistake rate."`
+	Shifts            string        `placeholder:"OFFSETS|from-headers" help:"Known shifts: comma-separated offsets, or from-headers (a change of the streamlearner.segment header)."`
+	RecoveryWindow    int           `default:"200" help:"Labeled post-shift records whose mistake rate decides recovery."`
+	Tolerance         float64       `default:"0.05" help:"Recovered when the post-shift rate is at most the pre-shift rate plus this."`
+	Detector          []string      `sep:"none" placeholder:"SPEC" help:"Drift detectors on each learner's mistakes, repeatable: adwin[:delta=D], ddm, page-hinkley[:lambda=L,delta=D]; 'none' for none (default: all three with default settings)."`
+	Report            string        `placeholder:"FILE.json" help:"Write the full report (segments, recovery, detections, trace) as JSON."`
+	Plot              string        `placeholder:"FILE.svg|.png" help:"Plot windowed mistake rate and support size over the stream, shifts marked (first replayed partition)."`
+	PlotLogSupport    bool          `help:"Draw the plot's support panel on a log scale (learners of very different sizes)."`
+	ReadUncommitted   bool          `help:"Also replay records of open and aborted transactions (default: read committed, as run reads)."`
+	Delay             int           `default:"0" placeholder:"N" help:"Reveal each record's label N records after it (delayed progressive validation, as eval --delay --keep-order): a record is predicted when it comes, learned and scored when its label is revealed; the labels still held back are revealed at each partition's end. 0: at once."`
+	DelayedLabels     bool          `help:"The topic holds records and, later, their labels as label messages (a key and a label, no feature), as run reads them with delayed labels: each message plays with its Kafka key (or the event's key field), timestamp and offset; refused labels (label_unknown, label_expired, label_evicted, label_without_key) are counted by reason."`
+	PendingMaxRecords int           `default:"100000" placeholder:"N" help:"With delayed labels: most records awaiting their label per partition; the oldest is evicted beyond."`
+	PendingMaxAge     time.Duration `default:"0" placeholder:"DURATION" help:"With delayed labels: how long a record waits for its label, by record timestamp, e.g. 72h (0: until evicted)."`
+	LabelTopic        string        `placeholder:"TOPIC" help:"Labels in this topic, co-partitioned with --topic (as many partitions, each label keyed as its record; checked at start). Implies --delayed-labels. Per partition both topics are read to their end at start and merged: by record timestamp, then --topic before the label topic, then offset; each topic keeps its order. --from/--to must then be earliest, latest or a time."`
 }
 
 func (c *replayCmd) Validate() error {
@@ -50,9 +57,22 @@ func (c *replayCmd) Validate() error {
 	if _, _, err := c.selection(); err != nil {
 		return err
 	}
+	switch {
+	case c.Delay < 0:
+		return fmt.Errorf("--delay %d: want 0 or more records", c.Delay)
+	case c.Delay > 0 && c.delayedLabels():
+		return errors.New("--delay holds back the labels records carry; --delayed-labels and --label-topic read labels sent on their own: one or the other")
+	case c.PendingMaxRecords < 1:
+		return fmt.Errorf("--pending-max-records %d: want at least 1", c.PendingMaxRecords)
+	case c.PendingMaxAge < 0 || c.PendingMaxAge > 0 && c.PendingMaxAge < time.Millisecond:
+		return fmt.Errorf("--pending-max-age %v: want 0 (none) or at least 1ms (record timestamps are in ms)", c.PendingMaxAge)
+	}
 	_, _, err := c.shifts()
 	return err
 }
+
+// delayedLabels is whether labels come in their own messages.
+func (c *replayCmd) delayedLabels() bool { return c.DelayedLabels || c.LabelTopic != "" }
 
 // shifts parses --shifts.
 func (c *replayCmd) shifts() (offsets []int64, fromHeaders bool, err error) {
@@ -92,15 +112,19 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if c.delayedLabels() {
+		mc.Delayed = &pending.Config{MaxRecords: c.PendingMaxRecords, MaxAge: c.PendingMaxAge.Milliseconds()}
+	}
 	cfg := replay.Config{Learners: c.Learner, Kernel: kern, Seed: c.Seed, Window: c.Window,
 		RecoveryWindow: c.RecoveryWindow, Tolerance: c.Tolerance, Detectors: detectors,
-		ShiftOffsets: offsets, ShiftsFromSegments: fromHeaders, Model: mc}
+		ShiftOffsets: offsets, ShiftsFromSegments: fromHeaders, Model: mc, Delay: c.Delay}
 	if cfg.Select, cfg.Challengers, err = c.selection(); err != nil {
 		return err
 	}
 	bar := progress.New(os.Stderr, "replay")
 	src := replay.Source{Conn: c.config(), Topic: c.Topic, Partitions: c.Partition, From: c.From, To: c.To,
-		Labels: labels, Progress: bar.Update, DetectInput: c.Input == "auto", ReadUncommitted: c.ReadUncommitted}
+		Labels: labels, Progress: bar.Update, DetectInput: c.Input == "auto", ReadUncommitted: c.ReadUncommitted,
+		LabelTopic: c.LabelTopic}
 	rep, err := replay.Run(ctx, src, cfg)
 	bar.Done()
 	if err != nil && len(rep.Partitions) == 0 {

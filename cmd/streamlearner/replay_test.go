@@ -6,11 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/offline"
+	"github.com/streamlearner/streamlearner/pending"
 	"github.com/streamlearner/streamlearner/replay"
 )
 
@@ -161,6 +169,133 @@ func TestReplayIsolationFlag(t *testing.T) {
 		raw, _ := os.ReadFile(report)
 		if want := fmt.Sprintf(`"rounds": %d`, c.rounds); !strings.Contains(string(raw), want) {
 			t.Fatalf("%v: report lacks %s:\n%.400s", c.flags, want, raw)
+		}
+	}
+}
+
+// The flags of labels that come late reach the replay: --delay, and
+// --delayed-labels with the pending store's bounds, give replay.Run's
+// numbers for the same configuration; --label-topic reads the labels
+// beside the topic; flags that cannot go together fail before reading.
+func TestReplayDelayedLabelFlags(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"keyed", "plain", "in", "labels"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Record i (x = i mod 7, y its sign around 3) keyed k<i> at 100i ms,
+	// its label 4 records later; a pause of 10 s after record 200 expires
+	// what is held under a max age of 1 s.
+	stamp := func(i int) time.Time {
+		ms := int64(100 * i)
+		if i > 200 {
+			ms += 10_000
+		}
+		return time.UnixMilli(1_700_000_000_000 + ms)
+	}
+	label := func(i int) string { return map[bool]string{true: "+1", false: "-1"}[i%7 > 3] }
+	var keyed, plain, in, labels []kafka.Message
+	for i := range 300 {
+		key := []byte(fmt.Sprint("k", i))
+		rec := fmt.Sprintf("1:%d 2:1", i%7)
+		keyed = append(keyed, kafka.Message{Key: key, Value: []byte(rec), Time: stamp(i)})
+		in = append(in, keyed[len(keyed)-1])
+		plain = append(plain, kafka.Message{Value: []byte(label(i) + " " + rec)})
+		if j := i - 4; j >= 0 {
+			lab := kafka.Message{Key: []byte(fmt.Sprint("k", j)), Value: []byte(label(j)), Time: stamp(i)}
+			keyed, labels = append(keyed, lab), append(labels, lab)
+		}
+	}
+	for topic, msgs := range map[string][]kafka.Message{"keyed": keyed, "plain": plain, "in": in, "labels": labels} {
+		w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: topic, BatchSize: 1000, BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	k, _ := learners.ParseKernel("rbf:gamma=0.5")
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	base := []string{"replay", "--brokers", b.Addr(), "--kernel", "rbf:gamma=0.5", "--learner", "perceptron", "--detector", "none"}
+	dir := t.TempDir()
+	run := func(args ...string) replay.Report {
+		t.Helper()
+		report := filepath.Join(dir, "r.json")
+		if _, err := execute(t, append(append(base, "--report", report), args...)...); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var rep replay.Report
+		raw, err := os.ReadFile(report)
+		if err != nil || json.Unmarshal(raw, &rep) != nil {
+			t.Fatalf("report: %v", err)
+		}
+		return rep
+	}
+	cfg := replay.Config{Learners: []string{"perceptron"}, Kernel: k, Detectors: []string{}}
+	direct := func(src replay.Source, cfg replay.Config) replay.LearnerReport {
+		t.Helper()
+		rep, err := replay.Run(ctx, src, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep.Partitions[0].Learners[0]
+	}
+
+	// --delay over the topic is a model.Delayer over its records, as eval
+	// --delay --keep-order plays them.
+	got := run("--topic", "plain", "--delay", "25").Partitions[0].Learners[0]
+	m, err := model.New(model.Config{Learner: "perceptron", Kernel: k, Seed: 1, Window: 1000, Delayed: model.DelayConfig(25)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := model.NewDelayer(m, 25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, msg := range plain {
+		if err := d.Step(msg.Value, func(model.Result) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Flush(func(model.Result) {}); err != nil {
+		t.Fatal(err)
+	}
+	prompt := direct(replay.Source{Conn: conn, Topic: "plain"}, cfg)
+	if ev := m.Eval(); got.Mistakes != ev.Mistakes || got.Labeled != ev.Labeled || got.Support != ev.Support || got.Kappa != ev.Scores().Kappa ||
+		got.Labeled != 300 || got.Labels == nil || got.Labels.Late != 300 || got.Mistakes == prompt.Mistakes {
+		t.Fatalf("--delay 25: %d mistakes of %d (support %d), labels %+v; the Delayer %d of %d (%d), at once %d",
+			got.Mistakes, got.Labeled, got.Support, got.Labels, ev.Mistakes, ev.Labeled, ev.Support, prompt.Mistakes)
+	}
+
+	delayed := cfg
+
+	delayed.Model.Delayed = &pending.Config{MaxRecords: 3, MaxAge: 1000}
+	got = run("--topic", "keyed", "--delayed-labels", "--pending-max-records", "3", "--pending-max-age", "1s").Partitions[0].Learners[0]
+	want := direct(replay.Source{Conn: conn, Topic: "keyed"}, delayed)
+	if got.Mistakes != want.Mistakes || got.Labeled != want.Labeled || !reflect.DeepEqual(got.Labels, want.Labels) ||
+		got.Labels.Refused["label_evicted"] == 0 || got.Labels.Refused["label_expired"] == 0 {
+		t.Fatalf("--delayed-labels: %d/%d, labels %+v; replay.Run %d/%d, %+v", got.Mistakes, got.Labeled, got.Labels, want.Mistakes, want.Labeled, want.Labels)
+	}
+	// The defaults (100,000 records, no max age): every label finds its
+	// record, and the label topic holds the same labels at the same times.
+	got = run("--topic", "keyed", "--delayed-labels").Partitions[0].Learners[0]
+	rep := run("--topic", "in", "--label-topic", "labels")
+	if rep.LabelTopic != "labels" || rep.Partitions[0].LabelRecords != 296 {
+		t.Fatalf("label topic %q, %d label records", rep.LabelTopic, rep.Partitions[0].LabelRecords)
+	}
+	pair := rep.Partitions[0].Learners[0]
+	if got.Labels.Late != 296 || got.Labels.Pending != 4 || len(got.Labels.Refused) != 0 || pair.Mistakes != got.Mistakes || !reflect.DeepEqual(pair.Labels, got.Labels) {
+		t.Fatalf("same topic %d mistakes, %+v; label topic %d, %+v", got.Mistakes, got.Labels, pair.Mistakes, pair.Labels)
+	}
+
+	for _, args := range [][]string{
+		{"--delay", "-1"}, {"--delay", "5", "--delayed-labels"}, {"--delay", "5", "--label-topic", "labels"},
+		{"--delayed-labels", "--pending-max-records", "0"}, {"--delayed-labels", "--pending-max-age", "1us"},
+		{"--label-topic", "labels", "--from", "10"},
+	} {
+		if _, err := execute(t, append(append(base, "--topic", "in"), args...)...); err == nil {
+			t.Errorf("%v accepted", args)
 		}
 	}
 }
