@@ -111,7 +111,7 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		return p.reset(part, committed, metadata, "mismatch", err)
 	}
 	m, err := p.decodeModel(snap)
-	st := &pipeline.State{Model: m, NextOffset: snap.NextOffset}
+	st := &pipeline.State{Model: m, NextOffset: snap.NextOffset, LabelTopic: snap.LabelTopic, LabelOffset: snap.LabelOffset}
 	if err != nil {
 		err = fmt.Errorf("snapshot %s: %w", snap.Name(), err)
 		if p.ResetModel {
@@ -239,8 +239,8 @@ func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation
 	}
 	snap := &Snapshot{
 		Topic: part.Topic, Partition: part.ID, Generation: generation, Seq: seq,
-		Version: version, Learner: st.Model.Spec(), Kernel: st.Model.Config().Kernel.String(), NextOffset: st.NextOffset,
-		Created: now(), Model: state,
+		Learner: st.Model.Spec(), Kernel: st.Model.Config().Kernel.String(), NextOffset: st.NextOffset,
+		Created: now(), Model: state, LabelTopic: st.LabelTopic, LabelOffset: st.LabelOffset,
 	}
 	data := snap.Encode()
 	if err := p.Store.Save(ctx, snap.Name(), data); err != nil {

@@ -31,8 +31,10 @@ type Snapshot struct {
 	Seq        uint64 // increases with every save of the partition by any owner
 	// Version is the format: 2, Model holds the partition model's
 	// snapshot (model.Model: learners, featurizer, classes, evaluator) and
-	// Learner its Spec; 1 (read, never written), Model holds a lone
-	// learner's state, Eval its evaluator's and Learner the learner spec.
+	// Learner its Spec; 3, the same with a label topic's position
+	// (LabelTopic, LabelOffset), written when there is one; 1 (read, never
+	// written), Model holds a lone learner's state, Eval its evaluator's
+	// and Learner the learner spec.
 	Version    int
 	Learner    string // the model's spec (version 1: the learner's)
 	Kernel     string // canonical kernel spec
@@ -40,6 +42,12 @@ type Snapshot struct {
 	Created    time.Time
 	Model      []byte
 	Eval       []byte // version 1 only
+	// LabelTopic is the topic the partition's labels come from, when
+	// they have one of their own (co-partitioned: partition Partition of
+	// it), and LabelOffset the first of its offsets not yet learned from.
+	// Version 3 only.
+	LabelTopic  string
+	LabelOffset int64
 }
 
 // Name is the snapshot's name in every store: topic/partition/generation/seq,
@@ -70,7 +78,7 @@ const (
 	magic = "SLCK"
 	// version is the format Encode writes; Decode reads it and every
 	// older one listed in Snapshot.Version.
-	version = 2
+	version = 3
 )
 
 // ErrChecksum means the bytes are not the snapshot that was saved.
@@ -84,7 +92,10 @@ func (s *Snapshot) Encode() []byte {
 	b = append(b, magic...)
 	v := s.Version
 	if v == 0 {
-		v = version
+		v = 2
+		if s.LabelTopic != "" {
+			v = 3
+		}
 	}
 	b = binary.AppendUvarint(b, uint64(v))
 	str := func(x string) { b = binary.AppendUvarint(b, uint64(len(x))); b = append(b, x...) }
@@ -99,6 +110,10 @@ func (s *Snapshot) Encode() []byte {
 	b = binary.AppendVarint(b, s.Created.UnixNano())
 	byt(s.Model)
 	byt(s.Eval)
+	if v >= 3 {
+		str(s.LabelTopic)
+		b = binary.AppendVarint(b, s.LabelOffset)
+	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
 
@@ -129,6 +144,13 @@ func Decode(b []byte) (*Snapshot, error) {
 	s.NextOffset = d.varint()
 	s.Created = time.Unix(0, d.varint())
 	s.Model, s.Eval = d.bytes(), d.bytes()
+	if v >= 3 {
+		s.LabelTopic = string(d.bytes())
+		s.LabelOffset = d.varint()
+		if d.err == nil && s.LabelTopic == "" {
+			d.err = errors.New("format 3 without a label topic")
+		}
+	}
 	if d.err == nil && (len(d.b) != 0 || p > math.MaxInt32 || g < math.MinInt32 || g > math.MaxInt32) {
 		d.err = errors.New("malformed fields")
 	}

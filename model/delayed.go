@@ -17,6 +17,9 @@ type At struct {
 	Key    []byte
 	Time   int64
 	Offset int64
+	// LabelTopic says the message comes from a topic of labels: anything
+	// but a label message is refused (bad_label) instead of predicted.
+	LabelTopic bool
 }
 
 var errLabelOnly = &codec.Error{Reason: codec.ReasonEmptyFeatures, Detail: "a label message has no feature to predict from"}
@@ -41,6 +44,9 @@ func (m *Model) StepAt(b []byte, at At) (Result, error) {
 	}
 	if len(key) == 0 {
 		key = at.Key
+	}
+	if at.LabelTopic && !labelOnly {
+		return Result{}, &codec.Error{Reason: codec.ReasonBadLabel, Detail: "a message of the label topic has features: the label topic takes label messages (a key and a label, no feature)"}
 	}
 	var r Result
 	switch {

@@ -431,3 +431,22 @@ func TestDelayer(t *testing.T) {
 		t.Fatal("a Delayer on a model without a pending store")
 	}
 }
+
+// A message from a label topic must be a label: one with features is
+// refused, not predicted.
+func TestLabelTopicTakesLabelsOnly(t *testing.T) {
+	m := build(t, delayed(Config{Learner: "perceptron", Kernel: kernel(t, "linear")}, pending.Config{}))
+	if _, err := m.StepAt([]byte("3:1"), At{Key: []byte("a")}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := m.MarshalBinary()
+	if _, err := m.StepAt([]byte("+1 3:1"), At{Key: []byte("a"), LabelTopic: true}); reasonOf(err) != codec.ReasonBadLabel {
+		t.Fatalf("a record in the label topic: %v", err)
+	}
+	if after, _ := m.MarshalBinary(); !bytes.Equal(before, after) {
+		t.Fatal("a refused message changed the model")
+	}
+	if r, err := m.StepAt([]byte("+1"), At{Key: []byte("a"), LabelTopic: true}); err != nil || !r.Late {
+		t.Fatalf("a label in the label topic: %+v %v", r, err)
+	}
+}

@@ -17,6 +17,11 @@ type Partition struct {
 type State struct {
 	Model      *model.Model
 	NextOffset int64 // the first offset not yet learned from
+	// LabelTopic and LabelOffset: with labels in a topic of their own
+	// (Config.LabelTopic), that topic and the first offset of its
+	// partition not yet learned from; saved and committed with NextOffset.
+	LabelTopic  string
+	LabelOffset int64
 }
 
 // Checkpointer is the seam where the checkpoint protocol plugs in

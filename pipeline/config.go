@@ -69,6 +69,21 @@ type Config struct {
 	// label_evicted, label_without_key). The store is in the partition's
 	// checkpoint, so recovery stays exact. Default false.
 	DelayedLabels bool
+	// LabelTopic, if set, is a topic of label messages beside Topic,
+	// co-partitioned with it: as many partitions (checked at start), and
+	// each label sent with its record's message key, so that partition p
+	// of LabelTopic holds the labels of partition p's records. Implies
+	// DelayedLabels. The member subscribes to both topics and the worker
+	// of partition p reads both partitions p, merged: before each record it
+	// learns the labels stamped earlier than the record (time, then Topic
+	// before LabelTopic, then offset — replay's order); when it has read
+	// all of Topic there is, it learns the labels that are left. Both
+	// positions are in the checkpoint and committed together, so every
+	// label is learned exactly once and none is lost; the merge of records
+	// and labels arriving live depends on when they arrive, so predictions
+	// repeated after a crash may differ from the first ones (same-topic
+	// labels keep them identical). Default "": labels come in Topic.
+	LabelTopic string
 	// PendingMaxRecords bounds the records awaiting a label, per
 	// partition: past it the oldest is evicted (counted). Default 100,000
 	// (a few hundred bytes each for records of tens of features).
@@ -309,6 +324,12 @@ func (c *Config) Validate() error {
 	}
 	if c.PendingMaxAge < 0 || c.PendingMaxRecords < 0 {
 		return fmt.Errorf("pending max records %d, max age %v: want positive bounds", c.PendingMaxRecords, c.PendingMaxAge)
+	}
+	if c.LabelTopic != "" {
+		if c.LabelTopic == c.Topic || c.LabelTopic == c.OutputTopic || c.LabelTopic == c.DLQTopic {
+			return fmt.Errorf("label topic %q is also the input, output or dead-letter topic", c.LabelTopic)
+		}
+		c.DelayedLabels = true
 	}
 	if c.DelayedLabels && c.PendingMaxRecords == 0 {
 		c.PendingMaxRecords = 100_000

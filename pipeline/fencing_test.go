@@ -35,7 +35,7 @@ func TestStaleOwnerCannotCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := Partition{Topic: "in", ID: 0}
-	if err := m.commit(ctx, g1, p, 5, "in/0/1/1"); err != nil {
+	if err := m.commit(ctx, g1, p, 5, "in/0/1/1", "", -1); err != nil {
 		t.Fatalf("the owner's commit: %v", err)
 	}
 	stale.Close() // it leaves; a new member takes over in a newer generation
@@ -45,7 +45,7 @@ func TestStaleOwnerCannotCommit(t *testing.T) {
 		g, parts := assigned()
 		return g > g1.ID && len(parts) == 4
 	})
-	err = m.commit(ctx, g1, p, 9, "in/0/1/2")
+	err = m.commit(ctx, g1, p, 9, "in/0/1/2", "", -1)
 	if !errors.Is(err, errFenced) {
 		t.Fatalf("stale commit: %v, want fenced", err)
 	}

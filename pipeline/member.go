@@ -111,11 +111,19 @@ func Run(ctx context.Context, cfg Config) error {
 	defer closeWithin(m.dlq, cfg.ShutdownTimeout, cfg.Log)
 	defer closeWithin(m.out, cfg.ShutdownTimeout, cfg.Log)
 
+	topics := []string{cfg.Topic}
+	if cfg.LabelTopic != "" {
+		// Both topics in one subscription: the range assignor gives a
+		// member the same partitions of co-partitioned topics. The worker
+		// of Topic's partition p reads LabelTopic's p too.
+		topics = append(topics, cfg.LabelTopic)
+	}
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                     cfg.Group,
 		Brokers:                cfg.Conn.Brokers,
 		Dialer:                 dialer,
-		Topics:                 []string{cfg.Topic},
+		Topics:                 topics,
+		GroupBalancers:         []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
 		HeartbeatInterval:      cfg.HeartbeatInterval,
 		SessionTimeout:         cfg.SessionTimeout,
 		RebalanceTimeout:       cfg.RebalanceTimeout,
@@ -208,18 +216,25 @@ func (m *member) committed(ctx context.Context, p Partition) (int64, string, err
 	}
 }
 
-// commit commits offset with metadata for p in gen. kafka-go reports
-// per-partition failures inside a nil error, so they are checked here; the
-// errors that mean another generation owns the partition become errFenced.
-func (m *member) commit(ctx context.Context, gen *kafka.Generation, p Partition, offset int64, metadata string) error {
+// commit commits offset with metadata for p in gen, and with a label
+// topic (labelTopic not "") labelOffset for its partition p in the same
+// request. kafka-go reports per-partition failures inside a nil error, so
+// they are checked here; the errors that mean another generation owns the
+// partition become errFenced.
+func (m *member) commit(ctx context.Context, gen *kafka.Generation, p Partition, offset int64, metadata, labelTopic string, labelOffset int64) error {
+	topics := map[string][]kafka.OffsetCommit{p.Topic: {{Partition: p.ID, Offset: offset, Metadata: metadata}}}
+	if labelTopic != "" && labelOffset >= 0 {
+		topics[labelTopic] = []kafka.OffsetCommit{{Partition: p.ID, Offset: labelOffset}}
+	}
 	resp, err := m.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{
-		GroupID: m.cfg.Group, GenerationID: int(gen.ID), MemberID: gen.MemberID,
-		Topics: map[string][]kafka.OffsetCommit{p.Topic: {{Partition: p.ID, Offset: offset, Metadata: metadata}}},
+		GroupID: m.cfg.Group, GenerationID: int(gen.ID), MemberID: gen.MemberID, Topics: topics,
 	})
 	if err == nil {
-		for _, pr := range resp.Topics[p.Topic] {
-			if pr.Partition == p.ID && pr.Error != nil {
-				err = pr.Error
+		for t := range topics {
+			for _, pr := range resp.Topics[t] {
+				if pr.Partition == p.ID && pr.Error != nil {
+					err = pr.Error
+				}
 			}
 		}
 	}

@@ -23,7 +23,11 @@ func (m *member) prepare(ctx context.Context) error {
 		err error
 	)
 	for {
-		md, err = m.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{cfg.Topic, cfg.OutputTopic, cfg.DLQTopic}})
+		topics := []string{cfg.Topic, cfg.OutputTopic, cfg.DLQTopic}
+		if cfg.LabelTopic != "" {
+			topics = append(topics, cfg.LabelTopic)
+		}
+		md, err = m.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 		if err == nil || ctx.Err() != nil {
 			break
 		}
@@ -40,8 +44,21 @@ func (m *member) prepare(ctx context.Context) error {
 		return fmt.Errorf("reach brokers %v: %w", cfg.Conn.Brokers, err)
 	}
 	exists := map[string]bool{}
+	partitions := map[string]int{}
 	for _, t := range md.Topics {
 		exists[t.Name] = t.Error == nil && len(t.Partitions) > 0
+		partitions[t.Name] = len(t.Partitions)
+	}
+	if lt := cfg.LabelTopic; lt != "" {
+		// Co-partitioning is what puts a label beside its record; a count
+		// that differs would send labels to other partitions' workers.
+		switch {
+		case !exists[lt]:
+			return fmt.Errorf("label topic %q does not exist: create it with as many partitions as %q, or fix --label-topic", lt, cfg.Topic)
+		case exists[cfg.Topic] && partitions[lt] != partitions[cfg.Topic]:
+			return fmt.Errorf("label topic %q has %d partitions, input topic %q has %d: the label topic must be co-partitioned with the input (as many partitions, labels keyed as their records)",
+				lt, partitions[lt], cfg.Topic, partitions[cfg.Topic])
+		}
 	}
 	for _, t := range []struct{ name, role, flag string }{
 		{cfg.OutputTopic, "output", "--output-topic"}, {cfg.DLQTopic, "dead-letter", "--dlq-topic"},

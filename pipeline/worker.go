@@ -45,6 +45,10 @@ type worker struct {
 	pending     int
 	committedAt time.Time
 	committed   int64
+	// committedLabel is the label topic's committed offset (LabelTopic).
+	committedLabel int64
+	// labels is the label topic's side of the partition (nil without one).
+	labels *labelSide
 	// srcHdrs is every prediction's headers (shared, never changed).
 	srcHdrs []kafka.Header
 	// arena holds the keys and values of the buffered predictions.
@@ -154,6 +158,18 @@ func (w *worker) run(gen context.Context) {
 		<-gctx.Done()
 		return
 	}
+	if cfg.LabelTopic != "" {
+		lr, err := fetch.NewReader(fetch.Config{
+			Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: w.m.transport, Topic: cfg.LabelTopic, Partition: w.part.ID,
+			ReadUncommitted: cfg.ReadUncommitted, MaxBytes: max(16<<20, 2*cfg.Limits.MaxBytes),
+		}, w.st.LabelOffset)
+		if err != nil {
+			w.log.Error().Err(err).Msg("label partition reader")
+			<-gctx.Done()
+			return
+		}
+		w.labels = &labelSide{r: lr}
+	}
 	skipped := mt.Skipped.WithLabelValues(w.label)
 	pos := w.m.track(w.part)
 	defer w.m.untrack(w.part)
@@ -222,7 +238,16 @@ func (w *worker) run(gen context.Context) {
 				skipped.Add(float64(b.Skipped))
 			}
 			w.hwm = b.HighWatermark
+			if w.labels != nil {
+				w.labels.caughtUp = false // there may be more labels since
+			}
 			for i := range b.Records {
+				if w.labels != nil && !w.playLabels(gctx, b.Records[i].Time) {
+					if gctx.Err() != nil {
+						w.stop()
+						return
+					}
+				}
 				w.handle(&b.Records[i])
 				if len(w.preds)+len(w.dead) >= cfg.FlushRecords {
 					pos.Store(w.st.NextOffset)
@@ -236,6 +261,15 @@ func (w *worker) run(gen context.Context) {
 				// too: the next commit must not point before them.
 				w.st.NextOffset = b.Next
 				w.pending++
+			}
+			if w.labels != nil && w.st.NextOffset >= b.HighWatermark {
+				// All of the input there is has been read: the labels left
+				// have no record still to come before them.
+				w.playLabels(gctx, time.Time{})
+				if gctx.Err() != nil {
+					w.stop()
+					return
+				}
 			}
 			pos.Store(w.st.NextOffset)
 			mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
@@ -295,8 +329,23 @@ func (w *worker) restore(ctx context.Context) error {
 			}
 		}
 	}
+	if lt := cfg.LabelTopic; lt != "" && st.LabelTopic != lt {
+		// No position in this label topic yet (a new model, or a snapshot
+		// from before labels had a topic): the group's, else the start.
+		off, _, err := w.m.committed(ctx, Partition{Topic: lt, ID: w.part.ID})
+		if err != nil {
+			return err
+		}
+		if off < 0 {
+			off = kafka.FirstOffset
+			if cfg.StartOffset == "latest" {
+				off = kafka.LastOffset
+			}
+		}
+		st.LabelTopic, st.LabelOffset = lt, off
+	}
 	w.st, w.spec = st, st.Model.LearnerSpec()
-	w.committed, w.committedAt = st.NextOffset, time.Now()
+	w.committed, w.committedLabel, w.committedAt = st.NextOffset, st.LabelOffset, time.Now()
 	return nil
 }
 
@@ -320,15 +369,25 @@ func (w *worker) resetOffset(r *fetch.Reader, oor *fetch.OutOfRangeError) {
 // handle plays one record: dead-letter it, or predict, learn and buffer
 // the prediction. The record's bytes belong to the reader; whatever is
 // kept is copied.
-func (w *worker) handle(rec *fetch.Record) {
+func (w *worker) handle(rec *fetch.Record) { w.play(rec, false) }
+
+// play plays one message of the partition: a record of the input topic,
+// or (fromLabels) a message of the label topic.
+func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	cfg, mt := w.m.cfg, w.m.cfg.Metrics
-	w.consumed.Inc()
-	w.st.NextOffset = rec.Offset + 1
+	topic := w.part.Topic
+	if fromLabels {
+		topic = cfg.LabelTopic
+		w.st.LabelOffset = rec.Offset + 1
+	} else {
+		w.consumed.Inc()
+		w.st.NextOffset = rec.Offset + 1
+	}
 	w.pending++
 	if len(w.preds)+len(w.dead) == 0 {
 		w.since = time.Now()
 	}
-	w.msg = kafka.Message{Topic: w.part.Topic, Partition: w.part.ID, Offset: rec.Offset, Key: rec.Key, Value: rec.Value, Headers: rec.Headers, Time: rec.Time}
+	w.msg = kafka.Message{Topic: topic, Partition: w.part.ID, Offset: rec.Offset, Key: rec.Key, Value: rec.Value, Headers: rec.Headers, Time: rec.Time}
 	msg := &w.msg
 	m := w.st.Model
 	seq := m.Eval().Updates
@@ -341,7 +400,7 @@ func (w *worker) handle(rec *fetch.Record) {
 	case cfg.PassThrough:
 		r, err = passThrough(msg.Value, cfg)
 	case cfg.DelayedLabels:
-		r, err = m.StepAt(msg.Value, model.At{Key: rec.Key, Time: rec.Time.UnixMilli(), Offset: rec.Offset})
+		r, err = m.StepAt(msg.Value, model.At{Key: rec.Key, Time: rec.Time.UnixMilli(), Offset: rec.Offset, LabelTopic: fromLabels})
 	default:
 		r, err = m.Step(msg.Value)
 	}
@@ -440,6 +499,73 @@ func (w *worker) handle(rec *fetch.Record) {
 	})
 }
 
+// labelSide is the label topic's partition beside the input's: its
+// reader and the labels fetched and not yet played, in offset order
+// (copies: a fetched batch lives only until the next fetch).
+type labelSide struct {
+	r        *fetch.Reader
+	queue    []fetch.Record
+	caughtUp bool // fetched to the partition's end since the last input batch
+	arena    []byte
+}
+
+// playLabels plays, in offset order, the fetched labels stamped before
+// before (all of them when before is zero), fetching more while the queue
+// does not reach past before and the label partition has more. It
+// returns false when the generation ended under it.
+func (w *worker) playLabels(ctx context.Context, before time.Time) bool {
+	ls := w.labels
+	for {
+		n := 0
+		for n < len(ls.queue) && (before.IsZero() || ls.queue[n].Time.Before(before)) {
+			w.play(&ls.queue[n], true)
+			n++
+		}
+		ls.queue = ls.queue[n:]
+		if len(ls.queue) > 0 || ls.caughtUp {
+			return true
+		}
+		if len(ls.queue) == 0 {
+			ls.arena = ls.arena[:0] // nothing points into it any more
+		}
+		b, err := ls.r.Fetch(ctx, 0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false
+			}
+			var oor *fetch.OutOfRangeError
+			if errors.As(err, &oor) {
+				to := oor.LogStart
+				if w.m.cfg.StartOffset == "latest" {
+					to = oor.LogEnd
+				}
+				w.m.cfg.Metrics.OffsetResets.WithLabelValues(w.label).Inc()
+				w.log.Error().Str("topic", w.m.cfg.LabelTopic).Int64("offset", oor.Offset).Int64("reset_to", to).Msg("next label offset is not in the label partition's log; moving")
+				ls.r.SetOffset(to)
+				w.st.LabelOffset = to
+				w.pending++
+				continue
+			}
+			w.log.Warn().Err(err).Msg("fetch labels")
+			ls.caughtUp = true // try again with the next input batch
+			return true
+		}
+		for _, rec := range b.Records {
+			start := len(ls.arena)
+			ls.arena = append(ls.arena, rec.Key...)
+			ls.arena = append(ls.arena, rec.Value...)
+			k := ls.arena[start : start+len(rec.Key) : start+len(rec.Key)]
+			v := ls.arena[start+len(rec.Key) : len(ls.arena) : len(ls.arena)]
+			ls.queue = append(ls.queue, fetch.Record{Offset: rec.Offset, Key: k, Value: v, Time: rec.Time})
+		}
+		if len(ls.queue) == 0 && b.Next > w.st.LabelOffset {
+			w.st.LabelOffset = b.Next // markers and aborted records
+			w.pending++
+		}
+		ls.caughtUp = b.Next >= b.HighWatermark
+	}
+}
+
 // isLabelReason says whether a dead letter is a label that found no
 // record awaiting it.
 func isLabelReason(r codec.Reason) bool {
@@ -506,21 +632,12 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	}
 	cfg, mt := w.m.cfg, w.m.cfg.Metrics
 	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Model.Support()))
-	if p := w.st.Model.Pending(); p != nil {
-		w.evicted = p.Evicted // counted by whoever held the partition before
-		mt.PendingRecords.WithLabelValues(w.label).Set(float64(p.Len()))
-		mt.PendingExpired.WithLabelValues(w.label)
-		mt.PendingEvicted.WithLabelValues(w.label)
-		for _, r := range []codec.Reason{codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey} {
-			mt.OrphanLabels.WithLabelValues(w.label, string(r))
-		}
-	}
 	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Model.Eval().WindowRate())
 	w.learnerGauges()
 	if w.hwm >= 0 {
 		mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
 	}
-	if w.st.NextOffset < 0 || w.st.NextOffset == w.committed {
+	if w.st.NextOffset < 0 || w.st.NextOffset == w.committed && w.st.LabelOffset == w.committedLabel {
 		w.markDurable() // nothing learned since the last checkpoint
 		return nil
 	}
@@ -542,10 +659,10 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
-	if err := w.m.commit(ctx, w.gen, w.part, w.st.NextOffset, meta); err != nil {
+	if err := w.m.commit(ctx, w.gen, w.part, w.st.NextOffset, meta, w.st.LabelTopic, w.st.LabelOffset); err != nil {
 		return err
 	}
-	w.pending, w.committedAt, w.committed = 0, time.Now(), w.st.NextOffset
+	w.pending, w.committedAt, w.committed, w.committedLabel = 0, time.Now(), w.st.NextOffset, w.st.LabelOffset
 	w.markDurable()
 	// Routine, so at debug level; failures are warnings in run.
 	w.log.Debug().Str("snapshot", meta).Int64("offset", w.committed).Int("bytes", size).Dur("took", took).Msg("checkpoint")

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -41,6 +43,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Run(store, func(t *testing.T) { crashRecovery(t, bin, store, a9aStream) })
 	}
 	t.Run("events", func(t *testing.T) { crashRecovery(t, bin, "dir", coverStream) })
+	t.Run("delayed", func(t *testing.T) { crashRecovery(t, bin, "topic", delayedStream) })
 }
 
 // crashStream is what a crash test feeds the service: copies of a file,
@@ -50,6 +53,9 @@ type crashStream struct {
 	copies int
 	flags  []string
 	kills  int
+	// delayed: labels come later in the same topic (--delayed-labels);
+	// the stream is built by delayedLines from the file's events.
+	delayed bool
 }
 
 var (
@@ -57,7 +63,56 @@ var (
 	coverStream = crashStream{file: "../../testdata/covtype.2000.jsonl.gz", copies: 25, kills: 10,
 		flags: []string{"--input", "events", "--label-field", "Cover_Type", "--key-field", "id", "--classes", "auto", "--scale", "online",
 			"--challenger", "forgetron:budget=60@rbf:gamma=0.2", "--select", "window=400,margin=0.01"}}
+	delayedStream = crashStream{file: "../../testdata/elec2.3000.jsonl.gz", copies: 10, kills: 12, delayed: true,
+		flags: []string{"--input", "events", "--label-field", "class", "--key-field", "id", "--positive", "UP", "--delayed-labels",
+			"--pending-max-records", "2000"}}
 )
+
+// delayedLines is the delayed-label stream of copies of an event file:
+// each event without its class (ids made unique per copy), and its label
+// message ({"id","class"}) 1–300 events later; every 25th label never
+// comes and every 500th event is followed by a label for no record.
+func delayedLines(t *testing.T, one []byte, copies int) []byte {
+	var out bytes.Buffer
+	r := rand.New(rand.NewPCG(8, 9))
+	due := map[int][][]byte{}
+	i := 0
+	for c := range copies {
+		for _, line := range bytes.Split(bytes.TrimSpace(one), []byte("\n")) {
+			var ev map[string]json.RawMessage
+			if err := json.Unmarshal(line, &ev); err != nil {
+				t.Fatal(err)
+			}
+			ev["id"] = json.RawMessage(fmt.Sprintf(`"c%d-%s`, c, ev["id"][1:]))
+			label, _ := json.Marshal(map[string]json.RawMessage{"id": ev["id"], "class": ev["class"]})
+			delete(ev, "class")
+			rec, _ := json.Marshal(ev)
+			for _, l := range due[i] {
+				out.Write(l)
+				out.WriteByte('\n')
+			}
+			delete(due, i)
+			out.Write(rec)
+			out.WriteByte('\n')
+			if i%25 != 3 {
+				at := i + 1 + r.IntN(300)
+				due[at] = append(due[at], label)
+			}
+			if i%500 == 9 {
+				fmt.Fprintf(&out, `{"id":"nobody-%d","class":"UP"}`+"\n", i)
+			}
+			i++
+		}
+	}
+	for k := i; len(due) > 0; k++ {
+		for _, l := range due[k] {
+			out.Write(l)
+			out.WriteByte('\n')
+		}
+		delete(due, k)
+	}
+	return out.Bytes()
+}
 
 type proc struct {
 	cmd  *exec.Cmd
@@ -117,12 +172,20 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 	data := filepath.Join(dir, "stream")
 	var all []byte
 	one, _ := exec.Command("sh", "-c", "gzip -dc "+stream.file).Output()
-	for range stream.copies {
-		all = append(all, one...)
+	if stream.delayed {
+		all = delayedLines(t, one, stream.copies)
+	} else {
+		for range stream.copies {
+			all = append(all, one...)
+		}
 	}
 	os.WriteFile(data, all, 0o600)
 	total := strings.Count(string(all), "\n")
-	producer := start(t, filepath.Join(dir, "produce.log"), bin, "produce", "--brokers", addr, "--topic", "in", "--data", data, "--rate", "2000", "--auto-create")
+	produceArgs := []string{"produce", "--brokers", addr, "--topic", "in", "--data", data, "--rate", "2000", "--auto-create"}
+	if stream.delayed {
+		produceArgs = append(produceArgs, "--key", "id") // a label and its record share a partition
+	}
+	producer := start(t, filepath.Join(dir, "produce.log"), bin, produceArgs...)
 
 	const spec, kern = "rbp:budget=100", "rbf:gamma=0.02"
 	args := []string{"run", "--brokers", addr, "--topic", "in", "--group", "g", "--output-topic", "out", "--auto-create",
@@ -200,16 +263,26 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := 0
+		n, late := 0, 0
 		readAll(t, addr, "in", func(m kafka.Message) {
 			if m.Partition != p {
 				return
 			}
-			r, err := twin.Step(m.Value)
+			r, err := twin.StepAt(m.Value, model.At{Key: m.Key, Time: m.Time.UnixMilli(), Offset: m.Offset})
+			vals := preds[codec.PredictionKey("in", int32(p), m.Offset)]
+			if stream.delayed && (err != nil || r.Late) {
+				// A label, or a label for nothing: never a prediction.
+				if len(vals) != 0 {
+					t.Fatalf("partition %d offset %d: a label message was predicted", p, m.Offset)
+				}
+				if r.Late {
+					late++
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			vals := preds[codec.PredictionKey("in", int32(p), m.Offset)]
 			if len(vals) == 0 {
 				t.Fatalf("partition %d offset %d: no prediction", p, m.Offset)
 			}
@@ -229,10 +302,17 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 		if string(s.Model) != string(want) {
 			t.Fatalf("partition %d: the final model differs from the uninterrupted run's", p)
 		}
-		if ev := restored.Eval(); ev.Rounds != uint64(n) || ev.Labeled != uint64(n) {
-			t.Fatalf("partition %d: evaluator counted %d rounds, %d learned, for %d records", p, ev.Rounds, ev.Labeled, n)
+		learned := n
+		if stream.delayed {
+			learned = late
+			if late == 0 || restored.Pending().Len() == 0 {
+				t.Fatalf("partition %d: %d labels learned, %d records waiting", p, late, restored.Pending().Len())
+			}
 		}
-		if len(stream.flags) > 0 && (len(restored.Classes()) < 6 || restored.Candidates() != 2) {
+		if ev := restored.Eval(); ev.Rounds != uint64(n) || ev.Labeled != uint64(learned) {
+			t.Fatalf("partition %d: evaluator counted %d rounds, %d learned, for %d records, %d labels", p, ev.Rounds, ev.Labeled, n, learned)
+		}
+		if !stream.delayed && len(stream.flags) > 0 && (len(restored.Classes()) < 6 || restored.Candidates() != 2) {
 			t.Fatalf("partition %d: classes %v, want at least 6 of the 7 cover types", p, restored.Classes())
 		}
 	}

@@ -127,6 +127,7 @@ type runCmd struct {
 	ResetModel         bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
 
 	DelayedLabels     bool          `help:"Labels may come after their records: a keyed record without a label is predicted and waits for a label message (its key and label, no feature) in the same topic and partition; see docs/delayed.md."`
+	LabelTopic        string        `placeholder:"TOPIC" help:"Read label messages from this topic too, co-partitioned with --topic (as many partitions, each label keyed as its record; checked at start). Implies --delayed-labels. Each label is learned exactly once; see docs/delayed.md."`
 	PendingMaxRecords int           `default:"100000" help:"With --delayed-labels: records awaiting a label per partition; past it the oldest is evicted."`
 	PendingMaxAge     time.Duration `default:"0s" help:"With --delayed-labels: how long a record waits for its label, by record timestamps (0: until evicted)."`
 }
@@ -215,7 +216,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		FlushRecords: c.FlushRecords, FlushInterval: c.FlushInterval, AutoCreateTopics: c.AutoCreate,
 		CheckpointEvery: c.CheckpointEvery, CheckpointInterval: c.CheckpointInterval, Checkpoints: cp,
 		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
-		DelayedLabels: c.DelayedLabels, PendingMaxRecords: c.PendingMaxRecords, PendingMaxAge: c.PendingMaxAge,
+		DelayedLabels: c.DelayedLabels, LabelTopic: c.LabelTopic, PendingMaxRecords: c.PendingMaxRecords, PendingMaxAge: c.PendingMaxAge,
 		Log: log,
 	}
 	mc, err := c.modelConfig(c.fieldFlags, labels)
