@@ -220,7 +220,7 @@ func (c *Config) ModelConfig(p int) model.Config {
 
 // pending is the pending store of delayed labels, nil without them.
 func (c *Config) pending() *pending.Config {
-	if !c.DelayedLabels {
+	if !c.DelayedLabels && c.LabelTopic == "" {
 		return nil
 	}
 	return &pending.Config{MaxRecords: c.PendingMaxRecords, MaxAge: c.PendingMaxAge.Milliseconds()}

@@ -2,12 +2,15 @@ package pipeline
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,4 +172,121 @@ func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 		t.Fatal(err)
 	}
 	return d.GetHistogram().GetSampleCount()
+}
+
+// Labels in a topic of their own, co-partitioned with the input: with
+// both topics written before the member starts, each partition plays its
+// records and labels merged by time (then input first, then offset) —
+// replay's order — so its predictions and final model are exactly the
+// partition model's over that merge; both positions are committed; a
+// label topic of another partition count, or none, fails the start.
+func TestLabelTopic(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq", "labels")
+	msgs, records, labels := delayedStream(t, "../testdata/elec2.3000.jsonl.gz", 20)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	var recs, labs []kafka.Message
+	for i, m := range msgs {
+		m.Time = base.Add(time.Duration(i) * 10 * time.Millisecond)
+		if bytes.Contains(m.Value, []byte(`"class"`)) {
+			labs = append(labs, m)
+		} else {
+			recs = append(recs, m)
+		}
+	}
+	// A label stamped at its record's time plays after it (input first).
+	labs[5].Time = recs[len(recs)/2].Time
+	produce(t, b, "in", recs, &kafka.Hash{})
+	produce(t, b, "labels", labs, &kafka.Hash{})
+
+	cfg := testConfig(t, b, "rbp:budget=50")
+	cfg.Events, cfg.Event, cfg.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
+	cfg.LabelTopic = "labels"
+	cfg.Metrics = NewMetrics(nil)
+	mt := cfg.Metrics
+	stop, _ := runMember(t, cfg)
+	preds := readTopic(t, b, "out", records, 60*time.Second)
+	if len(preds) != records {
+		t.Fatalf("%d predictions for %d records", len(preds), records)
+	}
+	sum := func(v *prometheus.CounterVec) (s float64) {
+		for p := range 4 {
+			s += testutil.ToFloat64(v.WithLabelValues(fmt.Sprint(p)))
+		}
+		return s
+	}
+	waitFor(t, "every label learned", 30*time.Second, func() bool { return int(sum(mt.Learned)) == labels })
+	stop()
+	got := map[[2]int64]codec.Prediction{}
+	for _, r := range preds {
+		p, _ := codec.DecodePrediction(r.msg.Value)
+		got[[2]int64{int64(p.Partition), p.Offset}] = p
+	}
+	byPart := func(topic string, n int) map[int][]record {
+		out := map[int][]record{}
+		for _, r := range readTopic(t, b, topic, n, 30*time.Second) {
+			out[r.partition] = append(out[r.partition], r)
+		}
+		for _, rs := range out {
+			sort.Slice(rs, func(i, j int) bool { return rs[i].offset < rs[j].offset })
+		}
+		return out
+	}
+	in, lab := byPart("in", len(recs)), byPart("labels", len(labs))
+	for part := range 4 {
+		twin, err := model.New(cfg.ModelConfig(part))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs, ls := in[part], lab[part]
+		for len(rs)+len(ls) > 0 {
+			fromLabels := len(rs) == 0 || len(ls) > 0 && ls[0].msg.Time.Before(rs[0].msg.Time)
+			var r record
+			if fromLabels {
+				r, ls = ls[0], ls[1:]
+			} else {
+				r, rs = rs[0], rs[1:]
+			}
+			want, err := twin.StepAt(r.msg.Value, model.At{Key: r.msg.Key, Time: r.msg.Time.UnixMilli(), Offset: r.offset, LabelTopic: fromLabels})
+			if fromLabels {
+				continue
+			}
+			p, ok := got[[2]int64{int64(part), r.offset}]
+			if err != nil || !ok || p.Margin != want.Margin {
+				t.Fatalf("partition %d offset %d: %+v (%v), merged offline %+v (%v)", part, r.offset, p, ok, want, err)
+			}
+		}
+		if ev := twin.Eval(); testutil.ToFloat64(mt.Learned.WithLabelValues(fmt.Sprint(part))) != float64(ev.Labeled) ||
+			testutil.ToFloat64(mt.Mistakes.WithLabelValues(fmt.Sprint(part))) != float64(ev.Mistakes) {
+			t.Fatalf("partition %d: learned/mistakes counted differ from the merged twin's %d/%d", part, ev.Labeled, ev.Mistakes)
+		}
+		if c, want := committedOffset(t, b, part), int64(len(in[part])); c != want {
+			t.Errorf("partition %d: input committed at %d, want %d", part, c, want)
+		}
+		if c, want := committedOffsetOf(t, b, "labels", part), int64(len(lab[part])); c != want {
+			t.Errorf("partition %d: labels committed at %d, want %d", part, c, want)
+		}
+	}
+	dead := readTopic(t, b, "in.dlq", 20, 30*time.Second)
+	for _, d := range dead {
+		if h := headers(d.msg); h[HeaderError] != string(codec.ReasonLabelUnknown) || h[HeaderSourceTopic] != "labels" {
+			t.Fatalf("dead letter %s: %v", d.msg.Value, h)
+		}
+	}
+	if len(dead) != 20 {
+		t.Fatalf("%d dead letters, want the 20 orphan labels", len(dead))
+	}
+
+	// The start checks co-partitioning.
+	cl := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
+	if _, err := cl.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "three", NumPartitions: 3, ReplicationFactor: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]string{"three": "has 3 partitions, input topic \"in\" has 4", "nowhere": "does not exist"} {
+		c := testConfig(t, b, "rbp:budget=50")
+		c.Group, c.LabelTopic, c.ConnectTimeout = "g2", topic, 5*time.Second
+		err := Run(context.Background(), c)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("label topic %s: %v, want an error saying %q", topic, err, want)
+		}
+	}
 }

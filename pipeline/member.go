@@ -14,6 +14,11 @@
 //     generation, so a member that lost the partition cannot commit.
 //   - Nothing is dropped: a record that cannot be used goes to the
 //     dead-letter topic with its reason; a failed write is retried.
+//   - Delayed labels (Config.DelayedLabels): the records awaiting their
+//     labels are part of the partition's model and checkpoint. With a
+//     label topic (Config.LabelTopic) the worker of partition p also reads
+//     the label topic's partition p, merges it before each record by
+//     timestamp, and commits both positions in one request.
 package pipeline
 
 import (

@@ -49,12 +49,18 @@ func goodRecord(i int) []byte {
 // committedOffset is the group's committed offset of in/p (−1: none).
 func committedOffset(t *testing.T, b *embedded.Broker, p int) int64 {
 	t.Helper()
+	return committedOffsetOf(t, b, "in", p)
+}
+
+// committedOffsetOf is group g's committed offset of topic's partition p.
+func committedOffsetOf(t *testing.T, b *embedded.Broker, topic string, p int) int64 {
+	t.Helper()
 	cl := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
-	resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: "g", Topics: map[string][]int{"in": {p}}})
+	resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: "g", Topics: map[string][]int{topic: {p}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, op := range resp.Topics["in"] {
+	for _, op := range resp.Topics[topic] {
 		if op.Partition == p {
 			return op.CommittedOffset
 		}

@@ -322,10 +322,13 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 	}
 }
 
-func partitionEnds(t *testing.T, addr string) map[int]int64 {
+func partitionEnds(t *testing.T, addr string) map[int]int64 { return topicEnds(t, addr, "in") }
+
+// topicEnds is the end offset of each of topic's four partitions.
+func topicEnds(t *testing.T, addr, topic string) map[int]int64 {
 	ends := map[int]int64{}
 	for p := range 4 {
-		c, err := kafka.DialLeader(context.Background(), "tcp", addr, "in", p)
+		c, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, p)
 		if err != nil {
 			t.Fatal(err)
 		}
