@@ -3,8 +3,8 @@ package pipeline
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
