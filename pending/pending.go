@@ -265,7 +265,7 @@ func Unmarshal(b []byte) (*Store, error) {
 	for i := range h {
 		h[i] = uv()
 	}
-	if bad || h[0] > math.MaxInt32 || h[1] > math.MaxInt64 || h[5] > h[0] || h[6] > h[0] {
+	if bad || h[0] == 0 || h[0] > math.MaxInt32 || h[1] > math.MaxInt64 || h[5] > h[0] || h[6] > h[0] {
 		return nil, errTruncated
 	}
 	s, err := New(Config{MaxRecords: int(h[0]), MaxAge: int64(h[1])})
