@@ -340,3 +340,46 @@ func TestEvalOnEvents(t *testing.T) {
 		t.Fatalf("max classes: %v", err)
 	}
 }
+
+// A command parses the same with the parser built for it alone as with
+// the whole command tree: same values, same refusals, same help.
+func TestOneCommandGrammarParsesAsTheWhole(t *testing.T) {
+	for _, args := range [][]string{
+		{"eval", "--data", "x", "--learner", "rbp:budget=5", "--kernel", "linear", "--delay", "3", "--window", "7"},
+		{"eval", "--data", "x", "--learner", "rbp", "--kernel", "linear", "--no-such-flag"},
+		{"eval", "--help"},
+		{"run", "--topic", "t", "--group", "g", "--output-topic", "o", "--learner", "rbp", "--kernel", "linear", "--label-topic", "l"},
+		{"tail", "--topic", "x", "--from", "-5"},
+		{"version"},
+	} {
+		one, whole := grammar(args), &cli{}
+		if _, ok := one.(*cli); ok {
+			t.Fatalf("%v: the whole tree, want one command's", args)
+		}
+		var outs [2]string
+		for i, g := range []any{one, whole} {
+			var buf bytes.Buffer
+			k, err := kong.New(g, kong.Name("streamlearner"), kong.Writers(&buf, &buf), kong.Exit(func(int) {}), commandEnvars(envPrefix), kong.ValueFormatter(helpValue))
+			if err != nil {
+				t.Fatal(err)
+			}
+			kctx, err := k.Parse(args)
+			cmd := ""
+			if kctx != nil {
+				cmd = kctx.Command()
+				for _, f := range kctx.Flags() {
+					cmd += fmt.Sprintf(" %s=%v%v", f.Name, kctx.FlagValue(f), f.Envs)
+				}
+			}
+			outs[i] = fmt.Sprintf("%s | %v | %s", cmd, err, buf.String())
+		}
+		if outs[0] != outs[1] {
+			t.Errorf("%v:\none command: %s\nwhole tree:  %s", args, outs[0], outs[1])
+		}
+	}
+	for _, args := range [][]string{nil, {"help", "eval"}, {"completion", "bash"}, {"evl"}, {"eval", "--config", "c.json"}, {"eval", "--config=c.json"}} {
+		if _, ok := grammar(args).(*cli); !ok {
+			t.Errorf("%v: one command's grammar, want the whole tree", args)
+		}
+	}
+}
