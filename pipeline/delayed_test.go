@@ -20,6 +20,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/fetch"
 	"github.com/streamlearner/streamlearner/model"
 )
 
@@ -288,5 +289,51 @@ func TestLabelTopic(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("label topic %s: %v, want an error saying %q", topic, err, want)
 		}
+	}
+}
+
+// A flood of labels for nothing is a flood of dead letters: the label
+// side hands control back to be flushed whenever the output buffers hold
+// FlushRecords, instead of buffering the flood (before, 5,000 orphan
+// labels stamped before the next record were all buffered at once).
+func TestLabelFloodIsFlushedAsItGoes(t *testing.T) {
+	b := startBroker(t, "labels")
+	var flood []kafka.Message
+	for i := range 5000 {
+		flood = append(flood, kafka.Message{Partition: 0, Key: []byte(fmt.Sprint("nobody-", i)), Value: []byte(fmt.Sprintf(`{"id":"nobody-%d","label":1}`, i))})
+	}
+	produce(t, b, "labels", flood, toPartition(0))
+	cfg := testConfig(t, b, "perceptron")
+	cfg.Events, cfg.Event, cfg.LabelTopic, cfg.FlushRecords = true, codec.EventConfig{KeyField: "id"}, "labels", 100
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := model.New(cfg.ModelConfig(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := fetch.NewReader(fetch.Config{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}, Topic: "labels", Partition: 0}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &worker{m: &member{cfg: &cfg, dlqLimit: 1 << 20}, part: Partition{Topic: "in", ID: 0}, label: "0",
+		st: &State{Model: m, LabelTopic: "labels"}, labels: &labelSide{r: r}, log: cfg.Log, bad: cfg.Log}
+	played := 0
+	for rounds := 0; ; rounds++ {
+		status := w.playLabels(context.Background(), time.Now())
+		if n := len(w.dead); n > cfg.FlushRecords {
+			t.Fatalf("%d dead letters buffered, flush bound %d", n, cfg.FlushRecords)
+		}
+		played += len(w.dead)
+		w.dead = w.dead[:0] // what settle's flush does
+		if status == labelsDone {
+			break
+		}
+		if status != labelsFull || rounds > 100 {
+			t.Fatalf("status %d after %d rounds", status, rounds)
+		}
+	}
+	if played != 5000 || w.st.LabelOffset != 5000 {
+		t.Fatalf("%d dead letters for 5,000 orphan labels, label offset %d", played, w.st.LabelOffset)
 	}
 }

@@ -202,6 +202,25 @@ func (w *worker) run(gen context.Context) {
 			}
 		}
 	}
+	// labelsBefore plays the labels stamped before t (all, for zero t),
+	// settling whenever the output buffers fill: a flood of labels for
+	// nothing is a flood of dead letters, and memory must not follow it.
+	// false means the worker must return.
+	labelsBefore := func(t time.Time) bool {
+		for {
+			switch w.playLabels(gctx, t) {
+			case labelsDone:
+				return true
+			case labelsStopped:
+				w.stop()
+				return false
+			}
+			pos.Store(w.st.NextOffset)
+			if !settle() {
+				return false
+			}
+		}
+	}
 	for {
 		// Wake up for the next flush, and for the next checkpoint while
 		// progress is uncommitted: an idle partition must still commit
@@ -242,11 +261,8 @@ func (w *worker) run(gen context.Context) {
 				w.labels.caughtUp = false // there may be more labels since
 			}
 			for i := range b.Records {
-				if w.labels != nil && !w.playLabels(gctx, b.Records[i].Time) {
-					if gctx.Err() != nil {
-						w.stop()
-						return
-					}
+				if w.labels != nil && !labelsBefore(b.Records[i].Time) {
+					return
 				}
 				w.handle(&b.Records[i])
 				if len(w.preds)+len(w.dead) >= cfg.FlushRecords {
@@ -262,14 +278,10 @@ func (w *worker) run(gen context.Context) {
 				w.st.NextOffset = b.Next
 				w.pending++
 			}
-			if w.labels != nil && w.st.NextOffset >= b.HighWatermark {
+			if w.labels != nil && w.st.NextOffset >= b.HighWatermark && !labelsBefore(time.Time{}) {
 				// All of the input there is has been read: the labels left
 				// have no record still to come before them.
-				w.playLabels(gctx, time.Time{})
-				if gctx.Err() != nil {
-					w.stop()
-					return
-				}
+				return
 			}
 			pos.Store(w.st.NextOffset)
 			mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
@@ -509,29 +521,41 @@ type labelSide struct {
 	arena    []byte
 }
 
+// What playLabels did: played every label due, stopped with the output
+// buffers full (settle, then call again), or stopped because the
+// generation ended.
+const (
+	labelsDone = iota
+	labelsFull
+	labelsStopped
+)
+
 // playLabels plays, in offset order, the fetched labels stamped before
 // before (all of them when before is zero), fetching more while the queue
-// does not reach past before and the label partition has more. It
-// returns false when the generation ended under it.
-func (w *worker) playLabels(ctx context.Context, before time.Time) bool {
+// does not reach past before and the label partition has more. It stops
+// early when the output buffers are full, so that the caller settles.
+func (w *worker) playLabels(ctx context.Context, before time.Time) int {
 	ls := w.labels
 	for {
 		n := 0
-		for n < len(ls.queue) && (before.IsZero() || ls.queue[n].Time.Before(before)) {
+		full := false
+		for n < len(ls.queue) && (before.IsZero() || ls.queue[n].Time.Before(before)) && !full {
 			w.play(&ls.queue[n], true)
 			n++
+			full = len(w.preds)+len(w.dead) >= w.m.cfg.FlushRecords
 		}
 		ls.queue = ls.queue[n:]
-		if len(ls.queue) > 0 || ls.caughtUp {
-			return true
+		switch {
+		case full:
+			return labelsFull
+		case len(ls.queue) > 0 || ls.caughtUp:
+			return labelsDone
 		}
-		if len(ls.queue) == 0 {
-			ls.arena = ls.arena[:0] // nothing points into it any more
-		}
+		ls.arena = ls.arena[:0] // nothing points into it any more
 		b, err := ls.r.Fetch(ctx, 0)
 		if err != nil {
 			if ctx.Err() != nil {
-				return false
+				return labelsStopped
 			}
 			var oor *fetch.OutOfRangeError
 			if errors.As(err, &oor) {
@@ -548,7 +572,7 @@ func (w *worker) playLabels(ctx context.Context, before time.Time) bool {
 			}
 			w.log.Warn().Err(err).Msg("fetch labels")
 			ls.caughtUp = true // try again with the next input batch
-			return true
+			return labelsDone
 		}
 		for _, rec := range b.Records {
 			start := len(ls.arena)
