@@ -1,8 +1,10 @@
 package codec
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -124,6 +126,12 @@ func (e *Event) Name(f Field) []byte { return e.buf[f.name.off : f.name.off+f.na
 
 // Text is a categorical or text field's text (nil for numeric fields).
 func (e *Event) Text(f Field) []byte { return e.buf[f.text.off : f.text.off+f.text.n] }
+
+// NameText is a categorical or text field's name, a zero byte and its
+// text, as one slice: the name of a categorical feature (see package
+// features), which the event already holds in one piece so that hashing it
+// needs no copy.
+func (e *Event) NameText(f Field) []byte { return e.buf[f.name.off : f.text.off+f.text.n] }
 
 // Key is the record's key, or nil when it has none.
 func (e *Event) Key() []byte {
@@ -352,11 +360,10 @@ func (r *eventReader) value(name []byte, depth int) *Error {
 		if c != '-' && !isDigit(c) {
 			return r.unexpected("a value")
 		}
-		start, end, err := r.scanNumber()
+		v, start, end, ok, err := r.number()
 		if err != nil {
 			return err
 		}
-		v, ok := parseNumber(r.b[start:end])
 		if !ok {
 			return errorf(ReasonNonFinite, "offset %d: field %s: value %s overflows float64", at, quote(name), quote(r.b[start:end]))
 		}
@@ -436,11 +443,14 @@ func (r *eventReader) addNum(name []byte, v float64) *Error {
 	return nil
 }
 
+// addText stores name, a zero byte and text in one piece (see NameText).
 func (r *eventReader) addText(name []byte, kind FieldKind, text []byte) *Error {
 	if err := r.count(); err != nil {
 		return err
 	}
-	r.ev.Fields = append(r.ev.Fields, Field{Kind: kind, name: r.put(name), text: r.put(text)})
+	n := r.put(name)
+	r.ev.buf = append(r.ev.buf, 0)
+	r.ev.Fields = append(r.ev.Fields, Field{Kind: kind, name: n, text: r.put(text)})
 	return nil
 }
 
@@ -479,11 +489,10 @@ func (r *eventReader) label() *Error {
 	if c := r.peek(); c != '-' && !isDigit(c) {
 		return r.unexpected("a value")
 	}
-	start, end, err := r.scanNumber()
+	v, start, end, ok, err := r.number()
 	if err != nil {
 		return err
 	}
-	v, ok := parseNumber(r.b[start:end])
 	if !ok {
 		return errorf(ReasonBadLabel, "offset %d: label %s overflows float64", at, quote(r.b[start:end]))
 	}
@@ -546,3 +555,126 @@ var trueBytes, falseBytes = []byte("true"), []byte("false")
 
 // FieldKinds lists the schema kinds by name, for help texts.
 func FieldKinds() []string { return slices.Clone(kindNames[1:]) }
+
+// Eight bytes at a time: a byte of ones, and the high bit of each byte.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainString steps over the string at the cursor when it holds no escape
+// and no control byte, testing eight bytes at a time for '"', '\\' and
+// bytes below 0x20 (the byte scan of scanString was a quarter of an
+// event's cost), and returns the extent of its contents. ok is false, the
+// cursor unmoved, when it meets a '\\' or a control byte first: scanString
+// then reads (or refuses) the string.
+func (r *eventReader) plainString() (start, end int, ok bool) {
+	b := r.b
+	i := r.i + 1
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, s := w^('"'*ones), w^('\\'*ones)
+		// (x - ones) &^ x flags x's zero bytes and (w - 0x20·ones) &^ w
+		// the bytes of w below 0x20; a flag can be false only above a true
+		// one (a borrow), so the lowest flag is the first special byte.
+		if m := ((q-ones)&^q | (s-ones)&^s | (w-0x20*ones)&^w) & highs; m != 0 {
+			i += bits.TrailingZeros64(m) / 8
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' {
+			start, r.i = r.i+1, i+1
+			return start, i, true
+		} else if c == '\\' || c < 0x20 {
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// scanString is jsonDecoder.scanString with plainString's fast path, for
+// every string of an event but those in skipped values.
+func (r *eventReader) scanString() (start, end int, esc bool, err *Error) {
+	if start, end, ok := r.plainString(); ok {
+		return start, end, false, nil
+	}
+	return r.jsonDecoder.scanString()
+}
+
+// stringValue is jsonDecoder.stringValue with plainString's fast path.
+func (r *eventReader) stringValue() ([]byte, *Error) {
+	if start, end, ok := r.plainString(); ok {
+		return r.b[start:end], nil
+	}
+	return r.jsonDecoder.stringValue()
+}
+
+// number reads the number at the cursor and returns its value and extent.
+// The short decimals that fastFloat converts (at most 15 digits, no
+// exponent) are checked and converted in one pass with fastFloat's
+// arithmetic, so the bits are the same; any other number goes through
+// scanNumber and parseNumber. ok is false when it overflows float64.
+func (r *eventReader) number() (v float64, start, end int, ok bool, err *Error) {
+	b, i := r.b, r.i
+	start = i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	first := i
+	var m uint64
+	for ; i < len(b) && isDigit(b[i]); i++ {
+		m = m*10 + uint64(b[i]-'0')
+	}
+	nd, frac := i-first, 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		f0 := i
+		for ; i < len(b) && isDigit(b[i]); i++ {
+			m = m*10 + uint64(b[i]-'0')
+		}
+		frac = i - f0
+		if frac == 0 {
+			nd = 0 // "1." is not JSON: let scanNumber say so
+		}
+	}
+	// The grammar's leading zeros and exponents, and long mantissas (which
+	// may also have wrapped m), are left to the general path.
+	if nd == 0 || nd > 1 && b[first] == '0' || nd+frac > 15 || i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		if start, end, err = r.scanNumber(); err != nil {
+			return 0, 0, 0, false, err
+		}
+		v, ok = parseNumber(b[start:end])
+		return v, start, end, ok, nil
+	}
+	v = float64(m)
+	if frac > 0 {
+		v /= pow10[frac]
+	}
+	if start != first {
+		v = -v
+	}
+	r.i = i
+	return v, start, i, true, nil
+}
+
+// colon is jsonDecoder.colon, at once when no blank surrounds the ':' (a
+// producer's compact JSON): the blank tests around every key and value
+// were a tenth of an event's cost.
+func (r *eventReader) colon() *Error {
+	if i := r.i; i+1 < len(r.b) && r.b[i] == ':' && r.b[i+1] > ' ' {
+		r.i = i + 1
+		return nil
+	}
+	return r.jsonDecoder.colon()
+}
+
+// afterMember is jsonDecoder.afterMember, at once for a ',' that no blank
+// surrounds.
+func (r *eventReader) afterMember() (more bool, err *Error) {
+	if i := r.i; i+1 < len(r.b) && r.b[i] == ',' && r.b[i+1] > ' ' {
+		r.i = i + 1
+		return true, nil
+	}
+	return r.jsonDecoder.afterMember()
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -121,6 +122,17 @@ func TestEventErrors(t *testing.T) {
 		{`{"n":["a"]}`, ReasonBadField},
 		{`{"a":1,"b":2,"c":"x","d":4}`, ReasonTooManyFeatures},
 		{`{"a":[1,2,3,4]}`, ReasonTooManyFeatures},
+		// Control bytes and bad numbers, in and after the first eight
+		// bytes that the string scan tests at once.
+		{"{\"a\":\"x\x01\"}", ReasonInvalidJSON},
+		{"{\"a\":\"abcdefghijk\x1fmnopqrstuvwxyz\",\"b\":1}", ReasonInvalidJSON},
+		{"{\"abcdefgh\nijklmnopq\":1,\"b\":1}", ReasonInvalidJSON},
+		{`{"a":01}`, ReasonInvalidJSON},
+		{`{"a":1.}`, ReasonInvalidJSON},
+		{`{"a":-}`, ReasonInvalidJSON},
+		{`{"a":.5}`, ReasonInvalidJSON},
+		{`{"a":1e}`, ReasonInvalidJSON},
+		{`{"label":01}`, ReasonInvalidJSON},
 		{`{"a":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`, ReasonInvalidJSON},
 	} {
 		var ev Event
@@ -143,6 +155,46 @@ func TestEventErrors(t *testing.T) {
 	for _, s := range []string{"a", "a:nope", ":numeric", "a:text,a:numeric"} {
 		if _, err := ParseSchema(s); err == nil {
 			t.Errorf("schema %q accepted", s)
+		}
+	}
+}
+
+// TestEventNumbersAndStrings: numbers read as strconv.ParseFloat reads
+// them, whether short (converted while scanned) or not, and strings with
+// escapes or blanks anywhere read as encoding/json reads them.
+func TestEventNumbersAndStrings(t *testing.T) {
+	d := mustDecoder(t, EventConfig{})
+	var ev Event
+	for _, s := range []string{"0", "-0", "7", "-12.5", "0.1", "123456789012345", "12345678901234.5",
+		"1234567890123456", "0.12345678901234567", "99999999999999999999", "1e3", "-2.5E-3", "1.5e+2", "-0.0e-3",
+		"4.9e-324", "1e-400"} {
+		if err := d.Decode([]byte(`{"x":`+s+`,"label":`+s+`}`), &ev); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		want, _ := strconv.ParseFloat(s, 64)
+		if len(ev.Fields) != 1 || math.Float64bits(ev.Fields[0].Num) != math.Float64bits(want) {
+			t.Errorf("%s: fields %q, want %v", s, fieldsOf(&ev), want)
+		}
+		if lab, _ := numericLabel(s); string(ev.Label()) != lab {
+			t.Errorf("%s: label %q, want %q", s, ev.Label(), lab)
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"abcdefghij\u00e9":"abcdefghij\"k","b" : "x" , "c":"\\"}`, `abcdefghijé=abcdefghij"k b=x c=\`},
+		{"{ \"a\"\t:\n\"short\" ,\r\"b\":[ \"p\" , \"q\" ] }", `a=short b=p b=q`},
+		{`{"long-field-name":"a value longer than sixteen bytes","n\u00e9":"\u00e9t\u00e9"}`,
+			`long-field-name=a value longer than sixteen bytes né=été`},
+	} {
+		if err := d.Decode([]byte(c.in), &ev); err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if got := strings.Join(fieldsOf(&ev), " "); got != c.want {
+			t.Errorf("%s: fields %s, want %s", c.in, got, c.want)
+		}
+		for _, f := range ev.Fields {
+			if nt := string(ev.NameText(f)); nt != string(ev.Name(f))+"\x00"+string(ev.Text(f)) {
+				t.Errorf("%s: NameText %q", c.in, nt)
+			}
 		}
 	}
 }
