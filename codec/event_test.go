@@ -199,6 +199,50 @@ func TestEventNumbersAndStrings(t *testing.T) {
 	}
 }
 
+// TestEventKindsOfReorderedFields: an Event reused across records whose
+// fields come in other orders, appear or vanish, and across two decoders,
+// gets the kinds that a fresh Event gets.
+func TestEventKindsOfReorderedFields(t *testing.T) {
+	schema := map[string]FieldKind{"a": FieldCategorical, "b": FieldText, "o.x": FieldCategorical, "l.1": FieldCategorical}
+	decs := []*EventDecoder{
+		mustDecoder(t, EventConfig{Schema: schema, Ignore: []string{"c", "o.y"}}),
+		mustDecoder(t, EventConfig{Ignore: []string{"a"}}),
+	}
+	records := []string{
+		`{"a":1,"b":"Two words","c":3,"d":4}`,
+		`{"a":1,"b":"Two words","c":3,"d":4}`,
+		`{"d":4,"c":3,"b":"x y","a":1}`,
+		`{"b":"x","d":4}`,
+		`{"o":{"x":1,"y":2},"l":[5,6],"a":7,"c":"z"}`,
+		`{"o":{"y":1,"x":2},"l":[6,5,4],"a":8}`,
+		`{"a":1,"b":"Two words","c":3,"d":4}`,
+	}
+	var ev Event
+	for k := range 3 * len(records) {
+		d, in := decs[k%len(decs)], records[k%len(records)]
+		var fresh Event
+		if err := d.Decode([]byte(in), &fresh); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if err := d.Decode([]byte(in), &ev); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got, want := fieldsOf(&ev), fieldsOf(&fresh); !slices.Equal(got, want) {
+			t.Fatalf("record %d %s, decoder %d: fields %q, want %q", k, in, k%len(decs), got, want)
+		}
+	}
+	// The kinds themselves, once the cache has seen other records.
+	if got, want := fieldsOf(&ev), []string{"a=1", "b~Two words", "d:4"}; !slices.Equal(got, want) {
+		t.Fatalf("fields %q, want %q", got, want)
+	}
+	if err := decs[0].Decode([]byte(`{"o":{"y":1,"x":2},"l":[6,5,4],"a":8}`), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fieldsOf(&ev), []string{"o.x=2", "l.0:6", "l.1=5", "l.2:4", "a=8"}; !slices.Equal(got, want) {
+		t.Fatalf("fields %q, want %q", got, want)
+	}
+}
+
 func TestEventDecodeAllocatesNothingOnceWarm(t *testing.T) {
 	d := mustDecoder(t, EventConfig{LabelField: "income", KeyField: "id"})
 	in := []byte(`{"id":"adult-000001","age":39,"workclass":"State-gov","fnlwgt":77516,"education":"Bachelors","education-num":13,"marital-status":"Never-married","occupation":"Adm-clerical","relationship":"Not-in-family","race":"White","sex":"Male","capital-gain":2174,"capital-loss":0,"hours-per-week":40,"native-country":"United-States","income":"<=50K"}`)
