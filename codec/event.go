@@ -422,11 +422,17 @@ func (r *eventReader) array(name []byte, kind FieldKind, depth int) *Error {
 	}
 }
 
+// count refuses a field beyond the limit. It is small enough to be inlined
+// into every field's path; the error is built out of line.
 func (r *eventReader) count() *Error {
 	if len(r.ev.Fields) >= r.lim.MaxNonZeros {
-		return errorf(ReasonTooManyFeatures, "offset %d: more than %d fields", r.i, r.lim.MaxNonZeros)
+		return r.tooMany()
 	}
 	return nil
+}
+
+func (r *eventReader) tooMany() *Error {
+	return errorf(ReasonTooManyFeatures, "offset %d: more than %d fields", r.i, r.lim.MaxNonZeros)
 }
 
 func (r *eventReader) put(b []byte) span {
