@@ -1,8 +1,10 @@
 package codec
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sort"
 	"strconv"
@@ -117,6 +119,7 @@ type Event struct {
 	hasKey bool
 	hasLab bool
 	s      scratch
+	kinds  kindCache
 }
 
 // Name is the field's (flattened) name.
@@ -124,6 +127,12 @@ func (e *Event) Name(f Field) []byte { return e.buf[f.name.off : f.name.off+f.na
 
 // Text is a categorical or text field's text (nil for numeric fields).
 func (e *Event) Text(f Field) []byte { return e.buf[f.text.off : f.text.off+f.text.n] }
+
+// NameText is a categorical or text field's name, a zero byte and its
+// text, as one slice: the name of a categorical feature (see package
+// features), which the event already holds in one piece so that hashing it
+// needs no copy.
+func (e *Event) NameText(f Field) []byte { return e.buf[f.name.off : f.text.off+f.text.n] }
 
 // Key is the record's key, or nil when it has none.
 func (e *Event) Key() []byte {
@@ -154,6 +163,7 @@ type EventDecoder struct {
 	label, key string
 	ignore     map[string]bool
 	schema     map[string]FieldKind
+	lookup     bool // ignore or schema is not empty
 	lim        Limits
 }
 
@@ -190,6 +200,7 @@ func NewEventDecoder(cfg EventConfig) (*EventDecoder, error) {
 			d.schema[f] = k
 		}
 	}
+	d.lookup = len(d.ignore) > 0 || len(d.schema) > 0
 	return d, nil
 }
 
@@ -202,6 +213,7 @@ func (d *EventDecoder) Decode(b []byte, ev *Event) error {
 	}
 	ev.s.ents, ev.s.names = ev.s.ents[:0], ev.s.names[:0]
 	ev.s.labelSeen, ev.s.keySeen = false, false
+	ev.kinds.start(d)
 	r := eventReader{jsonDecoder: jsonDecoder{b: b, lim: d.lim, s: &ev.s}, dec: d, ev: ev}
 	if err := r.record(); err != nil {
 		return err
@@ -301,12 +313,8 @@ func (r *eventReader) value(name []byte, depth int) *Error {
 		return r.key()
 	}
 	kind := FieldAuto
-	if len(d.ignore) > 0 && d.ignore[string(name)] {
-		kind = FieldIgnore
-	} else if len(d.schema) > 0 {
-		if k, ok := d.schema[string(name)]; ok {
-			kind = k
-		}
+	if d.lookup {
+		kind = r.ev.kinds.kind(name)
 	}
 	if kind == FieldIgnore {
 		return r.skipValue(depth)
@@ -352,11 +360,10 @@ func (r *eventReader) value(name []byte, depth int) *Error {
 		if c != '-' && !isDigit(c) {
 			return r.unexpected("a value")
 		}
-		start, end, err := r.scanNumber()
+		v, start, end, ok, err := r.number()
 		if err != nil {
 			return err
 		}
-		v, ok := parseNumber(r.b[start:end])
 		if !ok {
 			return errorf(ReasonNonFinite, "offset %d: field %s: value %s overflows float64", at, quote(name), quote(r.b[start:end]))
 		}
@@ -415,11 +422,17 @@ func (r *eventReader) array(name []byte, kind FieldKind, depth int) *Error {
 	}
 }
 
+// count refuses a field beyond the limit. It is small enough to be inlined
+// into every field's path; the error is built out of line.
 func (r *eventReader) count() *Error {
 	if len(r.ev.Fields) >= r.lim.MaxNonZeros {
-		return errorf(ReasonTooManyFeatures, "offset %d: more than %d fields", r.i, r.lim.MaxNonZeros)
+		return r.tooMany()
 	}
 	return nil
+}
+
+func (r *eventReader) tooMany() *Error {
+	return errorf(ReasonTooManyFeatures, "offset %d: more than %d fields", r.i, r.lim.MaxNonZeros)
 }
 
 func (r *eventReader) put(b []byte) span {
@@ -436,11 +449,17 @@ func (r *eventReader) addNum(name []byte, v float64) *Error {
 	return nil
 }
 
+// addText stores name, a zero byte and text in one piece (see NameText).
 func (r *eventReader) addText(name []byte, kind FieldKind, text []byte) *Error {
 	if err := r.count(); err != nil {
 		return err
 	}
-	r.ev.Fields = append(r.ev.Fields, Field{Kind: kind, name: r.put(name), text: r.put(text)})
+	buf := r.ev.buf
+	off := len(buf)
+	buf = append(append(append(buf, name...), 0), text...)
+	r.ev.buf = buf
+	r.ev.Fields = append(r.ev.Fields, Field{Kind: kind, name: span{int32(off), int32(len(name))},
+		text: span{int32(off + len(name) + 1), int32(len(text))}})
 	return nil
 }
 
@@ -479,11 +498,10 @@ func (r *eventReader) label() *Error {
 	if c := r.peek(); c != '-' && !isDigit(c) {
 		return r.unexpected("a value")
 	}
-	start, end, err := r.scanNumber()
+	v, start, end, ok, err := r.number()
 	if err != nil {
 		return err
 	}
-	v, ok := parseNumber(r.b[start:end])
 	if !ok {
 		return errorf(ReasonBadLabel, "offset %d: label %s overflows float64", at, quote(r.b[start:end]))
 	}
@@ -546,3 +564,183 @@ var trueBytes, falseBytes = []byte("true"), []byte("false")
 
 // FieldKinds lists the schema kinds by name, for help texts.
 func FieldKinds() []string { return slices.Clone(kindNames[1:]) }
+
+// Eight bytes at a time: a byte of ones, and the high bit of each byte.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainString steps over the string at the cursor when it holds no escape
+// and no control byte, testing eight bytes at a time for '"', '\\' and
+// bytes below 0x20 (the byte scan of scanString was a quarter of an
+// event's cost), and returns the extent of its contents. ok is false, the
+// cursor unmoved, when it meets a '\\' or a control byte first: scanString
+// then reads (or refuses) the string.
+func (r *eventReader) plainString() (start, end int, ok bool) {
+	b := r.b
+	i := r.i + 1
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, s := w^('"'*ones), w^('\\'*ones)
+		// (x - ones) &^ x flags x's zero bytes and (w - 0x20·ones) &^ w
+		// the bytes of w below 0x20; a flag can be false only above a true
+		// one (a borrow), so the lowest flag is the first special byte.
+		if m := ((q-ones)&^q | (s-ones)&^s | (w-0x20*ones)&^w) & highs; m != 0 {
+			i += bits.TrailingZeros64(m) / 8
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' {
+			start, r.i = r.i+1, i+1
+			return start, i, true
+		} else if c == '\\' || c < 0x20 {
+			return 0, 0, false
+		}
+	}
+	return 0, 0, false
+}
+
+// scanString is jsonDecoder.scanString with plainString's fast path, for
+// every string of an event but those in skipped values.
+func (r *eventReader) scanString() (start, end int, esc bool, err *Error) {
+	if start, end, ok := r.plainString(); ok {
+		return start, end, false, nil
+	}
+	return r.jsonDecoder.scanString()
+}
+
+// stringValue is jsonDecoder.stringValue with plainString's fast path.
+func (r *eventReader) stringValue() ([]byte, *Error) {
+	if start, end, ok := r.plainString(); ok {
+		return r.b[start:end], nil
+	}
+	return r.jsonDecoder.stringValue()
+}
+
+// number reads the number at the cursor and returns its value and extent.
+// The short decimals that fastFloat converts (at most 15 digits, no
+// exponent) are checked and converted in one pass with fastFloat's
+// arithmetic, so the bits are the same; any other number goes through
+// scanNumber and parseNumber. ok is false when it overflows float64.
+func (r *eventReader) number() (v float64, start, end int, ok bool, err *Error) {
+	b, i := r.b, r.i
+	start = i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	first := i
+	var m uint64
+	for ; i < len(b) && isDigit(b[i]); i++ {
+		m = m*10 + uint64(b[i]-'0')
+	}
+	nd, frac := i-first, 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		f0 := i
+		for ; i < len(b) && isDigit(b[i]); i++ {
+			m = m*10 + uint64(b[i]-'0')
+		}
+		frac = i - f0
+		if frac == 0 {
+			nd = 0 // "1." is not JSON: let scanNumber say so
+		}
+	}
+	// The grammar's leading zeros and exponents, and long mantissas (which
+	// may also have wrapped m), are left to the general path.
+	if nd == 0 || nd > 1 && b[first] == '0' || nd+frac > 15 || i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		if start, end, err = r.scanNumber(); err != nil {
+			return 0, 0, 0, false, err
+		}
+		v, ok = parseNumber(b[start:end])
+		return v, start, end, ok, nil
+	}
+	v = float64(m)
+	if frac > 0 {
+		v /= pow10[frac]
+	}
+	if start != first {
+		v = -v
+	}
+	r.i = i
+	return v, start, i, true, nil
+}
+
+// colon is jsonDecoder.colon, at once when no blank surrounds the ':' (a
+// producer's compact JSON): the blank tests around every key and value
+// were a tenth of an event's cost.
+func (r *eventReader) colon() *Error {
+	if i := r.i; i+1 < len(r.b) && r.b[i] == ':' && r.b[i+1] > ' ' {
+		r.i = i + 1
+		return nil
+	}
+	return r.jsonDecoder.colon()
+}
+
+// afterMember is jsonDecoder.afterMember, at once for a ',' that no blank
+// surrounds.
+func (r *eventReader) afterMember() (more bool, err *Error) {
+	if i := r.i; i+1 < len(r.b) && r.b[i] == ',' && r.b[i+1] > ' ' {
+		r.i = i + 1
+		return true, nil
+	}
+	return r.jsonDecoder.afterMember()
+}
+
+// kindOf is the kind that the ignore list and the schema give field name.
+func (d *EventDecoder) kindOf(name []byte) FieldKind {
+	if d.ignore[string(name)] {
+		return FieldIgnore
+	}
+	if k, ok := d.schema[string(name)]; ok {
+		return k
+	}
+	return FieldAuto
+}
+
+// kindCache remembers, for the n-th field of a record whose kind was
+// looked up, its name and the kind that EventDecoder.kindOf gave it. The
+// events of a stream repeat their fields in one order, so one comparison
+// with the name seen at that place in the last record replaces two map
+// lookups, which made an Adult record with an ignore list and a schema
+// half as slow again to decode.
+type kindCache struct {
+	dec   *EventDecoder
+	n     int // lookups in this record so far
+	slots []kindSlot
+}
+
+type kindSlot struct {
+	name []byte
+	kind FieldKind
+}
+
+// maxKindSlots bounds the names remembered for a record.
+const maxKindSlots = 256
+
+// start begins a record decoded by d; a cache filled by another decoder is
+// forgotten.
+func (c *kindCache) start(d *EventDecoder) {
+	if c.dec != d {
+		c.dec, c.slots = d, c.slots[:0]
+	}
+	c.n = 0
+}
+
+// kind is c.dec.kindOf(name), from the cache when the record's n-th
+// lookup has the name that it had last time.
+func (c *kindCache) kind(name []byte) FieldKind {
+	n := c.n
+	c.n++
+	if n < len(c.slots) && string(c.slots[n].name) == string(name) {
+		return c.slots[n].kind
+	}
+	k := c.dec.kindOf(name)
+	if n < len(c.slots) {
+		c.slots[n] = kindSlot{append(c.slots[n].name[:0], name...), k}
+	} else if n == len(c.slots) && n < maxKindSlots {
+		c.slots = append(c.slots, kindSlot{append([]byte(nil), name...), k})
+	}
+	return k
+}

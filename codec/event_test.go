@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -121,6 +122,17 @@ func TestEventErrors(t *testing.T) {
 		{`{"n":["a"]}`, ReasonBadField},
 		{`{"a":1,"b":2,"c":"x","d":4}`, ReasonTooManyFeatures},
 		{`{"a":[1,2,3,4]}`, ReasonTooManyFeatures},
+		// Control bytes and bad numbers, in and after the first eight
+		// bytes that the string scan tests at once.
+		{"{\"a\":\"x\x01\"}", ReasonInvalidJSON},
+		{"{\"a\":\"abcdefghijk\x1fmnopqrstuvwxyz\",\"b\":1}", ReasonInvalidJSON},
+		{"{\"abcdefgh\nijklmnopq\":1,\"b\":1}", ReasonInvalidJSON},
+		{`{"a":01}`, ReasonInvalidJSON},
+		{`{"a":1.}`, ReasonInvalidJSON},
+		{`{"a":-}`, ReasonInvalidJSON},
+		{`{"a":.5}`, ReasonInvalidJSON},
+		{`{"a":1e}`, ReasonInvalidJSON},
+		{`{"label":01}`, ReasonInvalidJSON},
 		{`{"a":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`, ReasonInvalidJSON},
 	} {
 		var ev Event
@@ -144,6 +156,90 @@ func TestEventErrors(t *testing.T) {
 		if _, err := ParseSchema(s); err == nil {
 			t.Errorf("schema %q accepted", s)
 		}
+	}
+}
+
+// TestEventNumbersAndStrings: numbers read as strconv.ParseFloat reads
+// them, whether short (converted while scanned) or not, and strings with
+// escapes or blanks anywhere read as encoding/json reads them.
+func TestEventNumbersAndStrings(t *testing.T) {
+	d := mustDecoder(t, EventConfig{})
+	var ev Event
+	for _, s := range []string{"0", "-0", "7", "-12.5", "0.1", "123456789012345", "12345678901234.5",
+		"1234567890123456", "0.12345678901234567", "99999999999999999999", "1e3", "-2.5E-3", "1.5e+2", "-0.0e-3",
+		"4.9e-324", "1e-400"} {
+		if err := d.Decode([]byte(`{"x":`+s+`,"label":`+s+`}`), &ev); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		want, _ := strconv.ParseFloat(s, 64)
+		if len(ev.Fields) != 1 || math.Float64bits(ev.Fields[0].Num) != math.Float64bits(want) {
+			t.Errorf("%s: fields %q, want %v", s, fieldsOf(&ev), want)
+		}
+		if lab, _ := numericLabel(s); string(ev.Label()) != lab {
+			t.Errorf("%s: label %q, want %q", s, ev.Label(), lab)
+		}
+	}
+	for _, c := range []struct{ in, want string }{
+		{`{"abcdefghij\u00e9":"abcdefghij\"k","b" : "x" , "c":"\\"}`, `abcdefghijé=abcdefghij"k b=x c=\`},
+		{"{ \"a\"\t:\n\"short\" ,\r\"b\":[ \"p\" , \"q\" ] }", `a=short b=p b=q`},
+		{`{"long-field-name":"a value longer than sixteen bytes","n\u00e9":"\u00e9t\u00e9"}`,
+			`long-field-name=a value longer than sixteen bytes né=été`},
+	} {
+		if err := d.Decode([]byte(c.in), &ev); err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if got := strings.Join(fieldsOf(&ev), " "); got != c.want {
+			t.Errorf("%s: fields %s, want %s", c.in, got, c.want)
+		}
+		for _, f := range ev.Fields {
+			if nt := string(ev.NameText(f)); nt != string(ev.Name(f))+"\x00"+string(ev.Text(f)) {
+				t.Errorf("%s: NameText %q", c.in, nt)
+			}
+		}
+	}
+}
+
+// TestEventKindsOfReorderedFields: an Event reused across records whose
+// fields come in other orders, appear or vanish, and across two decoders,
+// gets the kinds that a fresh Event gets.
+func TestEventKindsOfReorderedFields(t *testing.T) {
+	schema := map[string]FieldKind{"a": FieldCategorical, "b": FieldText, "o.x": FieldCategorical, "l.1": FieldCategorical}
+	decs := []*EventDecoder{
+		mustDecoder(t, EventConfig{Schema: schema, Ignore: []string{"c", "o.y"}}),
+		mustDecoder(t, EventConfig{Ignore: []string{"a"}}),
+	}
+	records := []string{
+		`{"a":1,"b":"Two words","c":3,"d":4}`,
+		`{"a":1,"b":"Two words","c":3,"d":4}`,
+		`{"d":4,"c":3,"b":"x y","a":1}`,
+		`{"b":"x","d":4}`,
+		`{"o":{"x":1,"y":2},"l":[5,6],"a":7,"c":"z"}`,
+		`{"o":{"y":1,"x":2},"l":[6,5,4],"a":8}`,
+		`{"a":1,"b":"Two words","c":3,"d":4}`,
+	}
+	var ev Event
+	for k := range 3 * len(records) {
+		d, in := decs[k%len(decs)], records[k%len(records)]
+		var fresh Event
+		if err := d.Decode([]byte(in), &fresh); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if err := d.Decode([]byte(in), &ev); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got, want := fieldsOf(&ev), fieldsOf(&fresh); !slices.Equal(got, want) {
+			t.Fatalf("record %d %s, decoder %d: fields %q, want %q", k, in, k%len(decs), got, want)
+		}
+	}
+	// The kinds themselves, once the cache has seen other records.
+	if got, want := fieldsOf(&ev), []string{"a=1", "b~Two words", "d:4"}; !slices.Equal(got, want) {
+		t.Fatalf("fields %q, want %q", got, want)
+	}
+	if err := decs[0].Decode([]byte(`{"o":{"y":1,"x":2},"l":[6,5,4],"a":8}`), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fieldsOf(&ev), []string{"o.x=2", "l.0:6", "l.1=5", "l.2:4", "a=8"}; !slices.Equal(got, want) {
+		t.Fatalf("fields %q, want %q", got, want)
 	}
 }
 

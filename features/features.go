@@ -51,10 +51,12 @@
 package features
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"unicode"
 	"unicode/utf8"
@@ -136,18 +138,20 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// entry is one feature before sorting: its index, value, and the full
-// 64-bit hash of its name (to tell collisions from repeats).
+// entry is one feature before sorting: its value and the 64-bit hash of
+// its name rotated right by HashBits (see Featurizer.entry), so that one
+// comparison orders by index and then by hash, and equal keys are equal
+// names.
 type entry struct {
-	idx  uint32
-	val  float64
-	full uint64
+	key uint64
+	val float64
 }
 
 // Featurizer hashes events into vectors. See the package comment.
 type Featurizer struct {
 	cfg  Config
 	mask uint64
+	bits int // HashBits
 
 	ents []entry
 	key  []byte // name + 0 + value, hashed
@@ -171,7 +175,7 @@ func New(cfg Config) (*Featurizer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Featurizer{cfg: cfg, mask: 1<<cfg.HashBits - 1, slot: map[uint32]int{}}, nil
+	return &Featurizer{cfg: cfg, mask: 1<<cfg.HashBits - 1, bits: cfg.HashBits, slot: map[uint32]int{}}, nil
 }
 
 // Config returns the configuration in use, defaults filled in.
@@ -194,15 +198,22 @@ func Hash(name, value []byte, categorical bool) uint64 {
 
 var zero = [1]byte{0}
 
-// hash is Hash without the Digest: name and value are copied into one
-// buffer, which is faster for short names.
-func (f *Featurizer) hash(name, value []byte, categorical bool) uint64 {
-	if !categorical {
-		return xxhash.Sum64(name)
-	}
+// hash is Hash of a categorical name and value without the Digest: they
+// are copied into one buffer, which is faster for short names.
+func (f *Featurizer) hash(name, value []byte) uint64 {
 	f.key = append(append(append(f.key[:0], name...), 0), value...)
 	return xxhash.Sum64(f.key)
 }
+
+// entry makes the entry of a feature whose name hashes to h: its key puts
+// the index (h's low HashBits bits) above the rest of h. Sorting by key is
+// sorting by index, then by h (h's low bits are equal within an index).
+func (f *Featurizer) entry(h uint64, v float64) entry {
+	return entry{bits.RotateLeft64(h, -f.bits), v}
+}
+
+// index is the index of an entry's key.
+func (f *Featurizer) index(key uint64) uint32 { return uint32(key >> (64 - f.bits)) }
 
 // Index is the index of a feature name in a space of 2^bits.
 func Index(name, value []byte, categorical bool, bits int) uint32 {
@@ -217,20 +228,19 @@ func Index(name, value []byte, categorical bool, bits int) uint32 {
 func (f *Featurizer) Vector(ev *codec.Event) (sparse.Vector, error) {
 	f.ents = f.ents[:0]
 	for _, fl := range ev.Fields {
-		name := ev.Name(fl)
 		switch fl.Kind {
 		case codec.FieldNumeric:
-			h := f.hash(name, nil, false)
+			h := xxhash.Sum64(ev.Name(fl))
 			v := fl.Num
 			if f.cfg.Scale == ScaleOnline {
 				v = f.scale(uint32(h&f.mask), v)
 			}
-			f.ents = append(f.ents, entry{uint32(h & f.mask), v, h})
+			f.ents = append(f.ents, f.entry(h, v))
 		case codec.FieldCategorical:
-			h := f.hash(name, ev.Text(fl), true)
-			f.ents = append(f.ents, entry{uint32(h & f.mask), 1, h})
+			// The event holds name, 0, value in one piece: hashed in place.
+			f.ents = append(f.ents, f.entry(xxhash.Sum64(ev.NameText(fl)), 1))
 		case codec.FieldText:
-			f.text(name, ev.Text(fl))
+			f.text(ev.Name(fl), ev.Text(fl))
 		}
 	}
 	v := f.finish()
@@ -262,8 +272,7 @@ func (f *Featurizer) text(name, s []byte) {
 			f.tok = utf8.AppendRune(f.tok, unicode.ToLower(r))
 			i += n
 		}
-		h := f.hash(name, f.tok, true)
-		f.ents = append(f.ents, entry{uint32(h & f.mask), 1, h})
+		f.ents = append(f.ents, f.entry(f.hash(name, f.tok), 1))
 	}
 	if !f.cfg.NormalizeText || len(f.ents) == start {
 		return
@@ -274,7 +283,7 @@ func (f *Featurizer) text(name, s []byte) {
 	sq, run := 0.0, 0.0
 	for k, e := range seg {
 		run += e.val
-		if k == len(seg)-1 || seg[k+1].idx != e.idx {
+		if k == len(seg)-1 || f.index(seg[k+1].key) != f.index(e.key) {
 			sq += run * run
 			run = 0
 		}
@@ -287,35 +296,22 @@ func (f *Featurizer) text(name, s []byte) {
 
 func isWord(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
-func less(a, b *entry) bool { return a.idx < b.idx || a.idx == b.idx && a.full < b.full }
-
-// sortEntries orders by index, then full hash. Records have tens of fields:
-// a plain insertion sort beats the generic sort's comparator calls there.
+// sortEntries orders by key: by index, then hash. Records have tens of
+// fields: a plain insertion sort beats the generic sort's comparator calls
+// there.
 func sortEntries(es []entry) {
 	if len(es) <= 32 {
 		for i := 1; i < len(es); i++ {
 			e := es[i]
 			j := i
-			for ; j > 0 && less(&e, &es[j-1]); j-- {
+			for ; j > 0 && e.key < es[j-1].key; j-- {
 				es[j] = es[j-1]
 			}
 			es[j] = e
 		}
 		return
 	}
-	slices.SortFunc(es, func(a, b entry) int {
-		switch {
-		case a.idx < b.idx:
-			return -1
-		case a.idx > b.idx:
-			return 1
-		case a.full < b.full:
-			return -1
-		case a.full > b.full:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.key, b.key) })
 }
 
 // finish sorts the entries, sums those on one index, counts collisions and
@@ -324,21 +320,21 @@ func (f *Featurizer) finish() sparse.Vector {
 	sortEntries(f.ents)
 	f.idx, f.val, f.collisions = f.idx[:0], f.val[:0], 0
 	for k := 0; k < len(f.ents); {
-		e := f.ents[k]
+		idx := f.index(f.ents[k].key)
 		sum, names := 0.0, 0
 		var last uint64
-		for ; k < len(f.ents) && f.ents[k].idx == e.idx; k++ {
+		for ; k < len(f.ents) && f.index(f.ents[k].key) == idx; k++ {
 			sum += f.ents[k].val
-			if names == 0 || f.ents[k].full != last {
+			if names == 0 || f.ents[k].key != last {
 				names++
-				last = f.ents[k].full
+				last = f.ents[k].key
 			}
 		}
 		if names > 1 {
 			f.collisions += names
 		}
 		if sum != 0 {
-			f.idx = append(f.idx, e.idx)
+			f.idx = append(f.idx, idx)
 			f.val = append(f.val, sum)
 		}
 	}
