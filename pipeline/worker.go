@@ -698,27 +698,27 @@ func (w *worker) markDurable() {
 // write it again — so ctx only stops the retries; the writer's timeout
 // bounds each attempt.
 func (w *worker) flush(ctx context.Context) error {
-	if err := w.write(ctx, w.m.out, &w.preds, w.m.outLimit, true); err != nil {
+	if err := w.write(ctx, w.m.out, &w.preds, true); err != nil {
 		return err
 	}
 	w.arena = w.arena[:0] // every prediction in it is written
-	return w.write(ctx, w.m.dlq, &w.dead, w.m.dlqLimit, false)
+	return w.write(ctx, w.m.dlq, &w.dead, false)
 }
 
-func (w *worker) write(ctx context.Context, wr *kafka.Writer, msgs *[]kafka.Message, limit int, preds bool) error {
+func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message, preds bool) error {
 	mt := w.m.cfg.Metrics
 	backoff := 50 * time.Millisecond
 	start := *msgs // to reuse from its start once all is written
 	for len(*msgs) > 0 {
-		// As many as fit one request; the writer splits by its own
-		// (smaller) estimate below that.
+		// As many as fit one request.
+		limit := wr.limit
 		n, size := 0, batchOverhead
 		for n < len(*msgs) && (n == 0 || size+recordSize(&(*msgs)[n]) <= limit) {
 			size += recordSize(&(*msgs)[n])
 			n++
 		}
 		group := (*msgs)[:n]
-		err := wr.WriteMessages(context.WithoutCancel(ctx), group...)
+		err := wr.produce(ctx, w.part.ID, group)
 		if err == nil {
 			if preds {
 				mt.Produced.Add(float64(n))
@@ -732,10 +732,10 @@ func (w *worker) write(ctx context.Context, wr *kafka.Writer, msgs *[]kafka.Mess
 		if refused(err) {
 			// Find the records refused for good, one by one.
 			for i := range group {
-				if err := wr.WriteMessages(context.WithoutCancel(ctx), group[i]); err != nil {
+				if err := wr.produce(ctx, w.part.ID, group[i:i+1]); err != nil {
 					if !refused(err) {
 						*msgs = (*msgs)[i:]
-						return fmt.Errorf("write to %s: %w", wr.Topic, err)
+						return fmt.Errorf("write to %s: %w", wr.topic, err)
 					}
 					w.refusedOutput(group[i], err, preds, limit)
 				} else if preds {
@@ -747,10 +747,10 @@ func (w *worker) write(ctx context.Context, wr *kafka.Writer, msgs *[]kafka.Mess
 			continue
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("write to %s: %w", wr.Topic, err)
+			return fmt.Errorf("write to %s: %w", wr.topic, err)
 		}
 		w.m.cfg.Metrics.health.stuck(w.label, time.Now())
-		w.log.Warn().Err(err).Str("topic", wr.Topic).Dur("retry_in", backoff).Msg("write failed")
+		w.log.Warn().Err(err).Str("topic", wr.topic).Dur("retry_in", backoff).Msg("write failed")
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
