@@ -51,8 +51,9 @@ type worker struct {
 	labels *labelSide
 	// srcHdrs is every prediction's headers (shared, never changed).
 	srcHdrs []kafka.Header
-	// arena holds the keys and values of the buffered predictions.
-	arena []byte
+	// arena holds the keys and values of the buffered predictions, batch
+	// the record batch being written.
+	arena, batch []byte
 
 	// The partition's counters, resolved once: a label lookup per record
 	// would cost more than timing the round.
@@ -718,7 +719,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 			n++
 		}
 		group := (*msgs)[:n]
-		err := wr.produce(ctx, w.part.ID, group)
+		err := wr.produce(ctx, w.part.ID, group, &w.batch)
 		if err == nil {
 			if preds {
 				mt.Produced.Add(float64(n))
@@ -732,7 +733,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 		if refused(err) {
 			// Find the records refused for good, one by one.
 			for i := range group {
-				if err := wr.produce(ctx, w.part.ID, group[i:i+1]); err != nil {
+				if err := wr.produce(ctx, w.part.ID, group[i:i+1], &w.batch); err != nil {
 					if !refused(err) {
 						*msgs = (*msgs)[i:]
 						return fmt.Errorf("write to %s: %w", wr.topic, err)
