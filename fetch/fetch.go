@@ -367,10 +367,13 @@ func (a *arena) room(n int) []byte {
 			return c
 		}
 	}
-	if a.used == len(a.chunks) || cap(a.chunks[a.used]) < n {
-		// A record larger than a chunk gets one of its own, kept in
-		// place for the next response that needs it.
-		a.chunks = slices.Insert(a.chunks, a.used, make([]byte, 0, max(arenaChunk, n)))
+	switch {
+	case a.used == len(a.chunks):
+		a.chunks = append(a.chunks, make([]byte, 0, max(arenaChunk, n)))
+	case cap(a.chunks[a.used]) < n:
+		// A record larger than the chunk there: a larger chunk takes its
+		// place, so the arena holds no more chunks than a response needs.
+		a.chunks[a.used] = make([]byte, 0, n)
 	}
 	a.used++
 	a.chunks[a.used-1] = a.chunks[a.used-1][:0]
