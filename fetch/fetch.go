@@ -106,11 +106,9 @@ type Reader struct {
 	cfg    Config
 	client *kafka.Client
 	offset int64
-	arena  []byte
+	arena  arena
 	recs   []Record
 	hdrs   []kafka.Header
-	spans  []span
-	hspans []hspan
 	// aborted are the producers whose aborted transaction is open at the
 	// batch being read; reused between responses.
 	aborted map[int64]struct{}
@@ -252,7 +250,8 @@ func (r *Reader) Fetch(ctx context.Context, maxWait time.Duration) (*Batch, erro
 // buffers, skipping aborted data and markers, and advances b.Next past
 // everything the response covered.
 func (r *Reader) collect(p *fetchapi.ResponsePartition, b *Batch) error {
-	r.arena, r.recs, r.hdrs, r.spans, r.hspans = r.arena[:0], r.recs[:0], r.hdrs[:0], r.spans[:0], r.hspans[:0]
+	r.arena.reset()
+	r.recs, r.hdrs = r.recs[:0], r.hdrs[:0]
 	clear(r.aborted)
 	aborted := p.AbortedTransactions // ordered by first offset
 	readCommitted := !r.cfg.ReadUncommitted
@@ -308,50 +307,32 @@ func (r *Reader) collect(p *fetchapi.ResponsePartition, b *Batch) error {
 				b.Skipped++
 				continue
 			}
-			// The arena may move while it grows, so records keep spans
-			// into it until the response is read.
-			s := span{key: -1, hdrFrom: len(r.hspans)}
+			// Chunks never move, so a record points into the arena as soon
+			// as it is copied there.
+			out := Record{Offset: rec.Offset, Time: rec.Time}
 			if rec.Key != nil {
-				s.key = len(r.arena)
-				r.arena = appendBytes(r.arena, rec.Key)
+				out.Key = r.arena.copy(rec.Key)
 			}
-			s.from = len(r.arena)
-			r.arena = appendBytes(r.arena, rec.Value)
-			s.to = len(r.arena)
-			for _, h := range rec.Headers {
-				from := len(r.arena)
-				r.arena = append(r.arena, h.Value...)
-				r.hspans = append(r.hspans, hspan{key: h.Key, from: from, to: len(r.arena)})
+			out.Value = r.arena.copy(rec.Value)
+			if len(rec.Headers) > 0 {
+				from := len(r.hdrs)
+				for _, h := range rec.Headers {
+					r.hdrs = append(r.hdrs, kafka.Header{Key: h.Key, Value: r.arena.copyBytes(h.Value)})
+				}
+				out.Headers = r.hdrs[from:len(r.hdrs):len(r.hdrs)]
 			}
-			s.hdrTo = len(r.hspans)
-			r.spans = append(r.spans, s)
-			r.recs = append(r.recs, Record{Offset: rec.Offset, Time: rec.Time})
+			if len(r.recs) == cap(r.recs) {
+				// Doubling, not append's 1.25× for large slices: a first
+				// response of a backlog holds tens of thousands of records,
+				// and every growth copies them all.
+				r.recs = slices.Grow(r.recs, max(len(r.recs), 256))
+			}
+			r.recs = append(r.recs, out)
 			closeRecord(rec)
-		}
-	}
-	for _, h := range r.hspans {
-		r.hdrs = append(r.hdrs, kafka.Header{Key: h.key, Value: r.arena[h.from:h.to:h.to]})
-	}
-	for i, s := range r.spans {
-		rec := &r.recs[i]
-		if s.key >= 0 {
-			rec.Key = r.arena[s.key:s.from:s.from]
-		}
-		rec.Value = r.arena[s.from:s.to:s.to]
-		if s.hdrTo > s.hdrFrom {
-			rec.Headers = r.hdrs[s.hdrFrom:s.hdrTo:s.hdrTo]
 		}
 	}
 	b.Records = r.recs
 	return nil
-}
-
-// span locates a record's key (−1: none), value and headers in the arena.
-type span struct{ key, from, to, hdrFrom, hdrTo int }
-
-type hspan struct {
-	key      string
-	from, to int
 }
 
 // isAbortMarker reads a control record's key: version, then type (0 abort,
@@ -361,14 +342,69 @@ func isAbortMarker(rec *protocol.Record) bool {
 	return err == nil && cr.Type == 0
 }
 
-func appendBytes(dst []byte, b protocol.Bytes) []byte {
-	if b == nil {
-		return dst
+// arena holds the bytes of one response's records in chunks that are
+// reused by the next response and never move: a single growing slice
+// would copy everything read so far each time it grows, which on the
+// first response of a backlog (megabytes of records) cost as much as
+// decoding them.
+type arena struct {
+	chunks [][]byte // every chunk; the first used are this response's
+	used   int
+}
+
+// arenaChunk is a chunk's size: large enough that a chunk change is rare,
+// small enough that an idle partition keeps little.
+const arenaChunk = 256 << 10
+
+// reset makes all the arena's room free again; what it held is dropped.
+func (a *arena) reset() { a.used = 0 }
+
+// room makes the chunk being filled, chunks[used-1], one with n free
+// bytes.
+func (a *arena) room(n int) []byte {
+	if a.used > 0 {
+		if c := a.chunks[a.used-1]; cap(c)-len(c) >= n {
+			return c
+		}
 	}
-	n := b.Len()
-	dst = slices.Grow(dst, n)
-	io.ReadFull(b, dst[len(dst):len(dst)+n])
-	return dst[:len(dst)+n]
+	switch {
+	case a.used == len(a.chunks):
+		a.chunks = append(a.chunks, make([]byte, 0, max(arenaChunk, n)))
+	case cap(a.chunks[a.used]) < n:
+		// A record larger than the chunk there: a larger chunk takes its
+		// place, so the arena holds no more chunks than a response needs.
+		a.chunks[a.used] = make([]byte, 0, n)
+	}
+	a.used++
+	a.chunks[a.used-1] = a.chunks[a.used-1][:0]
+	return a.chunks[a.used-1]
+}
+
+// copy copies b into the arena and returns the copy, its capacity capped
+// so that appending to it cannot run into the next record; never nil, as
+// values and header values always were (a null value reads as empty).
+func (a *arena) copy(b protocol.Bytes) []byte {
+	n := 0
+	if b != nil {
+		n = b.Len()
+	}
+	c := a.room(n)
+	from := len(c)
+	c = c[:from+n]
+	if n > 0 {
+		io.ReadFull(b, c[from:])
+	}
+	a.chunks[a.used-1] = c
+	return c[from : from+n : from+n]
+}
+
+// copyBytes is copy for a plain slice.
+func (a *arena) copyBytes(b []byte) []byte {
+	c := a.room(len(b))
+	from := len(c)
+	c = append(c, b...)
+	a.chunks[a.used-1] = c
+	return c[from : from+len(b) : from+len(b)]
 }
 
 func closeRecord(rec *protocol.Record) {

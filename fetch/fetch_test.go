@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +152,48 @@ func TestOffsetOutOfRangeIsReportedWithBounds(t *testing.T) {
 	}
 	if !errors.Is(err, kafka.OffsetOutOfRange) {
 		t.Errorf("%v does not wrap kafka.OffsetOutOfRange", err)
+	}
+}
+
+// Records larger than an arena chunk, and more records than one chunk
+// holds, come back whole and distinct, in the first response and in
+// later ones that reuse the chunks.
+func TestArenaChunksKeepEveryRecord(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var vs []string
+	for i := range 40 {
+		size := 20 << 10 // 40 of them fill more than one chunk
+		if i%13 == 5 {
+			size = arenaChunk + 1000 // one chunk is not room enough
+		}
+		vs = append(vs, fmt.Sprintf("%03d", i)+strings.Repeat(string(rune('a'+i%26)), size))
+	}
+	produce(t, b.Addr(), "t", vs[:20]...)
+	produce(t, b.Addr(), "t", vs[20:]...)
+	r, _ := NewReader(Config{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}, Topic: "t", MaxBytes: 1 << 20}, kafka.FirstOffset)
+	next := 0
+	for fetches := 0; next < len(vs); fetches++ {
+		if fetches > 20 {
+			t.Fatalf("stuck at %d of %d", next, len(vs))
+		}
+		batch, err := r.Fetch(context.Background(), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range batch.Records {
+			v := vs[next]
+			if rec.Offset != int64(next) || string(rec.Value) != v || string(rec.Key) != "k"+v ||
+				len(rec.Headers) != 1 || string(rec.Headers[0].Value) != "H"+v {
+				t.Fatalf("record %d (fetch %d): offset %d, %d value bytes starting %.8q", next, fetches, rec.Offset, len(rec.Value), rec.Value)
+			}
+			if cap(rec.Value) != len(rec.Value) {
+				t.Fatalf("record %d: value capacity %d beyond its %d bytes", next, cap(rec.Value), len(rec.Value))
+			}
+			next++
+		}
 	}
 }

@@ -39,8 +39,8 @@ type member struct {
 	dialer    *kafka.Dialer
 	transport *kafka.Transport
 	client    *kafka.Client
-	out       *kafka.Writer
-	dlq       *kafka.Writer
+	out       *producer
+	dlq       *producer
 	// outLimit and dlqLimit are the largest record each topic takes.
 	outLimit, dlqLimit int
 
@@ -97,24 +97,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := m.prepare(ctx); err != nil {
 		return err
 	}
-	newWriter := func(topic string, limit int) *kafka.Writer {
-		return &kafka.Writer{
-			Addr:                   kafka.TCP(cfg.Conn.Brokers...),
-			Topic:                  topic,
-			Balancer:               sourcePartitioner{},
-			RequiredAcks:           kafka.RequireAll,
-			BatchTimeout:           2 * time.Millisecond, // a worker writes whole batches and waits for them
-			BatchSize:              cfg.FlushRecords,
-			BatchBytes:             int64(limit - batchOverhead),
-			WriteTimeout:           10 * time.Second,
-			AllowAutoTopicCreation: cfg.AutoCreateTopics,
-			Transport:              transport,
-			ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { cfg.Log.Warn().Str("writer", topic).Msgf(f, a...) }),
-		}
+	newProducer := func(topic string, limit int) *producer {
+		return &producer{client: &kafka.Client{Addr: m.client.Addr, Transport: transport}, topic: topic, limit: limit, autoCreate: cfg.AutoCreateTopics}
 	}
-	m.out, m.dlq = newWriter(cfg.OutputTopic, m.outLimit), newWriter(cfg.DLQTopic, m.dlqLimit)
-	defer closeWithin(m.dlq, cfg.ShutdownTimeout, cfg.Log)
-	defer closeWithin(m.out, cfg.ShutdownTimeout, cfg.Log)
+	m.out, m.dlq = newProducer(cfg.OutputTopic, m.outLimit), newProducer(cfg.DLQTopic, m.dlqLimit)
 
 	topics := []string{cfg.Topic}
 	if cfg.LabelTopic != "" {

@@ -13,7 +13,7 @@ import (
 )
 
 // Headers that the service adds to dead letters (and, for the source
-// partition, to predictions, where the partitioner reads it). The service
+// partition, to predictions). The service
 // owns the "streamlearner." prefix: an input header with that prefix is
 // carried into a dead letter renamed with OriginalHeaderPrefix in front,
 // so that nothing a producer sends can pass for the service's word.
@@ -152,22 +152,4 @@ func boundKey(p *codec.Prediction, key []byte, max int) {
 	}
 	s := sha256.Sum256(key)
 	p.Key, p.KeySize, p.KeySHA256 = string(key[:max]), len(key), hex.EncodeToString(s[:])
-}
-
-// sourcePartitioner sends each output record to partition
-// (source partition mod n), so that the predictions of one input
-// partition stay in order in one output partition. The service's own
-// header comes first in everything it writes.
-type sourcePartitioner struct{}
-
-func (sourcePartitioner) Balance(msg kafka.Message, partitions ...int) int {
-	for _, h := range msg.Headers {
-		if h.Key == HeaderSourcePartition {
-			if p, err := strconv.Atoi(string(h.Value)); err == nil && p >= 0 {
-				return partitions[p%len(partitions)]
-			}
-			break
-		}
-	}
-	return partitions[0]
 }

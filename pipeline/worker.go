@@ -51,8 +51,9 @@ type worker struct {
 	labels *labelSide
 	// srcHdrs is every prediction's headers (shared, never changed).
 	srcHdrs []kafka.Header
-	// arena holds the keys and values of the buffered predictions.
-	arena []byte
+	// arena holds the keys and values of the buffered predictions, batch
+	// the record batch being written.
+	arena, batch []byte
 
 	// The partition's counters, resolved once: a label lookup per record
 	// would cost more than timing the round.
@@ -149,9 +150,13 @@ func (w *worker) run(gen context.Context) {
 	mt.ReadyGauge.Inc()
 	defer mt.ReadyGauge.Dec()
 
+	// A few MiB a response, as Kafka's own consumer fetches: a backlog read
+	// 16 MiB at a time cost more CPU a record (records copied and decoded
+	// out of cache, a larger arena to fault in) and more memory.
+	fetchBytes := max(2<<20, 2*cfg.Limits.MaxBytes)
 	r, err := fetch.NewReader(fetch.Config{
 		Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: w.m.transport, Topic: w.part.Topic, Partition: w.part.ID,
-		ReadUncommitted: cfg.ReadUncommitted, MaxBytes: max(16<<20, 2*cfg.Limits.MaxBytes),
+		ReadUncommitted: cfg.ReadUncommitted, MaxBytes: fetchBytes,
 	}, w.st.NextOffset)
 	if err != nil {
 		w.log.Error().Err(err).Msg("partition reader")
@@ -161,7 +166,7 @@ func (w *worker) run(gen context.Context) {
 	if cfg.LabelTopic != "" {
 		lr, err := fetch.NewReader(fetch.Config{
 			Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: w.m.transport, Topic: cfg.LabelTopic, Partition: w.part.ID,
-			ReadUncommitted: cfg.ReadUncommitted, MaxBytes: max(16<<20, 2*cfg.Limits.MaxBytes),
+			ReadUncommitted: cfg.ReadUncommitted, MaxBytes: fetchBytes,
 		}, w.st.LabelOffset)
 		if err != nil {
 			w.log.Error().Err(err).Msg("label partition reader")
@@ -722,27 +727,27 @@ func (w *worker) markDurable() {
 // write it again — so ctx only stops the retries; the writer's timeout
 // bounds each attempt.
 func (w *worker) flush(ctx context.Context) error {
-	if err := w.write(ctx, w.m.out, &w.preds, w.m.outLimit, true); err != nil {
+	if err := w.write(ctx, w.m.out, &w.preds, true); err != nil {
 		return err
 	}
 	w.arena = w.arena[:0] // every prediction in it is written
-	return w.write(ctx, w.m.dlq, &w.dead, w.m.dlqLimit, false)
+	return w.write(ctx, w.m.dlq, &w.dead, false)
 }
 
-func (w *worker) write(ctx context.Context, wr *kafka.Writer, msgs *[]kafka.Message, limit int, preds bool) error {
+func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message, preds bool) error {
 	mt := w.m.cfg.Metrics
 	backoff := 50 * time.Millisecond
 	start := *msgs // to reuse from its start once all is written
 	for len(*msgs) > 0 {
-		// As many as fit one request; the writer splits by its own
-		// (smaller) estimate below that.
+		// As many as fit one request.
+		limit := wr.limit
 		n, size := 0, batchOverhead
 		for n < len(*msgs) && (n == 0 || size+recordSize(&(*msgs)[n]) <= limit) {
 			size += recordSize(&(*msgs)[n])
 			n++
 		}
 		group := (*msgs)[:n]
-		err := wr.WriteMessages(context.WithoutCancel(ctx), group...)
+		err := wr.produce(ctx, w.part.ID, group, &w.batch)
 		if err == nil {
 			if preds {
 				mt.Produced.Add(float64(n))
@@ -756,10 +761,10 @@ func (w *worker) write(ctx context.Context, wr *kafka.Writer, msgs *[]kafka.Mess
 		if refused(err) {
 			// Find the records refused for good, one by one.
 			for i := range group {
-				if err := wr.WriteMessages(context.WithoutCancel(ctx), group[i]); err != nil {
+				if err := wr.produce(ctx, w.part.ID, group[i:i+1], &w.batch); err != nil {
 					if !refused(err) {
 						*msgs = (*msgs)[i:]
-						return fmt.Errorf("write to %s: %w", wr.Topic, err)
+						return fmt.Errorf("write to %s: %w", wr.topic, err)
 					}
 					w.refusedOutput(group[i], err, preds, limit)
 				} else if preds {
@@ -771,10 +776,10 @@ func (w *worker) write(ctx context.Context, wr *kafka.Writer, msgs *[]kafka.Mess
 			continue
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("write to %s: %w", wr.Topic, err)
+			return fmt.Errorf("write to %s: %w", wr.topic, err)
 		}
 		w.m.cfg.Metrics.health.stuck(w.label, time.Now())
-		w.log.Warn().Err(err).Str("topic", wr.Topic).Dur("retry_in", backoff).Msg("write failed")
+		w.log.Warn().Err(err).Str("topic", wr.topic).Dur("retry_in", backoff).Msg("write failed")
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

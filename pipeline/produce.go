@@ -1,0 +1,245 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+	"syscall"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	metadataAPI "github.com/segmentio/kafka-go/protocol/metadata"
+)
+
+// producer writes to one topic through kafka-go's Produce API, a whole
+// group of records in one request to one partition, as a record batch it
+// encodes itself (appendRecordBatch), rather than through kafka.Writer:
+// the Writer looks up the topic's partitions and asks the balancer once
+// per record, sorts records into batches through goroutines and channels,
+// and holds each batch for its BatchTimeout — a worker already hands over
+// whole batches for one partition, so all of that was per-record cost for
+// nothing. The guarantees are the Writer's as the service used it: acks
+// from all in-sync replicas, a record larger than the topic takes refused
+// before it is sent (kafka.MessageTooLargeError), retriable failures
+// retried a few times before they are reported, and a request under way
+// never cancelled (only its timeout bounds it).
+type producer struct {
+	client *kafka.Client
+	topic  string
+	// limit is the largest record batch the topic takes (its
+	// max.message.bytes); a record is refused above limit−batchOverhead,
+	// the Writer's BatchBytes.
+	limit      int
+	autoCreate bool
+}
+
+// Defaults of kafka.Writer, kept: attempts per write, the backoff between
+// them (attempt² × produceBackoffMin, at most produceBackoffMax) and the
+// bound of one request.
+const (
+	produceAttempts   = 10
+	produceBackoffMin = 100 * time.Millisecond
+	produceBackoffMax = time.Second
+	produceTimeout    = 10 * time.Second
+)
+
+// produce writes msgs, in order, as one record batch to partition
+// src mod (the topic's partitions) — so that the output of input
+// partition src stays in order in one partition — and waits for the
+// acknowledgement of all in-sync replicas. Errors that kafka-go's Writer
+// retried (temporary broker errors, dropped connections) are retried here
+// too, until ctx ends; the request under way is never cancelled.
+func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte) error {
+	for i := range msgs {
+		if writerSize(&msgs[i]) > p.limit-batchOverhead {
+			return kafka.MessageTooLargeError{Message: msgs[i]}
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(min(time.Duration(attempt*attempt)*produceBackoffMin, produceBackoffMax)):
+			}
+		}
+		err := p.once(context.WithoutCancel(ctx), src, msgs, buf)
+		if err == nil || attempt+1 == produceAttempts || !temporary(err) {
+			return err
+		}
+	}
+}
+
+// once makes one attempt of produce.
+func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte) error {
+	ctx, cancel := context.WithTimeout(ctx, produceTimeout)
+	defer cancel()
+	n, err := p.partitions(ctx)
+	if err != nil {
+		return fmt.Errorf("partitions of %s: %w", p.topic, err)
+	}
+	*buf = appendRecordBatch((*buf)[:0], msgs, time.Now())
+	res, err := p.client.RawProduce(ctx, &kafka.RawProduceRequest{
+		Topic: p.topic, Partition: src % n, RequiredAcks: kafka.RequireAll,
+		RawRecords: protocol.RawRecordSet{Reader: bytes.NewReader(*buf)},
+	})
+	if err != nil {
+		return err
+	}
+	return res.Error
+}
+
+// partitions returns the topic's partition count, asking for the topic to
+// be created when that is allowed (as the Writer did). The transport
+// answers from its cached metadata.
+func (p *producer) partitions(ctx context.Context) (int, error) {
+	r, err := p.client.Transport.RoundTrip(ctx, p.client.Addr, &metadataAPI.Request{
+		TopicNames: []string{p.topic}, AllowAutoTopicCreation: p.autoCreate,
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range r.(*metadataAPI.Response).Topics {
+		if t.Name == p.topic {
+			if t.ErrorCode != 0 {
+				return 0, kafka.Error(t.ErrorCode)
+			}
+			if len(t.Partitions) == 0 {
+				break
+			}
+			return len(t.Partitions), nil
+		}
+	}
+	return 0, kafka.UnknownTopicOrPartition
+}
+
+// temporary says whether err is one that kafka.Writer retried: a broker
+// error marked temporary, or a connection that failed under it.
+func temporary(err error) bool {
+	var t interface{ Temporary() bool }
+	if errors.As(err, &t) && t.Temporary() {
+		return true
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// writerSize is the size kafka.Writer measured a message by against its
+// BatchBytes (a v1 message with its headers), so that the same records are
+// refused before they are sent.
+func writerSize(m *kafka.Message) int {
+	n := 4 + 1 + 1 + 4 + len(m.Key) + 4 + len(m.Value) + 8
+	n += varintLen(len(m.Headers))
+	for _, h := range m.Headers {
+		n += varintLen(len(h.Key)) + len(h.Key) + varintLen(len(h.Value)) + len(h.Value)
+	}
+	return n
+}
+
+// varintLen is the length of n as a zig-zag varint.
+func varintLen(n int) int {
+	u := uint64(n) << 1 // n ≥ 0
+	l := 1
+	for ; u >= 0x80; u >>= 7 {
+		l++
+	}
+	return l
+}
+
+// appendRecordBatch appends msgs as a record set of one v2 record batch,
+// size first, byte for byte as kafka-go's RecordSet.WriteTo encodes them
+// through the Writer (no compression, no producer id, records without a
+// time stamped now; the tests compare the two). kafka-go's encoder goes
+// through an interface per record and writes varints a byte at a time,
+// which cost more than everything else the service does to a prediction.
+func appendRecordBatch(dst []byte, msgs []kafka.Message, now time.Time) []byte {
+	const header = 61 // base offset … record count
+	start := len(dst)
+	dst = append(dst, make([]byte, 4+header)...)
+	nowMs := millis(now)
+	var first, maxT int64
+	for i := range msgs {
+		m := &msgs[i]
+		t := millis(m.Time)
+		if t == 0 {
+			t = nowMs
+		}
+		if i == 0 {
+			first = t
+		}
+		maxT = max(maxT, t)
+		size := 1 + varlen(t-first) + varlen(int64(i)) + nullBytesLen(m.Key) + nullBytesLen(m.Value) + varlen(int64(len(m.Headers)))
+		for _, h := range m.Headers {
+			size += varlen(int64(len(h.Key))) + len(h.Key) + nullBytesLen(h.Value)
+		}
+		dst = binary.AppendVarint(dst, int64(size))
+		dst = append(dst, 0) // attributes
+		dst = binary.AppendVarint(dst, t-first)
+		dst = binary.AppendVarint(dst, int64(i))
+		dst = appendNullBytes(dst, m.Key)
+		dst = appendNullBytes(dst, m.Value)
+		dst = binary.AppendVarint(dst, int64(len(m.Headers)))
+		for _, h := range m.Headers {
+			dst = binary.AppendVarint(dst, int64(len(h.Key)))
+			dst = append(dst, h.Key...)
+			dst = appendNullBytes(dst, h.Value)
+		}
+	}
+	b := dst[start+4:]
+	be := binary.BigEndian
+	// Base offset 0 (zeroed), then the length of what follows it.
+	be.PutUint32(b[8:], uint32(len(b)-12))
+	be.PutUint32(b[12:], math.MaxUint32) // partition leader epoch −1
+	b[16] = 2                            // magic
+	// Attributes 0 at 21 (zeroed).
+	be.PutUint32(b[23:], uint32(len(msgs)-1)) // last offset delta
+	be.PutUint64(b[27:], uint64(first))
+	be.PutUint64(b[35:], uint64(maxT))
+	be.PutUint64(b[43:], math.MaxUint64) // producer id −1
+	be.PutUint16(b[51:], math.MaxUint16) // producer epoch −1
+	be.PutUint32(b[53:], math.MaxUint32) // base sequence −1
+	be.PutUint32(b[57:], uint32(len(msgs)))
+	be.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	be.PutUint32(dst[start:], uint32(len(b)))
+	return dst
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// millis is kafka-go's timestamp: milliseconds since the epoch, 0 for the
+// zero time.
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano() / int64(time.Millisecond)
+}
+
+// varlen is the length of i as a zig-zag varint.
+func varlen(i int64) int {
+	var b [binary.MaxVarintLen64]byte
+	return binary.PutVarint(b[:], i)
+}
+
+// nullBytesLen and appendNullBytes are a nullable byte field: its
+// varint length (−1 for nil), then its bytes.
+func nullBytesLen(b []byte) int {
+	if b == nil {
+		return 1
+	}
+	return varlen(int64(len(b))) + len(b)
+}
+
+func appendNullBytes(dst, b []byte) []byte {
+	if b == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	dst = binary.AppendVarint(dst, int64(len(b)))
+	return append(dst, b...)
+}
