@@ -128,14 +128,19 @@ func (w *worker) run(gen context.Context) {
 	_, none := cfg.Checkpoints.(NoCheckpoints)
 	w.keeps = !none
 	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Model.Support()))
+	// The delayed-label series exist (at 0 without delayed labels) for
+	// every assigned partition, so that dashboards and alerts read 0, not
+	// "no data".
+	waiting := 0
 	if p := w.st.Model.Pending(); p != nil {
 		w.evicted = p.Evicted // counted by whoever held the partition before
-		mt.PendingRecords.WithLabelValues(w.label).Set(float64(p.Len()))
-		mt.PendingExpired.WithLabelValues(w.label)
-		mt.PendingEvicted.WithLabelValues(w.label)
-		for _, r := range []codec.Reason{codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey} {
-			mt.OrphanLabels.WithLabelValues(w.label, string(r))
-		}
+		waiting = p.Len()
+	}
+	mt.PendingRecords.WithLabelValues(w.label).Set(float64(waiting))
+	mt.PendingExpired.WithLabelValues(w.label)
+	mt.PendingEvicted.WithLabelValues(w.label)
+	for _, r := range []codec.Reason{codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey} {
+		mt.OrphanLabels.WithLabelValues(w.label, string(r))
 	}
 	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Model.Eval().WindowRate())
 	w.markDurable() // the model is what the store holds
