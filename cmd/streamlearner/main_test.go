@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -382,4 +383,39 @@ func TestOneCommandGrammarParsesAsTheWhole(t *testing.T) {
 			t.Errorf("%v: one command's grammar, want the whole tree", args)
 		}
 	}
+}
+
+// eval loads a small file with the collector relaxed and puts the setting
+// back; a large file, or a GOGC the user set, leaves it alone.
+func TestRelaxGCWhileLoading(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set")
+	}
+	small := filepath.Join(t.TempDir(), "small")
+	os.WriteFile(small, []byte("+1 1:1\n"), 0o600)
+	big := filepath.Join(t.TempDir(), "big")
+	f, _ := os.Create(big)
+	f.Truncate(relaxedLoadBytes + 1)
+	f.Close()
+	percent := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+	before := percent()
+	restore := relaxGC(small)
+	if p := percent(); p != 400 {
+		t.Errorf("loading a small file: GOGC %d, want 400", p)
+	}
+	restore()
+	if p := percent(); p != before {
+		t.Errorf("after the load: GOGC %d, want %d back", p, before)
+	}
+	restore = relaxGC(big)
+	if p := percent(); p != before {
+		t.Errorf("loading a large file: GOGC %d, want %d", p, before)
+	}
+	restore()
+	t.Setenv("GOGC", "50")
+	restore = relaxGC(small)
+	if p := percent(); p != before {
+		t.Errorf("with GOGC set: GOGC %d, want %d", p, before)
+	}
+	restore()
 }
