@@ -196,6 +196,9 @@ func TestLabelTopic(t *testing.T) {
 	}
 	// A label stamped at its record's time plays after it (input first).
 	labs[5].Time = recs[len(recs)/2].Time
+	for i := range labs {
+		labs[i].Headers = []kafka.Header{{Key: "origin", Value: []byte("label service")}}
+	}
 	produce(t, b, "in", recs, &kafka.Hash{})
 	produce(t, b, "labels", labs, &kafka.Hash{})
 
@@ -269,7 +272,7 @@ func TestLabelTopic(t *testing.T) {
 	}
 	dead := readTopic(t, b, "in.dlq", 20, 30*time.Second)
 	for _, d := range dead {
-		if h := headers(d.msg); h[HeaderError] != string(codec.ReasonLabelUnknown) || h[HeaderSourceTopic] != "labels" {
+		if h := headers(d.msg); h[HeaderError] != string(codec.ReasonLabelUnknown) || h[HeaderSourceTopic] != "labels" || h["origin"] != "label service" {
 			t.Fatalf("dead letter %s: %v", d.msg.Value, h)
 		}
 	}

@@ -590,7 +590,13 @@ func (w *worker) playLabels(ctx context.Context, before time.Time) int {
 			ls.arena = append(ls.arena, rec.Value...)
 			k := ls.arena[start : start+len(rec.Key) : start+len(rec.Key)]
 			v := ls.arena[start+len(rec.Key) : len(ls.arena) : len(ls.arena)]
-			ls.queue = append(ls.queue, fetch.Record{Offset: rec.Offset, Key: k, Value: v, Time: rec.Time})
+			var hs []kafka.Header // kept for a dead letter's provenance
+			for _, h := range rec.Headers {
+				at := len(ls.arena)
+				ls.arena = append(ls.arena, h.Value...)
+				hs = append(hs, kafka.Header{Key: h.Key, Value: ls.arena[at:len(ls.arena):len(ls.arena)]})
+			}
+			ls.queue = append(ls.queue, fetch.Record{Offset: rec.Offset, Key: k, Value: v, Time: rec.Time, Headers: hs})
 		}
 		if len(ls.queue) == 0 && b.Next > w.st.LabelOffset {
 			w.st.LabelOffset = b.Next // markers and aborted records
