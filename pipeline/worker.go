@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,8 +76,12 @@ type worker struct {
 	// many-class prediction.
 	msg     kafka.Message
 	margins []codec.ClassMargin
-	// evicted is the pending store's eviction count already exported.
-	evicted uint64
+	// evicted is the pending store's eviction count already exported;
+	// waiting, expired and evictions its series, resolved once.
+	evicted   uint64
+	waiting   prometheus.Gauge
+	expired   prometheus.Counter
+	evictions prometheus.Counter
 }
 
 func (w *worker) run(gen context.Context) {
@@ -136,10 +141,9 @@ func (w *worker) run(gen context.Context) {
 		w.evicted = p.Evicted // counted by whoever held the partition before
 		waiting = p.Len()
 	}
-	mt.PendingRecords.WithLabelValues(w.label).Set(float64(waiting))
-	mt.PendingExpired.WithLabelValues(w.label)
-	mt.PendingEvicted.WithLabelValues(w.label)
-	for _, r := range []codec.Reason{codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey} {
+	w.waiting, w.expired, w.evictions = mt.PendingRecords.WithLabelValues(w.label), mt.PendingExpired.WithLabelValues(w.label), mt.PendingEvicted.WithLabelValues(w.label)
+	w.waiting.Set(float64(waiting))
+	for _, r := range labelReasons {
 		mt.OrphanLabels.WithLabelValues(w.label, string(r))
 	}
 	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Model.Eval().WindowRate())
@@ -301,7 +305,7 @@ func (w *worker) run(gen context.Context) {
 		default:
 			var oor *fetch.OutOfRangeError
 			if errors.As(err, &oor) {
-				w.resetOffset(r, oor)
+				w.resetOffset(r, oor, &w.st.NextOffset)
 				continue
 			}
 			w.log.Warn().Err(err).Msg("fetch")
@@ -375,16 +379,16 @@ func (w *worker) restore(ctx context.Context) error {
 // log's start or end, as Config.StartOffset says, loudly: the model is
 // kept (it is still what was learned), the records in between are not
 // there to learn.
-func (w *worker) resetOffset(r *fetch.Reader, oor *fetch.OutOfRangeError) {
+func (w *worker) resetOffset(r *fetch.Reader, oor *fetch.OutOfRangeError, next *int64) {
 	to := oor.LogStart
 	if w.m.cfg.StartOffset == "latest" {
 		to = oor.LogEnd
 	}
 	w.m.cfg.Metrics.OffsetResets.WithLabelValues(w.label).Inc()
-	w.log.Error().Int64("offset", oor.Offset).Int64("log_start", oor.LogStart).Int64("log_end", oor.LogEnd).Int64("reset_to", to).
+	w.log.Error().Str("log", oor.Topic).Int64("offset", oor.Offset).Int64("log_start", oor.LogStart).Int64("log_end", oor.LogEnd).Int64("reset_to", to).
 		Str("start", w.m.cfg.StartOffset).Msg("next offset is not in the partition's log (retention, or a recreated topic); reading from the log's " + map[bool]string{true: "end", false: "start"}[to == oor.LogEnd && to != oor.LogStart])
 	r.SetOffset(to)
-	w.st.NextOffset = to
+	*next = to
 	w.pending++
 }
 
@@ -569,15 +573,7 @@ func (w *worker) playLabels(ctx context.Context, before time.Time) int {
 			}
 			var oor *fetch.OutOfRangeError
 			if errors.As(err, &oor) {
-				to := oor.LogStart
-				if w.m.cfg.StartOffset == "latest" {
-					to = oor.LogEnd
-				}
-				w.m.cfg.Metrics.OffsetResets.WithLabelValues(w.label).Inc()
-				w.log.Error().Str("topic", w.m.cfg.LabelTopic).Int64("offset", oor.Offset).Int64("reset_to", to).Msg("next label offset is not in the label partition's log; moving")
-				ls.r.SetOffset(to)
-				w.st.LabelOffset = to
-				w.pending++
+				w.resetOffset(ls.r, oor, &w.st.LabelOffset)
 				continue
 			}
 			w.log.Warn().Err(err).Msg("fetch labels")
@@ -608,24 +604,21 @@ func (w *worker) playLabels(ctx context.Context, before time.Time) int {
 
 // isLabelReason says whether a dead letter is a label that found no
 // record awaiting it.
-func isLabelReason(r codec.Reason) bool {
-	switch r {
-	case codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey:
-		return true
-	}
-	return false
-}
+func isLabelReason(r codec.Reason) bool { return slices.Contains(labelReasons, r) }
+
+// labelReasons are the dead-letter reasons of a label that found no
+// record awaiting it.
+var labelReasons = []codec.Reason{codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey}
 
 // pendingGauges brings the delayed-label series up to date after a
 // message that expired expired records.
 func (w *worker) pendingGauges(p *pending.Store, expired int) {
-	mt := w.m.cfg.Metrics
-	mt.PendingRecords.WithLabelValues(w.label).Set(float64(p.Len()))
+	w.waiting.Set(float64(p.Len()))
 	if expired > 0 {
-		mt.PendingExpired.WithLabelValues(w.label).Add(float64(expired))
+		w.expired.Add(float64(expired))
 	}
 	if p.Evicted > w.evicted {
-		mt.PendingEvicted.WithLabelValues(w.label).Add(float64(p.Evicted - w.evicted))
+		w.evictions.Add(float64(p.Evicted - w.evicted))
 	}
 	w.evicted = p.Evicted
 }
