@@ -160,22 +160,9 @@ func (m *Model) Resolve(key, label []byte, at At) (Result, error) {
 	}
 	// Learn on the model as it is now; a refusal here (a margin that has
 	// become non-finite) loses the record, which was already taken.
-	updated := false
-	for _, c := range m.cands {
-		if err := c.play(ent.X, y, m.multi, true); err != nil {
-			return Result{}, err
-		}
-		updated = updated || c.updated
-	}
-	if isNew {
-		if err := m.addClass(string(label)); err != nil {
-			return Result{}, err
-		}
-		for _, c := range m.cands {
-			o := c.ls[y].Round(ent.X, 1)
-			c.updated = c.updated || o.Updated
-			updated = updated || o.Updated
-		}
+	updated, err := m.playAll(ent.X, y, isNew, label, true)
+	if err != nil {
+		return Result{}, err
 	}
 	// Score what was emitted, not what the model says now.
 	for i, c := range m.cands {

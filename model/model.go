@@ -558,19 +558,29 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 	if m.multi {
 		labeled = y >= 0
 	}
-	// Every candidate predicts among the classes known before this round,
-	// then learns. A refused margin (the kernel check passed, so only a
-	// non-finite margin) leaves the candidates before it learned.
-	updated := false
+	updated, err := m.playAll(x, y, isNew, label, learn)
+	if err != nil {
+		return Result{}, err
+	}
+	return m.settle(champ, y, labeled, updated, isNew && learn, learn, false), nil
+}
+
+// playAll is every candidate's round on x with target y: each predicts
+// among the classes known before this round, then (learn) learns; a new
+// class (isNew, its token label) is added after the predictions, its
+// learners learning x as theirs. A refused margin (the kernel check
+// passed, so only a non-finite margin) leaves the candidates before it
+// learned.
+func (m *Model) playAll(x sparse.Vector, y int, isNew bool, label []byte, learn bool) (updated bool, err error) {
 	for _, c := range m.cands {
 		if err := c.play(x, y, m.multi, learn); err != nil {
-			return Result{}, err
+			return false, err
 		}
 		updated = updated || c.updated
 	}
 	if learn && isNew {
 		if err := m.addClass(string(label)); err != nil {
-			return Result{}, err
+			return false, err
 		}
 		for _, c := range m.cands {
 			o := c.ls[y].Round(x, 1)
@@ -578,7 +588,7 @@ func (m *Model) step(x sparse.Vector, label []byte, learn bool) (Result, error) 
 			updated = updated || o.Updated
 		}
 	}
-	return m.settle(champ, y, labeled, updated, isNew && learn, learn, false), nil
+	return updated, nil
 }
 
 // settle scores the round's predictions (each candidate's pred and f) and,
