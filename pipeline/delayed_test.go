@@ -105,13 +105,6 @@ func TestDelayedLabelsInTheSameTopic(t *testing.T) {
 			t.Fatalf("dead letter %s: reason %q", d.msg.Value, h)
 		}
 	}
-	// sum adds a partition series over the four partitions.
-	sum := func(v *prometheus.CounterVec, labels ...string) (s float64) {
-		for p := range 4 {
-			s += testutil.ToFloat64(v.WithLabelValues(append([]string{fmt.Sprint(p)}, labels...)...))
-		}
-		return s
-	}
 	waitFor(t, "every label learned", 30*time.Second, func() bool { return int(sum(mt.Learned)) == labels })
 	got := map[[2]int64]codec.Prediction{}
 	for _, r := range preds {
@@ -167,6 +160,15 @@ func TestDelayedLabelsInTheSameTopic(t *testing.T) {
 	t.Logf("%d records, %d labels learned, %d mistakes, %d waiting", records, labels, mistakes, pendingLeft)
 }
 
+// sum adds a partition series (with further label values) over the four
+// partitions.
+func sum(v *prometheus.CounterVec, labels ...string) (s float64) {
+	for p := range 4 {
+		s += testutil.ToFloat64(v.WithLabelValues(append([]string{fmt.Sprint(p)}, labels...)...))
+	}
+	return s
+}
+
 func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 	var d dto.Metric
 	if err := h.Write(&d); err != nil {
@@ -211,12 +213,6 @@ func TestLabelTopic(t *testing.T) {
 	preds := readTopic(t, b, "out", records, 60*time.Second)
 	if len(preds) != records {
 		t.Fatalf("%d predictions for %d records", len(preds), records)
-	}
-	sum := func(v *prometheus.CounterVec) (s float64) {
-		for p := range 4 {
-			s += testutil.ToFloat64(v.WithLabelValues(fmt.Sprint(p)))
-		}
-		return s
 	}
 	waitFor(t, "every label learned", 30*time.Second, func() bool { return int(sum(mt.Learned)) == labels })
 	stop()
