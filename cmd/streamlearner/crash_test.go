@@ -68,6 +68,23 @@ var (
 			"--pending-max-records", "2000"}}
 )
 
+// splitEvent turns an Elec2 event of copy c into its record without the
+// class and its label message ({"id","class"}), the id made unique per
+// copy ("c3-elec2-000001"), which it returns too.
+func splitEvent(t *testing.T, line []byte, c int) (id string, rec, label []byte) {
+	t.Helper()
+	var ev map[string]json.RawMessage
+	if err := json.Unmarshal(line, &ev); err != nil {
+		t.Fatal(err)
+	}
+	id = fmt.Sprintf("c%d-%s", c, strings.Trim(string(ev["id"]), `"`))
+	ev["id"], _ = json.Marshal(id)
+	label, _ = json.Marshal(map[string]json.RawMessage{"id": ev["id"], "class": ev["class"]})
+	delete(ev, "class")
+	rec, _ = json.Marshal(ev)
+	return id, rec, label
+}
+
 // delayedLines is the delayed-label stream of copies of an event file:
 // each event without its class (ids made unique per copy), and its label
 // message ({"id","class"}) 1–300 events later; every 25th label never
@@ -79,14 +96,7 @@ func delayedLines(t *testing.T, one []byte, copies int) []byte {
 	i := 0
 	for c := range copies {
 		for _, line := range bytes.Split(bytes.TrimSpace(one), []byte("\n")) {
-			var ev map[string]json.RawMessage
-			if err := json.Unmarshal(line, &ev); err != nil {
-				t.Fatal(err)
-			}
-			ev["id"] = json.RawMessage(fmt.Sprintf(`"c%d-%s`, c, ev["id"][1:]))
-			label, _ := json.Marshal(map[string]json.RawMessage{"id": ev["id"], "class": ev["class"]})
-			delete(ev, "class")
-			rec, _ := json.Marshal(ev)
+			_, rec, label := splitEvent(t, line, c)
 			for _, l := range due[i] {
 				out.Write(l)
 				out.WriteByte('\n')

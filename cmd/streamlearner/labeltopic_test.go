@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -49,15 +48,7 @@ func TestLabelTopicRecovery(t *testing.T) {
 	i := 0
 	for c := range 10 {
 		for _, line := range bytes.Split(bytes.TrimSpace(one), []byte("\n")) {
-			var ev map[string]json.RawMessage
-			if err := json.Unmarshal(line, &ev); err != nil {
-				t.Fatal(err)
-			}
-			id := fmt.Sprintf("c%d-%s", c, strings.Trim(string(ev["id"]), `"`))
-			ev["id"], _ = json.Marshal(id)
-			label, _ := json.Marshal(map[string]json.RawMessage{"id": ev["id"], "class": ev["class"]})
-			delete(ev, "class")
-			rec, _ := json.Marshal(ev)
+			id, rec, label := splitEvent(t, line, c)
 			recs.Write(append(rec, '\n'))
 			if i%25 == 3 {
 				unlabeled[id] = true
