@@ -75,24 +75,52 @@ func Load(ctx context.Context, path string, opts Options) (*Set, error) {
 // Read is Load on an open reader.
 func Read(ctx context.Context, r io.Reader, opts Options) (*Set, error) {
 	s := &Set{}
-	err := scan(ctx, r, opts.Limits, func(line int, ex codec.Example) (bool, error) {
+	dropped, err := each(ctx, r, opts, func(x sparse.Vector, y int) {
+		s.X = append(s.X, x)
+		s.Y = append(s.Y, y)
+		s.Dim = max(s.Dim, int(x.MaxIndex()))
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.Dropped = dropped
+	return s, nil
+}
+
+// Each calls fn with each example Load would keep (its label mapped to
+// +1, −1, or 0 for an unlabeled record), in file order, as soon as it is
+// decoded, so that the caller can use the first records while the rest
+// are still being read. It returns how many records the label map dropped,
+// and the first error, as Load reports it.
+func Each(ctx context.Context, path string, opts Options, fn func(x sparse.Vector, y int)) (dropped int, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("load data: %w", err)
+	}
+	defer f.Close()
+	if dropped, err = each(ctx, f, opts, fn); err != nil {
+		return dropped, fmt.Errorf("load %s: %w", path, err)
+	}
+	return dropped, nil
+}
+
+// each is Each on an open reader.
+func each(ctx context.Context, r io.Reader, opts Options, fn func(x sparse.Vector, y int)) (dropped int, err error) {
+	kept := 0
+	err = scan(ctx, r, opts.Limits, func(line int, ex codec.Example) (bool, error) {
 		y, keep, err := opts.Labels.Map(ex.Label)
 		if err != nil {
 			return false, fmt.Errorf("line %d: %w", line, err)
 		}
 		if !keep {
-			s.Dropped++
+			dropped++
 			return true, nil
 		}
-		s.X = append(s.X, ex.X)
-		s.Y = append(s.Y, y)
-		s.Dim = max(s.Dim, int(ex.X.MaxIndex()))
-		return opts.Limit <= 0 || len(s.X) < opts.Limit, nil
+		fn(ex.X, y)
+		kept++
+		return opts.Limit <= 0 || kept < opts.Limit, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
+	return dropped, err
 }
 
 // RawSet is a loaded data set with its labels as they are in the file,

@@ -127,11 +127,14 @@ func (cfg Config) rowNames() (specs, kernels []string) {
 }
 
 // Data is a stream to evaluate on: indexed records with their label
-// tokens, or raw event messages (with Config.Model.Events).
+// tokens, or raw event messages (with Config.Model.Events). A Feed's Data
+// is filled while it is read; its fields stay empty.
 type Data struct {
 	X      []sparse.Vector
 	Labels []string // canonical label tokens; "" for an unlabeled record
 	Events [][]byte
+
+	live *live // a Feed's, until RunData has it complete
 }
 
 // Len is the number of records.
@@ -150,12 +153,7 @@ func FromSet(s *dataset.Set) *Data {
 	}
 	d := &Data{X: s.X, Labels: make([]string, len(s.Y))}
 	for i, y := range s.Y {
-		switch y {
-		case 1:
-			d.Labels[i] = "1"
-		case -1:
-			d.Labels[i] = "-1"
-		}
+		d.Labels[i] = binaryToken(y)
 	}
 	return d
 }
@@ -271,11 +269,23 @@ func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, e
 // in Config order. When ctx is cancelled, Run
 // returns the results so far (marked Interrupted; learners whose runs had
 // not started are left out) together with ctx's error.
+//
+// train may be a Feed's: a pass in file order without a delay reads it as
+// it is loaded; other configurations wait for the whole of it. A loading
+// error is returned in place of results, as if the data had been loaded
+// first.
 func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, error) {
 	if len(cfg.Learners) == 0 {
 		return nil, errors.New("no learner given")
 	}
-	if train.Len() == 0 {
+	streaming := train.live != nil && cfg.KeepOrder && cfg.Delay == 0
+	if train.live != nil && !streaming {
+		var err error
+		if train, err = train.complete(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if !streaming && train.Len() == 0 {
 		return nil, errors.New("no training examples")
 	}
 	if cfg.Trace != nil && !cfg.KeepOrder {
@@ -324,7 +334,6 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 		}
 	}
 	var done atomic.Int64
-	total := int64(len(results) * train.Len())
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -340,7 +349,7 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 			for r := range tasks {
 				// A stop from the caller is an interruption, reported
 				// below with the results so far, not a failure.
-				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, total); err != nil && parent.Err() == nil {
+				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, len(results)); err != nil && parent.Err() == nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 				}
 			}
@@ -356,18 +365,34 @@ feed:
 	}
 	close(tasks)
 	wg.Wait()
+	n := train.Len()
+	if streaming {
+		// The loader's error comes first, as when the data was loaded
+		// before the runs.
+		full, err := train.complete(parent)
+		switch {
+		case err != nil && parent.Err() == nil:
+			return nil, err
+		case err != nil:
+			n = -1 // stopped before the data's end: no run is whole
+		case full.Len() == 0:
+			return nil, errors.New("no training examples")
+		default:
+			n = full.Len()
+		}
+	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
 	if err := parent.Err(); err != nil {
-		return summarize(cfg, orders, train.Len(), test, results), err
+		return summarize(cfg, orders, n, test, results), err
 	}
 	if cfg.Trace != nil {
 		if err := writeTrace(cfg.Trace, results); err != nil {
 			return nil, fmt.Errorf("write trace: %w", err)
 		}
 	}
-	return summarize(cfg, orders, train.Len(), test, results), nil
+	return summarize(cfg, orders, n, test, results), nil
 }
 
 // modelConfig is the model of learner l's runs, or with Select of every
@@ -463,7 +488,8 @@ func (t *trainer) flush() error {
 	return nil
 }
 
-func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int, done *atomic.Int64, total int64) error {
+// do plays one run; runs is how many there are, for the progress total.
+func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int, done *atomic.Int64, runs int) error {
 	seed := OrderSeed(cfg.Seed, r.order)
 	if perm == nil { // file order: the service's seeding, see KeepOrder
 		seed = cfg.Seed
@@ -527,26 +553,44 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 	if cfg.Trace != nil {
 		r.margins = make([]float64, 0, train.Len())
 	}
-	start := time.Now()
+	// The examples/s figure is the learner's: time spent waiting for a
+	// Feed's loader does not count.
+	start, waited := time.Now(), time.Duration(0)
+	elapsed := func() float64 { return (time.Since(start) - waited).Seconds() }
 	const chunk = 1024
-	for i := range train.Len() {
+	// data is train as far as it is loaded (all of it, but for a Feed's).
+	data := &Data{}
+	for i := 0; ; i++ {
+		if i == data.Len() {
+			t := time.Now()
+			data = train.upTo(ctx, i)
+			waited += time.Since(t)
+			if i == data.Len() {
+				if err := ctx.Err(); err != nil && train.live != nil {
+					// Stopped while waiting for the loader.
+					r.seconds = elapsed()
+					return errors.Join(err, tr.flush())
+				}
+				break
+			}
+		}
 		if i%chunk == chunk-1 {
 			if ctx.Err() != nil {
-				r.seconds = time.Since(start).Seconds()
+				r.seconds = elapsed()
 				// The statistics kept are those of the records seen,
 				// their delayed labels included.
 				return errors.Join(ctx.Err(), tr.flush())
 			}
 			n := done.Add(chunk)
 			if cfg.Progress != nil {
-				cfg.Progress(n, total)
+				cfg.Progress(n, int64(runs*data.Len()))
 			}
 		}
 		j := i
 		if perm != nil {
 			j = perm[i]
 		}
-		margin, err := tr.step(train, j)
+		margin, err := tr.step(data, j)
 		if err != nil {
 			return err
 		}
@@ -556,16 +600,16 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 		}
 		// Under a delay the last point waits for the flush below, so
 		// that it, like the result, scores every label.
-		if cfg.Every > 0 && r.seen%cfg.Every == 0 && (cfg.Delay == 0 || r.seen < train.Len()) {
+		if cfg.Every > 0 && r.seen%cfg.Every == 0 && (cfg.Delay == 0 || r.seen < data.Len()) {
 			point(r.seen)
 		}
 	}
 	if err := tr.flush(); err != nil {
 		return err
 	}
-	r.seconds = time.Since(start).Seconds()
-	if n := done.Add(int64(train.Len() % chunk)); cfg.Progress != nil {
-		cfg.Progress(n, total)
+	r.seconds = elapsed()
+	if n := done.Add(int64(data.Len() % chunk)); cfg.Progress != nil {
+		cfg.Progress(n, int64(runs*data.Len()))
 	}
 	if cfg.Every > 0 && (r.seen%cfg.Every != 0 || cfg.Delay > 0) {
 		point(r.seen)

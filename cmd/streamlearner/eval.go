@@ -116,8 +116,10 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	if mc.Events && c.Standardize {
 		return errors.New("--standardize is for records; events scale with --scale online")
 	}
-	train, err := c.load(ctx, c.Data, mc, labels, c.Limit)
-	if err != nil {
+	var train *offline.Data
+	if c.streams(mc) {
+		train = c.stream(ctx, labels)
+	} else if train, err = c.load(ctx, c.Data, mc, labels, c.Limit); err != nil {
 		return err
 	}
 	var test *offline.Data
@@ -184,6 +186,27 @@ func relaxGC(path string) func() {
 	}
 	old := debug.SetGCPercent(400)
 	return func() { debug.SetGCPercent(old) }
+}
+
+// streams reports whether the training file can be learned while it is
+// parsed: one pass in file order over binary records, without a delay
+// (whose last points need the record count) or --standardize (whose
+// statistics need the whole set).
+func (c *evalCmd) streams(mc model.Config) bool {
+	return c.KeepOrder && c.Delay == 0 && !c.Standardize && !mc.Events && len(mc.Classes) == 0
+}
+
+// stream loads the training file into a Feed on a goroutine of its own
+// and returns the feed's data; the loading error, if any, is RunData's.
+func (c *evalCmd) stream(ctx context.Context, labels codec.LabelMap) *offline.Data {
+	feed := offline.NewFeed()
+	restore := relaxGC(c.Data)
+	go func() {
+		defer restore()
+		_, err := dataset.Each(ctx, c.Data, dataset.Options{Labels: labels, Limit: c.Limit}, feed.Add)
+		feed.End(err)
+	}()
+	return feed.Data()
 }
 
 // load reads a data file as mc says: events as raw lines, binary records

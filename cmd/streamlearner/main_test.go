@@ -165,6 +165,29 @@ func TestEvalRejectsBadInvocations(t *testing.T) {
 	}
 }
 
+// A malformed line fails eval with the file and line named and no table,
+// whether the pass learns while the file loads (--keep-order) or after.
+func TestEvalNamesTheMalformedLine(t *testing.T) {
+	var b strings.Builder
+	for i := range 3000 {
+		if i == 2600 {
+			b.WriteString("+1 3:1 nonsense\n")
+			continue
+		}
+		fmt.Fprintf(&b, "%+d %d:1 %d:0.5\n", 1-2*(i%2), 1+i%7, 8+i%5)
+	}
+	path := filepath.Join(t.TempDir(), "bad.svm")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, order := range []string{"--keep-order", "--orders=2"} {
+		out, err := execute(t, "eval", "--data", path, order, "--learner", "rbp:budget=20", "--kernel", "linear")
+		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "line 2601") || out != "" {
+			t.Errorf("%s: error %v, output %q", order, err, out)
+		}
+	}
+}
+
 func TestGenWritesReadableData(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cb")
 	if _, err := execute(t, "gen", "checkerboard", "--n", "500", "--noise", "0", "-o", path); err != nil {
