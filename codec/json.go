@@ -248,24 +248,27 @@ func (d *jsonDecoder) featureObject() (sorted bool, err *Error) {
 		if len(ents) >= d.lim.MaxNonZeros {
 			return sorted, errorf(ReasonTooManyFeatures, "offset %d: more than %d features", d.i, d.lim.MaxNonZeros)
 		}
-		at := d.i
-		key, err := d.stringValue()
-		if err != nil {
-			return sorted, err
-		}
-		idx, st := parseIndex(key, d.lim.MaxIndex)
-		switch st {
-		case indexBad:
-			return sorted, errorf(ReasonBadIndex, "offset %d: feature key %s is not a decimal integer", at, quote(key))
-		case indexTooLarge:
-			return sorted, errorf(ReasonIndexTooLarge, "offset %d: feature key %s is above the limit %d", at, quote(key), d.lim.MaxIndex)
-		}
-		if err := d.colon(); err != nil {
-			return sorted, err
-		}
-		v, err := d.featureValue(idx, 2)
-		if err != nil {
-			return sorted, err
+		idx, v, ok := d.simpleMember()
+		if !ok {
+			at := d.i
+			key, err := d.stringValue()
+			if err != nil {
+				return sorted, err
+			}
+			var st int
+			idx, st = parseIndex(key, d.lim.MaxIndex)
+			switch st {
+			case indexBad:
+				return sorted, errorf(ReasonBadIndex, "offset %d: feature key %s is not a decimal integer", at, quote(key))
+			case indexTooLarge:
+				return sorted, errorf(ReasonIndexTooLarge, "offset %d: feature key %s is above the limit %d", at, quote(key), d.lim.MaxIndex)
+			}
+			if err := d.colon(); err != nil {
+				return sorted, err
+			}
+			if v, err = d.featureValue(idx, 2); err != nil {
+				return sorted, err
+			}
 		}
 		if len(ents) > 0 && idx <= ents[len(ents)-1].idx {
 			sorted = false
@@ -275,6 +278,65 @@ func (d *jsonDecoder) featureObject() (sorted bool, err *Error) {
 			return sorted, err
 		}
 	}
+}
+
+// simpleMember reads, in one pass, a feature member as producers write it:
+// "digits":number with no blank, an index within the limit and a number
+// that fastFloat takes (at most 15 digits, no exponent), followed by ',' or
+// '}'. It gives what the general path (stringValue, parseIndex, colon,
+// featureValue) would give for the same bytes. Anything else, errors
+// included, is left to that path: ok is then false and d.i unchanged.
+func (d *jsonDecoder) simpleMember() (idx uint32, v float64, ok bool) {
+	b := d.b
+	i := d.i + 1 // past '"'
+	var k uint64
+	for start := i; i < len(b) && isDigit(b[i]); i++ {
+		if i-start == 10 {
+			return 0, 0, false // long keys (leading zeros) take the general path
+		}
+		k = k*10 + uint64(b[i]-'0')
+	}
+	if i == d.i+1 || k > uint64(d.lim.MaxIndex) || i+2 >= len(b) || b[i] != '"' || b[i+1] != ':' {
+		return 0, 0, false
+	}
+	i += 2
+	// -?(0|[1-9][0-9]*)(\.[0-9]+)?, with fastFloat's arithmetic.
+	neg := b[i] == '-'
+	if neg {
+		i++
+	}
+	var m uint64
+	nd, frac := 0, 0
+	if i < len(b) && b[i] == '0' {
+		i, nd = i+1, 1
+	} else {
+		for ; i < len(b) && isDigit(b[i]); i++ {
+			m, nd = m*10+uint64(b[i]-'0'), nd+1
+		}
+		if nd == 0 {
+			return 0, 0, false
+		}
+	}
+	if i < len(b) && b[i] == '.' {
+		for i++; i < len(b) && isDigit(b[i]); i++ {
+			m, nd, frac = m*10+uint64(b[i]-'0'), nd+1, frac+1
+		}
+		if frac == 0 {
+			return 0, 0, false
+		}
+	}
+	if nd > 15 || i >= len(b) || (b[i] != ',' && b[i] != '}') {
+		return 0, 0, false
+	}
+	v = float64(m)
+	if frac > 0 {
+		v /= pow10[frac]
+	}
+	if neg {
+		v = -v
+	}
+	d.i = i
+	return uint32(k), v, true
 }
 
 // afterMember consumes what follows an object member: ',' (more members,
