@@ -13,10 +13,12 @@
 // with xxHash64 (seed 0) as github.com/cespare/xxhash/v2 computes it: a
 // published, platform-independent function (the same bits on every
 // machine, byte order and Go version), among the fastest non-cryptographic
-// 64-bit hashes, and already in the module graph. The zero byte cannot
-// occur in a JSON-decoded name, so "a"+"bc" and "ab"+"c" never share a
-// name. Categorical values and tokens have value 1 per occurrence (a bag
-// counts); numeric fields have their value. Features that land on one index
+// 64-bit hashes, and already in the module graph. The zero byte keeps
+// "a"+"bc" and "ab"+"c" apart. Only a name or value that itself holds a
+// zero byte (written \u0000 in JSON) can meet another feature's name:
+// "a\x00b"+"c" and "a"+"b\x00c" are then one feature, as if their hashes
+// had collided. Categorical values and tokens have value 1 per occurrence
+// (a bag counts); numeric fields have their value. Features that land on one index
 // are summed, as Vowpal Wabbit does; Collisions counts how many distinct
 // names shared an index with another in a record.
 //

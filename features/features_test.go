@@ -47,6 +47,11 @@ func TestHashIsXXH64(t *testing.T) {
 	if Hash([]byte("a"), []byte("bc"), true) == Hash([]byte("ab"), []byte("c"), true) {
 		t.Fatal("the zero byte does not separate name and value")
 	}
+	// The documented limit: a zero byte inside a name or value can meet
+	// another feature's name.
+	if Hash([]byte("a\x00b"), []byte("c"), true) != Hash([]byte("a"), []byte("b\x00c"), true) {
+		t.Fatal("the package comment says these two are one feature")
+	}
 }
 
 // TestGoldenIndices pins the indices of a fixed record: a change here moves
