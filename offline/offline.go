@@ -1,7 +1,8 @@
 // Package offline runs learners over data files the way the service runs
 // them over a partition — predict, then learn, one example at a time — and
 // summarizes the prequential statistics over several random orders. It is
-// the engine of `streamlearner eval` and of the reproduction scripts.
+// the engine of `streamlearner eval` and of the reproduction scripts. A
+// pass in file order can start before its file is loaded: see Feed.
 package offline
 
 import (
