@@ -2,6 +2,7 @@ package offline
 
 import (
 	"context"
+	"math"
 	"sync"
 
 	"github.com/streamlearner/streamlearner/sparse"
@@ -79,46 +80,44 @@ func (f *Feed) publish(end bool, err error) {
 // reader may index freely below its Len. For a complete Data it returns d
 // itself.
 func (d *Data) upTo(ctx context.Context, i int) *Data {
-	l := d.live
-	if l == nil {
+	if d.live == nil {
 		return d
 	}
-	for {
-		l.mu.Lock()
-		x, labels, ended, changed := l.x, l.labels, l.ended, l.changed
-		l.mu.Unlock()
-		if len(x) > i || ended {
-			return &Data{X: x, Labels: labels}
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return &Data{X: x, Labels: labels}
-		}
-	}
+	x, labels, _, _ := d.live.wait(ctx, i)
+	return &Data{X: x, Labels: labels}
 }
 
 // complete waits for d's feed to end and returns the whole data set, or
-// the loader's error; for a Data without a feed it returns d.
+// the loader's error (or ctx's); for a Data without a feed it returns d.
 func (d *Data) complete(ctx context.Context) (*Data, error) {
 	if d.live == nil {
 		return d, nil
 	}
+	x, labels, ended, err := d.live.wait(ctx, math.MaxInt)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ended:
+		return nil, ctx.Err()
+	}
+	return &Data{X: x, Labels: labels}, nil
+}
+
+// wait returns what is published once it holds more than i records, once
+// the feed has ended (with the loader's error), or when ctx ends.
+func (l *live) wait(ctx context.Context, i int) (x []sparse.Vector, labels []string, ended bool, err error) {
 	for {
-		l := d.live
 		l.mu.Lock()
-		x, labels, ended, err, changed := l.x, l.labels, l.ended, l.err, l.changed
+		x, labels, ended, err = l.x, l.labels, l.ended, l.err
+		changed := l.changed
 		l.mu.Unlock()
-		if ended {
-			if err != nil {
-				return nil, err
-			}
-			return &Data{X: x, Labels: labels}, nil
+		if len(x) > i || ended {
+			return x, labels, ended, err
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return x, labels, false, nil
 		}
 	}
 }
