@@ -42,7 +42,7 @@ type live struct {
 
 // NewFeed returns an empty feed of binary records.
 func NewFeed() *Feed {
-	return &Feed{d: &Data{live: &live{changed: make(chan struct{})}}}
+	return &Feed{d: &Data{mapped: true, live: &live{changed: make(chan struct{})}}}
 }
 
 // Data is the data set the feed fills, to give RunData as its train set.
@@ -84,7 +84,7 @@ func (d *Data) upTo(ctx context.Context, i int) *Data {
 		return d
 	}
 	x, labels, _, _ := d.live.wait(ctx, i)
-	return &Data{X: x, Labels: labels}
+	return &Data{X: x, Labels: labels, mapped: true}
 }
 
 // complete waits for d's feed to end and returns the whole data set, or
@@ -100,7 +100,7 @@ func (d *Data) complete(ctx context.Context) (*Data, error) {
 	case !ended:
 		return nil, ctx.Err()
 	}
-	return &Data{X: x, Labels: labels}, nil
+	return &Data{X: x, Labels: labels, mapped: true}, nil
 }
 
 // wait returns what is published once it holds more than i records, once

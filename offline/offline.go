@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
@@ -135,6 +136,13 @@ type Data struct {
 	Labels []string // canonical label tokens; "" for an unlabeled record
 	Events [][]byte
 
+	// mapped says Labels hold the ±1 tokens of labels already mapped to
+	// binary targets (FromSet, a Feed): the runs then read them with the
+	// binary label map whatever Config.Model.Labels says, since mapping
+	// them again through a --positive list would find "1" and "-1" in
+	// neither class and leave every record unlabeled.
+	mapped bool
+
 	live *live // a Feed's, until RunData has it complete
 }
 
@@ -152,7 +160,7 @@ func FromSet(s *dataset.Set) *Data {
 	if s == nil {
 		return nil
 	}
-	d := &Data{X: s.X, Labels: make([]string, len(s.Y))}
+	d := &Data{X: s.X, Labels: make([]string, len(s.Y)), mapped: true}
 	for i, y := range s.Y {
 		d.Labels[i] = binaryToken(y)
 	}
@@ -303,6 +311,9 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 	}
 	if cfg.Delay < 0 {
 		return nil, fmt.Errorf("delay %d: want 0 or more records", cfg.Delay)
+	}
+	if train.mapped {
+		cfg.Model.Labels = codec.LabelMap{}
 	}
 	orders := max(cfg.Orders, 1)
 	if cfg.KeepOrder {
