@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -235,4 +236,23 @@ func TestBuildInfoMetric(t *testing.T) {
 		return
 	}
 	t.Error("no streamlearner_build_info")
+}
+
+// TestConsoleLogsToAFileHaveNoColours: --log-format console on a file (a
+// redirect, a pipe) writes plain text; colours are for terminals.
+func TestConsoleLogsToAFileHaveNoColours(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	log := (&logFlags{LogFormat: "console", LogLevel: "info"}).loggerTo(f)
+	log.Warn().Int("partition", 3).Msg("lag is growing")
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(b); strings.Contains(s, "\x1b[") || !strings.Contains(s, "WRN lag is growing") || !strings.Contains(s, "partition=3") {
+		t.Fatalf("console log in a file: %q", s)
+	}
 }

@@ -58,11 +58,16 @@ type logFlags struct {
 	LogLevel  string `default:"info" enum:"debug,info,warn,error" help:"Log level."`
 }
 
-func (l *logFlags) logger() zerolog.Logger {
+func (l *logFlags) logger() zerolog.Logger { return l.loggerTo(os.Stderr) }
+
+// loggerTo logs to f. The console format colours its output only on a
+// terminal: escape codes in a file or a pipe are noise for whoever reads
+// or greps it.
+func (l *logFlags) loggerTo(f *os.File) zerolog.Logger {
 	level, _ := zerolog.ParseLevel(l.LogLevel)
-	var w io.Writer = os.Stderr
-	if l.LogFormat == "console" || (l.LogFormat == "auto" && isTerminal(os.Stderr)) {
-		w = zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.TimeOnly}
+	var w io.Writer = f
+	if tty := isTerminal(f); l.LogFormat == "console" || (l.LogFormat == "auto" && tty) {
+		w = zerolog.ConsoleWriter{Out: f, TimeFormat: time.TimeOnly, NoColor: !tty}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
