@@ -9,6 +9,14 @@
 # it, where the doc says so:
 #   <!-- docs-check: skip (why) -->              not run (needs Docker, the full data sets...)
 #   <!-- docs-check: replace "OLD" "NEW" -->     small data or short runs, e.g. "--n 50000" "--n 6000"
+#   <!-- docs-check: expect "REGEX" -->          some line of the block's output (stdout and stderr)
+#                                                matches REGEX (grep -E)
+#   <!-- docs-check: expect "REGEX" N LO HI -->  the first line matching REGEX has, as its N-th
+#                                                blank-separated field (a number; a trailing % is
+#                                                dropped), a value in [LO, HI]
+# A block that exits 0 but prints a wrong answer (0.00 % mistakes, support
+# 0, fewer predictions than records) must fail, so every block whose
+# output says how well something worked states what it should say.
 # The ports the docs use, 9092 (broker), 19392 (drift broker) and 9464
 # (metrics), are replaced by free ones so that the check can run beside a
 # developer's own broker.
@@ -48,6 +56,26 @@ extract() {
   ' "$1"
 }
 
+# expectations DIRECTIVES LOG: checks each expect directive against the
+# block's output; prints what is wrong and fails on the first miss.
+expectations() {
+  local line re n lo hi hit v
+  while IFS= read -r line; do
+    if [[ $line =~ docs-check:\ expect\ \"([^\"]*)\"\ ([0-9]+)\ ([-0-9.e]+)\ ([-0-9.e]+)\ *--\> ]]; then
+      re=${BASH_REMATCH[1]} n=${BASH_REMATCH[2]} lo=${BASH_REMATCH[3]} hi=${BASH_REMATCH[4]}
+      hit=$(grep -E -m 1 -- "$re" "$2") || { echo "no line matches /$re/"; return 1; }
+      v=$(awk -v n="$n" '{ v = $n; sub(/%$/, "", v); print v }' <<< "$hit")
+      awk -v v="$v" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(v ~ /^[-+]?[0-9.]+(e[-+]?[0-9]+)?$/ && v + 0 >= lo + 0 && v + 0 <= hi + 0) }' ||
+        { echo "field $n of /$re/ is '$v', not in [$lo, $hi]: $hit"; return 1; }
+    elif [[ $line =~ docs-check:\ expect\ \"([^\"]*)\"\ *--\> ]]; then
+      re=${BASH_REMATCH[1]}
+      grep -E -q -- "$re" "$2" || { echo "no line matches /$re/"; return 1; }
+    elif [[ $line =~ docs-check:\ expect ]]; then
+      echo "malformed directive: $line"; return 1
+    fi
+  done <<< "$1"
+}
+
 failed=0
 for f in "${files[@]}"; do
   [ -f "$clone/$f" ] || { echo "docs-check: $f: not in the committed tree" >&2; failed=1; continue; }
@@ -78,7 +106,14 @@ for f in "${files[@]}"; do
     if (cd "$clone" && STREAMLEARNER_RUN_METRICS_ADDR=127.0.0.1:$metrics timeout "$limit" bash -e -o pipefail -c \
         'trap '\''kill $(jobs -p) 2>/dev/null || true; wait'\'' EXIT
 '"$text") > "$log" 2>&1; then
-      echo "   ok ($((SECONDS - start)) s)"
+      if wrong=$(expectations "$directives" "$log"); then
+        echo "   ok ($((SECONDS - start)) s)"
+      else
+        echo "   WRONG OUTPUT ($((SECONDS - start)) s): $wrong" >&2
+        echo "   its output (last 30 lines):" >&2
+        tail -n 30 "$log" | sed 's/^/   > /' >&2
+        failed=1
+      fi
     else
       echo "   FAILED ($((SECONDS - start)) s); the block as run:" >&2
       sed 's/^/   | /' <<< "$text" >&2
