@@ -9,7 +9,7 @@
 # JSON results to out/delayed (or $OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-data=${DATASETS:-../shared/datasets}
+. scripts/datasets.sh
 out=${OUT:-out/delayed}
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(elec2 gauss sea)

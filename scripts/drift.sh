@@ -8,7 +8,7 @@
 # out/drift (or $OUT). docs/drift.md quotes the tables.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-data=${DATASETS:-../shared/datasets}
+. scripts/datasets.sh
 out=${OUT:-out/drift}
 port=${PORT:-19392}
 sets=("$@")

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
 out=${2:-out/reproduction}
-data=${DATASETS:-../shared/datasets}
+. scripts/datasets.sh
 jobs=${JOBS:-2}
 mkdir -p "$out" "$out/data"
 go build -o bin/streamlearner ./cmd/streamlearner

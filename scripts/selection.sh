@@ -9,7 +9,7 @@
 # JSON results to out/selection (or $OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-data=${DATASETS:-../shared/datasets}
+. scripts/datasets.sh
 out=${OUT:-out/selection}
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(sea hyperplane gauss checkerboard elec2 reuters)
