@@ -9,6 +9,13 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS   := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 FUZZTIME  ?= 10s
+# Every test run has an explicit bound well under CI's, so a hang fails
+# with a stack dump instead of eating the budget. The process tests (crash,
+# soak, storm, label topic, SIGTERM) are t.Parallel and mostly wait on
+# paced streams and restarts, so four at a time overlap on two cores:
+# cmd/streamlearner takes about 165 s instead of 425 s.
+TEST_TIMEOUT  ?= 12m
+TEST_PARALLEL ?= 4
 
 .PHONY: build test lint fuzz bench demo reproduce clean
 
@@ -17,8 +24,8 @@ build:
 
 ## test: everything CI runs: format, vet, unit and integration tests, race detector, short fuzzing.
 test: lint
-	$(GO) test -count=1 $(PKGS)
-	$(GO) test -count=1 -race -short $(RACE_PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -race -short $(RACE_PKGS)
 	$(MAKE) fuzz
 
 lint:

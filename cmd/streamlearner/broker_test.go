@@ -41,6 +41,7 @@ func TestBrokerKeepsAutoCreatedTopicsAcrossKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills the binary")
 	}
+	t.Parallel() // a process test that mostly waits: it overlaps the others (make test sets -parallel)
 	bin := testBinary(t)
 	dir := t.TempDir()
 	port := freePort(t)

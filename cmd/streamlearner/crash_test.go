@@ -39,11 +39,18 @@ func TestCrashRecovery(t *testing.T) {
 		t.Skip("kills the service 40 times; minutes")
 	}
 	bin := testBinary(t)
-	for _, store := range []string{"dir", "topic"} {
-		t.Run(store, func(t *testing.T) { crashRecovery(t, bin, store, a9aStream) })
+	t.Parallel()
+	// The runs mostly wait on paced streams and restarts, so they overlap
+	// each other and the other process tests (make test sets -parallel).
+	for _, c := range []struct {
+		name, store string
+		stream      crashStream
+	}{{"dir", "dir", a9aStream}, {"topic", "topic", a9aStream}, {"events", "dir", coverStream}, {"delayed", "topic", delayedStream}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			crashRecovery(t, bin, c.store, c.stream)
+		})
 	}
-	t.Run("events", func(t *testing.T) { crashRecovery(t, bin, "dir", coverStream) })
-	t.Run("delayed", func(t *testing.T) { crashRecovery(t, bin, "topic", delayedStream) })
 }
 
 // crashStream is what a crash test feeds the service: copies of a file,

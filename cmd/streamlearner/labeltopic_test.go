@@ -33,6 +33,7 @@ func TestLabelTopicRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills the service 12 times; a minute")
 	}
+	t.Parallel() // a process test that mostly waits: it overlaps the others (make test sets -parallel)
 	bin := testBinary(t)
 	dir := t.TempDir()
 	port := freePort(t)

@@ -103,6 +103,7 @@ func TestPrometheusEvaluates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus and a service")
 	}
+	t.Parallel() // a process test that mostly waits: it overlaps the others (make test sets -parallel)
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		if os.Getenv("STREAMLEARNER_REQUIRE_PROMETHEUS") != "" {

@@ -25,6 +25,7 @@ func TestSIGTERMWritesNoDuplicates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("processes and a 130k-record backlog")
 	}
+	t.Parallel() // a process test that mostly waits: it overlaps the others (make test sets -parallel)
 	bin := testBinary(t)
 	b, err := embedded.Start(embedded.Config{Partitions: 4, Topics: []string{"in", "out", "in.dlq"}})
 	if err != nil {

@@ -42,6 +42,7 @@ func TestSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills the service 10 times and the broker once; minutes")
 	}
+	t.Parallel() // a process test that mostly waits: it overlaps the others (make test sets -parallel)
 	bin := testBinary(t)
 	dir := t.TempDir()
 	port := freePort(t)

@@ -28,6 +28,7 @@ func TestRecoveryAfterCrashStorm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills group members and waits for their sessions to expire; about a minute")
 	}
+	t.Parallel() // a process test that mostly waits: it overlaps the others (make test sets -parallel)
 	const session, rebalance = 6 * time.Second, 6 * time.Second
 	// Headroom for this machine's load: starting the process, the
 	// heartbeat that reports the rebalance, stopping and starting workers.
