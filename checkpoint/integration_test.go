@@ -157,6 +157,7 @@ func TestNewOwnerContinuesTheSameModel(t *testing.T) {
 			name = "crash-" + c.store
 		}
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each run has its own broker and mostly waits on the group
 			b, err := embedded.Start(embedded.Config{Partitions: 4, Topics: []string{"in", "out", "in.dlq"}})
 			if err != nil {
 				t.Fatal(err)
@@ -203,6 +204,7 @@ func TestNewOwnerContinuesTheSameModel(t *testing.T) {
 // included) equals the uninterrupted model's, and each partition's final
 // snapshot holds exactly the uninterrupted model.
 func TestRebalanceKeepsTheModels(t *testing.T) {
+	t.Parallel() // its own broker; it mostly waits on the group
 	b, err := embedded.Start(embedded.Config{Partitions: 4, Topics: []string{"in", "out", "in.dlq"}})
 	if err != nil {
 		t.Fatal(err)
@@ -264,6 +266,7 @@ func TestRebalanceKeepsTheModels(t *testing.T) {
 // which starts new models at the committed offsets, says so for each and
 // predicts every later record exactly once.
 func TestResetModelRecoversFromUnreadableSnapshots(t *testing.T) {
+	t.Parallel() // its own broker; it mostly waits on the group
 	b, err := embedded.Start(embedded.Config{Partitions: 4, Topics: []string{"in", "out", "in.dlq"}})
 	if err != nil {
 		t.Fatal(err)

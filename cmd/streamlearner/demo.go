@@ -29,8 +29,8 @@ import (
 
 type demoCmd struct {
 	N       int     `default:"40000" help:"Records in the drifting stream: a noisy 4×4 checkerboard that turns by 30° three times."`
-	Learner string  `default:"rbp:budget=200" placeholder:"SPEC" help:"Learner the service runs."`
-	Compare string  `default:"perceptron,forgetron:budget=200" placeholder:"SPECS" help:"Learners the closing drift report runs beside it (comma-separated; empty: none)."`
+	Learner string  `default:"projectron++:budget=200" placeholder:"SPEC" help:"Learner the service runs."`
+	Compare string  `default:"perceptron,rbp:budget=200" placeholder:"SPECS" help:"Learners the closing drift report runs beside it (comma-separated; empty: none)."`
 	Kernel  string  `default:"rbf:sigma2=0.1" placeholder:"SPEC" help:"Kernel spec."`
 	Rate    float64 `default:"5000" help:"Records per second fed to the stream (0: as fast as possible)."`
 	OutDir  string  `default:"out/demo" placeholder:"DIR" help:"Where the drift report (report.json) and plot (drift.png) go."`

@@ -265,18 +265,32 @@ func TestDemoRunsAndCleansUp(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out)
 	}
 	for _, want := range []string{
-		"40000 records predicted then learned", "records/s", "window mistakes %", "   200   200   200   200",
-		"shifts at [10000 20000 30000]", "segments (mistakes %)", "perceptron", "forgetron:budget=200",
+		"40000 records predicted then learned", "records/s", "window mistakes %", "support vectors",
+		"shifts at [10000 20000 30000]", "segments (mistakes %)", "perceptron", "rbp:budget=200",
 		"made exactly the service's mistakes on every partition", "nothing left running",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
 	}
-	// Every partition's line of the report has a number in each column.
-	rows := regexp.MustCompile(`(?m)^[0-3] +rbp:budget=200 +\d+\.\d\d +\d+\.\d\d +-?\d\.\d{3} +200 +(\d+\.\d ){4}`).FindAllString(out, -1)
-	if len(rows) != 4 {
-		t.Errorf("%d report rows for the service's learner, want one per partition:\n%s", len(rows), out)
+	// Every partition's line of the report has a number in each column,
+	// and the service's learner, within its budget, makes fewer mistakes
+	// than the unbudgeted Perceptron: the demo shows a learner worth
+	// running.
+	row := func(spec string) [][]string {
+		return regexp.MustCompile(`(?m)^([0-3]) +`+regexp.QuoteMeta(spec)+` +(\d+\.\d\d) +\d+\.\d\d +-?\d\.\d{3} +(\d+) +(\d+\.\d ){4}`).FindAllStringSubmatch(out, -1)
+	}
+	served, perceptron := row("projectron++:budget=200"), row("perceptron")
+	if len(served) != 4 || len(perceptron) != 4 {
+		t.Fatalf("%d report rows for the service's learner and %d for the Perceptron, want one per partition:\n%s", len(served), len(perceptron), out)
+	}
+	for p := range served {
+		rate, _ := strconv.ParseFloat(served[p][2], 64)
+		support, _ := strconv.Atoi(served[p][3])
+		prate, _ := strconv.ParseFloat(perceptron[p][2], 64)
+		if support > 200 || rate >= prate {
+			t.Errorf("partition %s: the service's learner %.2f %% with %d support vectors, the Perceptron %.2f %%", served[p][1], rate, support, prate)
+		}
 	}
 	f, err := os.Open(filepath.Join(dir, "out/demo/drift.png"))
 	if err != nil {
