@@ -1,5 +1,5 @@
 // Package checkpoint stores partition models so that a partition's next
-// owner continues with exactly the model the last one had (design §3).
+// owner continues with exactly the model the last one had (docs/architecture.md §3).
 //
 // A Snapshot is immutable and named topic/partition/generation/seq. Its
 // encoding is versioned and ends with a CRC-32C of everything before it:

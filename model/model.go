@@ -1,4 +1,4 @@
-// Package model is the per-partition model (design §6) that run, replay
+// Package model is the per-partition model (docs/architecture.md §6) that run, replay
 // and eval share: bytes → codec → features → classifier(s) → evaluator, in
 // one value with one snapshot.
 //

@@ -13,7 +13,7 @@ type Partition struct {
 }
 
 // State is a partition's model (learners, featurizer, classes, evaluator:
-// design §6) and where it stands in the partition.
+// docs/architecture.md §6) and where it stands in the partition.
 type State struct {
 	Model      *model.Model
 	NextOffset int64 // the first offset not yet learned from
@@ -25,7 +25,7 @@ type State struct {
 }
 
 // Checkpointer is the seam where the checkpoint protocol plugs in
-// (design §3). A worker calls Restore when it is assigned a partition,
+// (docs/architecture.md §3). A worker calls Restore when it is assigned a partition,
 // Save after every prediction up to st.NextOffset has been acknowledged and
 // before it commits that offset, with the metadata Save returns, and
 // Committed once that commit succeeded.

@@ -1,6 +1,6 @@
 // Package pipeline owns Kafka: group membership, one worker per assigned
 // partition, producing predictions and dead letters, and the commit
-// protocol of design §3 (the checkpoints themselves plug in through
+// protocol of docs/architecture.md §3 (the checkpoints themselves plug in through
 // Checkpointer).
 //
 // Rules:
