@@ -64,7 +64,7 @@ func ParseKernel(s string) (Kernel, error) {
 			k.Gamma = 1 / (2 * p.float("sigma2", 1, math.SmallestNonzeroFloat64, math.Inf(1)))
 		}
 	default:
-		return Kernel{}, fmt.Errorf("kernel %q: unknown (linear, poly, rbf)", sp.Name)
+		return Kernel{}, fmt.Errorf("kernel %q: unknown (linear, poly or polynomial, rbf or gaussian)", sp.Name)
 	}
 	if err := p.done(); err != nil {
 		return Kernel{}, fmt.Errorf("kernel: %w", err)
