@@ -29,7 +29,7 @@ type evalCmd struct {
 	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM, JSON records or JSON events (named fields), gzip allowed."`
 	Test        string   `type:"existingfile" placeholder:"FILE" help:"Test file: accuracy of the final model."`
 	Learner     []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec name[:key=value,...], repeatable (see 'streamlearner learners')."`
-	Kernel      string   `required:"" placeholder:"SPEC" help:"Kernel: linear, poly:degree=4,coef0=1,scale=1, rbf:gamma=0.01 or rbf:sigma2=25; add normalize=true for k(x,x)=1."`
+	Kernel      string   `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`
 	Orders      int      `default:"1" help:"Random orders of the data, one pass each; results are mean ± std."`
 	Seed        uint64   `default:"1" help:"Seed of the orders and of randomized learners (with --keep-order, the learners' seed itself, as run's --seed for partition 0)."`
 	KeepOrder   bool     `help:"One pass in file order instead of random orders."`

@@ -86,6 +86,15 @@ func TestEvalJSONOnA9A(t *testing.T) {
 	}
 }
 
+// TestKernelHasADefault: without --kernel, eval learns with the default
+// RBF kernel (the flag was required), and learns well on a9a.
+func TestKernelHasADefault(t *testing.T) {
+	got := evalJSON(t, "eval", "--data", "../../testdata/a9a.gz", "--limit", "3000", "--learner", "projectron++:budget=100", "--keep-order", "--format", "json")
+	if len(got) != 1 || got[0].Kernel != defaultKernel || got[0].MistakeRate <= 0 || got[0].MistakeRate >= got[0].BaselineRate {
+		t.Fatalf("eval without --kernel: %+v", got)
+	}
+}
+
 func TestEvalTraceMatchesTheLearner(t *testing.T) {
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace")

@@ -25,7 +25,7 @@ type replayCmd struct {
 	From              string        `default:"earliest" placeholder:"BOUND" help:"First record: earliest, latest, an offset or an RFC 3339 time."`
 	To                string        `default:"latest" placeholder:"BOUND" help:"End, exclusive: latest (the end when the replay starts), an offset or an RFC 3339 time."`
 	Learner           []string      `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec, repeatable: the learners run side by side (see 'streamlearner learners')."`
-	Kernel            string        `required:"" placeholder:"SPEC" help:"Kernel spec shared by the learners, e.g. poly:degree=4 or rbf:gamma=0.01."`
+	Kernel            string        `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`
 	Seed              uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p, as run does)."`
 	Positive          string        `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
 	Negative          string        `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`

@@ -101,7 +101,7 @@ type runCmd struct {
 	fieldFlags       `embed:""`
 	modelFlags       `embed:""`
 	selectFlags      `embed:""`
-	Kernel           string        `required:"" placeholder:"SPEC" help:"Kernel spec, e.g. rbf:gamma=0.01."`
+	Kernel           string        `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`
 	Seed             uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p)."`
 	Start            string        `default:"earliest" enum:"earliest,latest" help:"Where a partition with no committed offset starts."`
 	Positive         string        `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
