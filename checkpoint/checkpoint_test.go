@@ -207,8 +207,19 @@ func TestProtocolCorruptionAndMismatch(t *testing.T) {
 	// A snapshot of another learner is refused, unless reset.
 	q := &Protocol{Store: DirStore{Dir: dir}, Model: modelOf("lbp:budget=4", p.Model(0).Kernel, 1), Log: p.Log}
 	good, _, _ := p.Save(ctx, part, 2, state(t, p, part, 8))
-	if _, err := q.Restore(ctx, part, 8, good); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "--reset-model") {
+	if _, err := q.Restore(ctx, part, 8, good); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "--reset-model") ||
+		!strings.Contains(err.Error(), "the snapshot has forgetron:budget=4; the configuration has lbp:budget=4") {
 		t.Fatalf("other learner: %v", err)
+	}
+	// Other input settings, same learner and kernel: the message names them.
+	events := &Protocol{Store: DirStore{Dir: dir}, Log: p.Log, Model: func(i int) model.Config {
+		c := p.Model(i)
+		c.Events = true
+		return c
+	}}
+	if _, err := events.Restore(ctx, part, 8, good); !errors.Is(err, ErrMismatch) ||
+		!strings.Contains(err.Error(), "the snapshot has nothing more; the configuration has events hash-bits=18 scale=none") {
+		t.Fatalf("other input: %v", err)
 	}
 	q.ResetModel = true
 	if st, err := q.Restore(ctx, part, 8, good); err != nil || st != nil {
@@ -263,5 +274,53 @@ func TestFormatOneSnapshotsStillRestore(t *testing.T) {
 	enc = binary.LittleEndian.AppendUint32(body, crc32.Checksum(body, castagnoli))
 	if _, err := Decode(enc); err == nil || !strings.Contains(err.Error(), "version 9") {
 		t.Fatalf("format 9: %v", err)
+	}
+}
+
+// TestSaveRefusesASnapshotThatWouldNotRestore: a model whose encoding its
+// decoder refuses is not written, so that nothing can commit it.
+func TestSaveRefusesASnapshotThatWouldNotRestore(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProtocol(t, "rbp:budget=4")
+	part := pipeline.Partition{Topic: "in", ID: 1}
+	defer func(v func([]byte) error) { verifyState = v }(verifyState)
+	verifyState = func([]byte) error { return errors.New("bad scaler entry for index 4387") }
+	if name, _, err := p.Save(ctx, part, 1, state(t, p, part, 10)); err == nil || !strings.Contains(err.Error(), "would not restore") {
+		t.Fatalf("saved %q: %v", name, err)
+	}
+	if names, _ := p.Store.List(ctx, "in/1/"); len(names) != 0 {
+		t.Fatalf("the store holds %v", names)
+	}
+}
+
+// TestUndecodableModelFallsBack: a snapshot whose bytes are intact but
+// whose model its decoder refuses is treated as damaged: the previous
+// snapshot serves, and with none, the error says what to do.
+func TestUndecodableModelFallsBack(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProtocol(t, "rbp:budget=4")
+	part := pipeline.Partition{Topic: "in", ID: 0}
+	good, _, err := p.Save(ctx, part, 1, state(t, p, part, 12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := p.Store.Load(ctx, good)
+	snap, err := Decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap.Seq++
+	snap.NextOffset = 20
+	snap.Model = append(snap.Model[:len(snap.Model)/2:len(snap.Model)/2], "not a model"...)
+	if err := p.Store.Save(ctx, snap.Name(), snap.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Restore(ctx, part, 20, snap.Name())
+	if err != nil || st == nil || st.NextOffset != 12 {
+		t.Fatalf("restored %+v, %v; want the previous snapshot at offset 12", st, err)
+	}
+	p.Store.Delete(ctx, good)
+	if _, err := p.Restore(ctx, part, 20, snap.Name()); err == nil || !strings.Contains(err.Error(), "checkpoint list") || !strings.Contains(err.Error(), "--reset-model") {
+		t.Fatalf("no intact snapshot: %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,9 +45,10 @@ type Protocol struct {
 
 var _ pipeline.Checkpointer = (*Protocol)(nil)
 
-// ErrMismatch is wrapped when a snapshot belongs to another learner or
-// kernel than the configured ones.
-var ErrMismatch = errors.New("snapshot made with another learner or kernel")
+// ErrMismatch is wrapped when a snapshot belongs to another model
+// configuration (learner, kernel, input, classes, challengers, delayed
+// labels) than the configured one.
+var ErrMismatch = errors.New("snapshot made with another model configuration")
 
 func (p *Protocol) keep() int {
 	if p.Keep < 1 {
@@ -91,10 +93,12 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		}
 		return nil, nil
 	}
-	snap, err := p.load(ctx, metadata)
+	snap, m, err := p.loadModel(ctx, metadata)
 	if err != nil && !errors.Is(err, ErrMismatch) {
+		// Damaged bytes, or a model its decoder refuses: either way the
+		// previous snapshot (and a replay of the records after it) serves.
 		log.Error().Err(err).Str("snapshot", metadata).Msg("committed snapshot unusable; looking for an older one")
-		snap, err = p.fallback(ctx, part, metadata)
+		snap, m, err = p.fallback(ctx, part, metadata)
 		if err != nil {
 			if p.ResetModel {
 				return p.reset(part, committed, metadata, "unreadable", err)
@@ -110,15 +114,7 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		}
 		return p.reset(part, committed, metadata, "mismatch", err)
 	}
-	m, err := p.decodeModel(snap)
 	st := &pipeline.State{Model: m, NextOffset: snap.NextOffset, LabelTopic: snap.LabelTopic, LabelOffset: snap.LabelOffset}
-	if err != nil {
-		err = fmt.Errorf("snapshot %s: %w", snap.Name(), err)
-		if p.ResetModel {
-			return p.reset(part, committed, metadata, "unreadable", err)
-		}
-		return nil, err
-	}
 	p.setSeq(part, snap.Seq)
 	log.Info().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).Int("support", m.Support()).Msg("model restored")
 	return st, nil
@@ -175,10 +171,31 @@ func (p *Protocol) load(ctx context.Context, name string) (*Snapshot, error) {
 		}
 	}
 	if snap.Learner != wantSpec || snap.Kernel != cfg.Kernel.String() {
-		return nil, fmt.Errorf("%w: snapshot %s has %s with %s, the service is configured with %s with %s (pass --reset-model to discard it)",
-			ErrMismatch, name, snap.Learner, snap.Kernel, wantSpec, cfg.Kernel)
+		return nil, fmt.Errorf("%w: snapshot %s differs from the configuration: %s (pass --reset-model to discard it, or run with the settings it was made with: %s)",
+			ErrMismatch, name, specDiff(snap.Learner+" kernel="+snap.Kernel, wantSpec+" kernel="+cfg.Kernel.String()), snap.Learner)
 	}
 	return snap, nil
+}
+
+// specDiff names what differs between a snapshot's model spec and the
+// configured one, setting by setting ("kernel=rbf:gamma=0.1"), so that an
+// operator sees the one flag that changed instead of two long lines that
+// look alike.
+func specDiff(stored, configured string) string {
+	a, b := strings.Fields(stored), strings.Fields(configured)
+	only := func(x, y []string) string {
+		var out []string
+		for _, t := range x {
+			if !slices.Contains(y, t) {
+				out = append(out, t)
+			}
+		}
+		if len(out) == 0 {
+			return "nothing more"
+		}
+		return strings.Join(out, " ")
+	}
+	return "the snapshot has " + only(a, b) + "; the configuration has " + only(b, a)
 }
 
 // decodeModel rebuilds the partition model a snapshot holds: version 2
@@ -199,24 +216,45 @@ func (p *Protocol) decodeModel(snap *Snapshot) (*model.Model, error) {
 	return model.FromLearner(p.Model(snap.Partition), l, ev)
 }
 
-// fallback returns the newest intact snapshot of the partition older than
-// bad.
-func (p *Protocol) fallback(ctx context.Context, part pipeline.Partition, bad string) (*Snapshot, error) {
+// fallback returns the newest snapshot of the partition older than bad
+// that loads and decodes, with its model.
+func (p *Protocol) fallback(ctx context.Context, part pipeline.Partition, bad string) (*Snapshot, *model.Model, error) {
 	names, err := p.Store.List(ctx, fmt.Sprintf("%s/%d/", part.Topic, part.ID))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for i := len(names) - 1; i >= 0; i-- {
 		if !nameLess(names[i], bad) {
 			continue
 		}
-		snap, err := p.load(ctx, names[i])
+		snap, m, err := p.loadModel(ctx, names[i])
 		if err == nil {
-			return snap, nil
+			return snap, m, nil
 		}
 		p.logFor(part).Error().Err(err).Str("snapshot", names[i]).Msg("older snapshot unusable too")
 	}
-	return nil, fmt.Errorf("partition %d: committed snapshot %s is unusable and no intact older snapshot exists; not serving the partition (pass --reset-model to start a new model)", part.ID, bad)
+	return nil, nil, fmt.Errorf("partition %d: committed snapshot %s is unusable and no intact older snapshot exists; not serving the partition "+
+		"('streamlearner checkpoint list' shows what is stored; pass --reset-model to start a new model at the committed offset)", part.ID, bad)
+}
+
+// loadModel is load, then the snapshot's model decoded.
+func (p *Protocol) loadModel(ctx context.Context, name string) (*Snapshot, *model.Model, error) {
+	snap, err := p.load(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := p.decodeModel(snap)
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshot %s: %w", name, err)
+	}
+	return snap, m, nil
+}
+
+// verifyState decodes an encoded model as a restore would; a variable so
+// that a test can make it refuse.
+var verifyState = func(state []byte) error {
+	_, err := model.Unmarshal(state)
+	return err
 }
 
 // Save writes a new snapshot of st and returns its name for the commit
@@ -225,6 +263,13 @@ func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation
 	state, err := st.Model.MarshalBinary()
 	if err != nil {
 		return "", 0, err
+	}
+	// A snapshot is what the partition's next owner restores: one that
+	// would not decode must never be written, let alone committed, or the
+	// partition could not be served after a restart. Decoding costs about
+	// what encoding does, once per checkpoint.
+	if err := verifyState(state); err != nil {
+		return "", 0, fmt.Errorf("partition %d: the model's snapshot would not restore, so it is not saved: %w", part.ID, err)
 	}
 	p.mu.Lock()
 	if p.seq == nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"sort"
@@ -431,6 +432,12 @@ func (r *eventReader) count() *Error {
 	return nil
 }
 
+// tooLarge is the error of a numeric field over Limits.MaxAbsValue, built
+// out of line so that addNum stays small.
+func (r *eventReader) tooLarge(name []byte, v float64) *Error {
+	return errorf(ReasonValueTooLarge, "offset %d: field %s: |%g| exceeds the limit %g", r.i, quote(name), v, r.lim.MaxAbsValue)
+}
+
 func (r *eventReader) tooMany() *Error {
 	return errorf(ReasonTooManyFeatures, "offset %d: more than %d fields", r.i, r.lim.MaxNonZeros)
 }
@@ -444,6 +451,9 @@ func (r *eventReader) put(b []byte) span {
 func (r *eventReader) addNum(name []byte, v float64) *Error {
 	if err := r.count(); err != nil {
 		return err
+	}
+	if !(math.Abs(v) <= r.lim.MaxAbsValue) {
+		return r.tooLarge(name, v)
 	}
 	r.ev.Fields = append(r.ev.Fields, Field{Kind: FieldNumeric, Num: v, name: r.put(name)})
 	return nil

@@ -163,7 +163,7 @@ func TestEventErrors(t *testing.T) {
 // them, whether short (converted while scanned) or not, and strings with
 // escapes or blanks anywhere read as encoding/json reads them.
 func TestEventNumbersAndStrings(t *testing.T) {
-	d := mustDecoder(t, EventConfig{})
+	d := mustDecoder(t, EventConfig{Limits: Limits{MaxAbsValue: math.MaxFloat64}})
 	var ev Event
 	for _, s := range []string{"0", "-0", "7", "-12.5", "0.1", "123456789012345", "12345678901234.5",
 		"1234567890123456", "0.12345678901234567", "99999999999999999999", "1e3", "-2.5E-3", "1.5e+2", "-0.0e-3",
@@ -302,4 +302,28 @@ func FuzzEventDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEventValueLimit: every numeric value of an event, top level or
+// nested, a number or a boolean, is held to MaxAbsValue (1e15 by default)
+// and refused as value_too_large; the limit is configurable.
+func TestEventValueLimit(t *testing.T) {
+	d := mustDecoder(t, EventConfig{})
+	var ev Event
+	for _, msg := range []string{`{"age":1e16}`, `{"age":1e200}`, `{"x":1e308}`, `{"a":{"b":{"c":-1e308}}}`, `{"ok":1,"big":2e15}`} {
+		err := d.Decode([]byte(msg), &ev)
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Reason != ReasonValueTooLarge {
+			t.Errorf("%s: %v, want value_too_large", msg, err)
+		}
+	}
+	for _, msg := range []string{`{"age":1e15}`, `{"a":{"b":-1e15}}`, `{"t":true}`} {
+		if err := d.Decode([]byte(msg), &ev); err != nil {
+			t.Errorf("%s: %v", msg, err)
+		}
+	}
+	wide := mustDecoder(t, EventConfig{Limits: Limits{MaxAbsValue: 1e300}})
+	if err := wide.Decode([]byte(`{"age":1e200}`), &ev); err != nil {
+		t.Errorf("under a limit of 1e300: %v", err)
+	}
 }

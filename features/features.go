@@ -169,6 +169,20 @@ type Featurizer struct {
 	n    []uint64
 	mean []float64
 	m2   []float64
+
+	// undo journals the scaler updates of the last Vector call, so that a
+	// record the model then refuses leaves the statistics as they were;
+	// slots is the slot count before that call.
+	undo  []undo
+	slots int
+}
+
+// undo is a slot's statistics before an update.
+type undo struct {
+	s    int
+	n    uint64
+	mean float64
+	m2   float64
 }
 
 // New checks cfg and returns a Featurizer.
@@ -224,18 +238,28 @@ func Index(name, value []byte, categorical bool, bits int) uint32 {
 
 // Vector featurizes ev. The vector's slices belong to the Featurizer and
 // are overwritten by the next call. With ScaleOnline it also updates the
-// scaler with ev's numeric fields. The only error is empty_features (a
-// *codec.Error), when the event has no non-zero feature and AllowEmpty is
-// false; the scaler is updated all the same.
+// scaler with ev's numeric fields; Rollback, until the next Vector call,
+// undoes them, so that a record refused after it was featurized (by the
+// kernel, the label, the model) changes no statistic.
+// The errors are *codec.Error values: empty_features, when the event has no
+// non-zero feature and AllowEmpty is false, and value_too_large, when a
+// value would make the scaler's statistics overflow (the statistics are
+// then as they were before the call).
 func (f *Featurizer) Vector(ev *codec.Event) (sparse.Vector, error) {
 	f.ents = f.ents[:0]
+	f.Commit() // the previous record's updates stand
+	f.slots = len(f.n)
 	for _, fl := range ev.Fields {
 		switch fl.Kind {
 		case codec.FieldNumeric:
 			h := xxhash.Sum64(ev.Name(fl))
 			v := fl.Num
 			if f.cfg.Scale == ScaleOnline {
-				v = f.scale(uint32(h&f.mask), v)
+				var ok bool
+				if v, ok = f.scale(uint32(h&f.mask), v); !ok {
+					f.Rollback()
+					return sparse.Vector{}, &codec.Error{Reason: codec.ReasonValueTooLarge, Detail: fmt.Sprintf("field %q: value %g overflows the online scaler's statistics", ev.Name(fl), fl.Num)}
+				}
 			}
 			f.ents = append(f.ents, f.entry(h, v))
 		case codec.FieldCategorical:
@@ -352,26 +376,61 @@ func (f *Featurizer) finish() sparse.Vector {
 func (f *Featurizer) Freeze(on bool) { f.frozen = on }
 
 // scale standardizes x with the statistics of index i so far, then adds x
-// to them (Welford).
-func (f *Featurizer) scale(i uint32, x float64) float64 {
-	s, ok := f.slot[i]
-	z := 0.0
-	if ok && f.n[s] > 0 && f.m2[s] > 0 {
+// to them (Welford), journaling what it changes. ok is false, and nothing
+// changes, when the new statistics would not be finite: a snapshot of them
+// could not be restored, and every later value of the field would scale
+// to 0.
+func (f *Featurizer) scale(i uint32, x float64) (z float64, ok bool) {
+	s, known := f.slot[i]
+	if known && f.n[s] > 0 && f.m2[s] > 0 {
 		z = (x - f.mean[s]) / math.Sqrt(f.m2[s]/float64(f.n[s]))
 	}
 	if f.frozen {
-		return z
+		return z, true
 	}
-	if !ok {
+	var n uint64
+	var mean, m2 float64
+	if known {
+		n, mean, m2 = f.n[s], f.mean[s], f.m2[s]
+	}
+	n++
+	d := x - mean
+	mean += d / float64(n)
+	m2 += d * (x - mean)
+	if math.IsNaN(mean) || math.IsInf(mean, 0) || math.IsNaN(m2) || math.IsInf(m2, 0) || math.IsNaN(z) || math.IsInf(z, 0) {
+		return 0, false
+	}
+	if !known {
 		s = len(f.n)
 		f.slot[i] = s
 		f.n, f.mean, f.m2 = append(f.n, 0), append(f.mean, 0), append(f.m2, 0)
 	}
-	f.n[s]++
-	d := x - f.mean[s]
-	f.mean[s] += d / float64(f.n[s])
-	f.m2[s] += d * (x - f.mean[s])
-	return z
+	f.undo = append(f.undo, undo{s: s, n: f.n[s], mean: f.mean[s], m2: f.m2[s]})
+	f.n[s], f.mean[s], f.m2[s] = n, mean, m2
+	return z, true
+}
+
+// Commit keeps the scaler updates of the last Vector call (as the next
+// Vector call does): Rollback then has nothing to undo.
+func (f *Featurizer) Commit() { f.undo = f.undo[:0] }
+
+// Rollback undoes the scaler updates of the last Vector call, unless
+// Commit kept them, and forgets the fields it added: the record it
+// featurized was refused, and must change nothing.
+func (f *Featurizer) Rollback() {
+	for k := len(f.undo) - 1; k >= 0; k-- {
+		u := f.undo[k]
+		f.n[u.s], f.mean[u.s], f.m2[u.s] = u.n, u.mean, u.m2
+	}
+	f.undo = f.undo[:0]
+	if len(f.n) > f.slots {
+		for i, s := range f.slot {
+			if s >= f.slots {
+				delete(f.slot, i)
+			}
+		}
+		f.n, f.mean, f.m2 = f.n[:f.slots], f.mean[:f.slots], f.m2[:f.slots]
+	}
 }
 
 // ScalerFields is the number of numeric field indices the scaler tracks.

@@ -38,6 +38,11 @@ func (m *Model) StepAt(b []byte, at At) (Result, error) {
 	if m.pend == nil {
 		return m.Step(b)
 	}
+	r, err := m.stepAt(b, at)
+	return r, m.undo(err)
+}
+
+func (m *Model) stepAt(b []byte, at At) (Result, error) {
 	x, label, key, labelOnly, err := m.decode(b)
 	if err != nil {
 		return Result{}, err
@@ -74,6 +79,11 @@ func (m *Model) Hold(b []byte, key []byte, at At) (Result, []byte, error) {
 	if m.pend == nil {
 		return Result{}, nil, errors.New("model: Hold without delayed labels")
 	}
+	r, label, err := m.hold(b, key, at)
+	return r, label, m.undo(err)
+}
+
+func (m *Model) hold(b []byte, key []byte, at At) (Result, []byte, error) {
 	x, label, evKey, labelOnly, err := m.decode(b)
 	if err != nil {
 		return Result{}, nil, err
@@ -148,22 +158,26 @@ func (m *Model) Resolve(key, label []byte, at At) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	ent, _ := m.pend.Take(string(key))
+	held, _ := m.pend.Peek(string(key))
+	ent := *held
 	labeled := y != 0
 	if m.multi {
 		labeled = y >= 0
 	}
 	r := Result{Late: true, LateOffset: ent.Offset, Delay: at.Time - ent.Time, Predicted: ent.Predicted, Margin: ent.Margin, Label: y}
 	if !labeled {
+		m.pend.Take(string(key))
 		r.Expired = m.pend.Expire(at.Time)
 		return r, nil
 	}
-	// Learn on the model as it is now; a refusal here (a margin that has
-	// become non-finite) loses the record, which was already taken.
+	// Learn on the model as it is now. The record leaves the store only
+	// once it is learned: a refusal (a margin that has become non-finite)
+	// keeps it, awaiting another label.
 	updated, err := m.playAll(ent.X, y, isNew, label, true)
 	if err != nil {
 		return Result{}, err
 	}
+	m.pend.Take(string(key))
 	// Score what was emitted, not what the model says now.
 	for i, c := range m.cands {
 		c.pred, c.f = ent.Predicted, ent.Margin

@@ -366,8 +366,12 @@ func New(cfg Config) (*Model, error) {
 			cfg.Features.AllowEmpty = true
 			m.cfg.Features.AllowEmpty = true
 		}
+		// The record limits (--max-record-bytes, --max-nonzeros,
+		// --max-abs-value) bound events as they bound records.
+		ec := cfg.Event
+		ec.Limits = cfg.Limits
 		var err error
-		if m.dec, err = codec.NewEventDecoder(cfg.Event); err != nil {
+		if m.dec, err = codec.NewEventDecoder(ec); err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 		if m.feat, err = features.New(cfg.Features); err != nil {
@@ -445,11 +449,21 @@ func (m *Model) Step(b []byte) (Result, error) {
 	}
 	x, label, key, _, err := m.decode(b)
 	if err != nil {
-		return Result{}, err
+		return Result{}, m.undo(err)
 	}
 	r, err := m.step(x, label, true)
 	r.Key = key
-	return r, err
+	return r, m.undo(err)
+}
+
+// undo, when err is not nil, takes back what decoding the refused message
+// changed (the online scaler's statistics): a dead-lettered record leaves
+// the model exactly as it was. It returns err.
+func (m *Model) undo(err error) error {
+	if err != nil && m.feat != nil {
+		m.feat.Rollback()
+	}
+	return err
 }
 
 // StepVector is Step for an already decoded indexed record: x and its
@@ -490,6 +504,9 @@ func (m *Model) PredictVector(x sparse.Vector, label []byte) (Result, error) {
 // whether it is a label message (no feature; delayed labels only), for
 // which x is empty and the featurizer has not seen it.
 func (m *Model) decode(b []byte) (x sparse.Vector, label, key []byte, labelOnly bool, err error) {
+	if m.feat != nil {
+		m.feat.Commit() // the last message's scaling stands; a refusal of this one undoes only its own
+	}
 	if !m.cfg.Events {
 		ex, err := codec.Decode(b, m.lim)
 		if err != nil {
