@@ -74,6 +74,10 @@ type Metrics struct {
 	// Stuck is the number of assigned partitions unable to flush or commit
 	// for longer than Config.StuckAfter (what makes /readyz 503).
 	Stuck prometheus.Gauge // streamlearner_stuck_partitions
+	// Degraded is the number of assigned partitions whose last
+	// DegradedAfter records all came to nothing: every one dead-lettered,
+	// or its prediction refused by the brokers (also makes /readyz 503).
+	Degraded prometheus.Gauge // streamlearner_degraded_partitions
 	// Delayed labels: records awaiting their label, how long labels took
 	// (label time − record time, by record timestamps), records that
 	// left the pending store unlabeled (expired, evicted), and labels
@@ -131,6 +135,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "1 for the learner whose predictions the partition emits (the champion among the learner and its challengers)."}, []string{"partition", "learner"}),
 		ChampionSwitches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_champion_switches_total", Help: "Times the partition's champion changed."}, part),
 		Stuck:            prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions unable to flush their output or commit for longer than the stuck threshold."}),
+		Degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_degraded_partitions",
+			Help: "Assigned partitions whose last 1000 records all came to nothing: every one dead-lettered, or its prediction refused by the brokers."}),
 	}
 	m.PendingRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_pending_records", Help: "Records predicted and awaiting their label (delayed labels)."}, part)
 	// 10 ms to about 12 days by factors of 4: clicks come in minutes,
@@ -140,10 +146,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.PendingExpired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_pending_expired_total", Help: "Records whose label did not come within the pending store's maximum age."}, part)
 	m.PendingEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_pending_evicted_total", Help: "Records pushed out of the full pending store before their label came."}, part)
 	m.OrphanLabels = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_orphan_labels_total", Help: "Labels that found no record awaiting them, by reason (each is a dead letter)."}, []string{"partition", "reason"})
-	m.health.gauge, m.health.after = m.Stuck, time.Minute
+	m.health.gauge, m.health.after, m.health.degradedGauge = m.Stuck, time.Minute, m.Degraded
 	if reg != nil {
 		reg.MustRegister(m.PendingRecords, m.LabelDelay, m.PendingExpired, m.PendingEvicted, m.OrphanLabels)
-		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck,
+		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck, m.Degraded,
 			m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches)
 		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,
 			m.Produced, m.ProduceErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge,
@@ -171,8 +177,10 @@ func (m *Metrics) assigned(partition string) {
 	}
 }
 
-// forget deletes the gauges of a partition a rebalance took away.
+// forget deletes the gauges of a partition a rebalance took away, and its
+// degraded mark: the partition's new owner says how it fares.
 func (m *Metrics) forget(partition string) {
+	m.health.served(partition)
 	for _, g := range []*prometheus.GaugeVec{m.Support, m.WindowRate, m.Lag, m.CheckpointBytes, m.CheckpointTime, m.PendingRecords} {
 		g.DeleteLabelValues(partition)
 	}
@@ -182,13 +190,17 @@ func (m *Metrics) forget(partition string) {
 }
 
 // Ready reports whether the member serves every partition it is assigned:
-// at least one is assigned, each has restored its model, and none has been
-// unable to flush or commit for longer than the stuck threshold. It is
+// at least one is assigned, each has restored its model, none has been
+// unable to flush or commit for longer than the stuck threshold, and none
+// is degraded (its recent records all dead-lettered or refused). It is
 // what /readyz answers.
 func (m *Metrics) Ready() bool {
 	a := gaugeValue(m.AssignedGauge)
-	return a > 0 && gaugeValue(m.ReadyGauge) == a && m.health.stuckNow() == 0
+	return a > 0 && gaugeValue(m.ReadyGauge) == a && m.health.stuckNow() == 0 && len(m.health.why()) == 0
 }
+
+// Degradations says which partitions are degraded and why, for /readyz.
+func (m *Metrics) Degradations() []string { return m.health.why() }
 
 func gaugeValue(g prometheus.Gauge) float64 {
 	var d dto.Metric

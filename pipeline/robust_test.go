@@ -486,3 +486,58 @@ func TestModelMemoryGuard(t *testing.T) {
 		t.Fatalf("tighter0:budget=2000 over 10 classes: %v", err)
 	}
 }
+
+// TestDegradedPartitionShowsInReadiness: a partition whose records are all
+// dead-lettered, or whose predictions the brokers all refuse, reads and
+// commits (it is never stuck) yet serves nobody: after degradedAfter such
+// records it is counted in streamlearner_degraded_partitions and /readyz
+// is 503 naming it and why, until a record is used and its prediction
+// delivered. Both stayed ready before.
+func TestDegradedPartitionShowsInReadiness(t *testing.T) {
+	t.Run("dead-lettered", func(t *testing.T) {
+		b := startBroker(t, "in", "out", "in.dlq")
+		cfg := testConfig(t, b, "perceptron")
+		cfg.Metrics = NewMetrics(nil)
+		runMember(t, cfg)
+		waitFor(t, "readiness", 20*time.Second, cfg.Metrics.Ready)
+		var bad []kafka.Message
+		for i := range degradedAfter {
+			bad = append(bad, kafka.Message{Value: fmt.Appendf(nil, `{"id":%d,"amount":12.5}`, i)})
+		}
+		produce(t, b, "in", bad, toPartition(2))
+		waitFor(t, "degraded", 20*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Degraded) == 1 })
+		why := cfg.Metrics.Degradations()
+		if cfg.Metrics.Ready() || len(why) != 1 || !strings.Contains(why[0], "partition 2: the last 1000 records were all dead-lettered (last reason missing_features)") {
+			t.Fatalf("ready %v, %q", cfg.Metrics.Ready(), why)
+		}
+		produce(t, b, "in", []kafka.Message{{Value: goodRecord(1)}}, toPartition(2))
+		waitFor(t, "ready again", 20*time.Second, cfg.Metrics.Ready)
+		if got := testutil.ToFloat64(cfg.Metrics.Degraded); got != 0 {
+			t.Fatalf("degraded partitions %v after a good record", got)
+		}
+	})
+	t.Run("output refused", func(t *testing.T) {
+		b := startBroker(t, "in", "in.dlq")
+		cl := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
+		if _, err := cl.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{Topic: "out", NumPartitions: 4, ReplicationFactor: 1,
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: "100"}}}}}); err != nil {
+			t.Fatal(err)
+		}
+		cfg := testConfig(t, b, "perceptron")
+		cfg.Metrics = NewMetrics(nil)
+		var good []kafka.Message
+		for i := range degradedAfter {
+			good = append(good, kafka.Message{Value: goodRecord(i)})
+		}
+		produce(t, b, "in", good, toPartition(3))
+		runMember(t, cfg)
+		waitFor(t, "degraded", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Degraded) == 1 })
+		why := cfg.Metrics.Degradations()
+		if cfg.Metrics.Ready() || len(why) != 1 || !strings.Contains(why[0], "partition 3: the last 1000 records all had their predictions refused by the brokers (last reason output_refused") {
+			t.Fatalf("ready %v, %q", cfg.Metrics.Ready(), why)
+		}
+		if got := testutil.ToFloat64(cfg.Metrics.Stuck); got != 0 {
+			t.Fatalf("stuck partitions %v", got)
+		}
+	})
+}

@@ -56,6 +56,13 @@ type worker struct {
 	// the record batch being written.
 	arena, batch []byte
 
+	// unused counts the records dead-lettered in a row (reset by a record
+	// the model takes), undelivered the predictions the brokers refused in
+	// a row (reset by one delivered); either reaching degradedAfter marks
+	// the partition degraded (degraded) until it is reset.
+	unused, undelivered int
+	degraded            bool
+
 	// The partition's counters, resolved once: a label lookup per record
 	// would cost more than timing the round.
 	consumed, predicted, learned, mistakes prometheus.Counter
@@ -441,7 +448,13 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 			mt.OrphanLabels.WithLabelValues(w.label, string(reason)).Inc()
 		}
 		w.deadLetter(msg, reason, detail)
+		w.unused++
+		w.health(string(reason))
 		return
+	}
+	if w.unused > 0 {
+		w.unused = 0
+		w.health("")
 	}
 	if p := m.Pending(); p != nil {
 		w.pendingGauges(p, r.Expired)
@@ -755,6 +768,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 		if err == nil {
 			if preds {
 				mt.Produced.Add(float64(n))
+				w.delivered()
 			}
 			clear(group)
 			*msgs = (*msgs)[n:]
@@ -773,6 +787,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 					w.refusedOutput(group[i], err, preds, limit)
 				} else if preds {
 					mt.Produced.Inc()
+					w.delivered()
 				}
 			}
 			clear(group)
@@ -806,6 +821,8 @@ func (w *worker) refusedOutput(m kafka.Message, err error, pred bool, limit int)
 		src.Offset, _ = offsetOfKey(string(m.Key))
 		w.m.cfg.Metrics.DeadLetters.WithLabelValues(w.label, string(ReasonOutputRefused)).Inc()
 		w.dead = append(w.dead, deadLetter(src, ReasonOutputRefused, "prediction refused: "+err.Error(), w.m.dlqLimit))
+		w.undelivered++
+		w.health(string(ReasonOutputRefused) + ": " + err.Error())
 		return
 	}
 	own := min(5, len(m.Headers))
@@ -817,6 +834,40 @@ func (w *worker) refusedOutput(m kafka.Message, err error, pred bool, limit int)
 		return
 	}
 	w.dead = append(w.dead, fit(m, own, max(4096, min(limit, recordSize(&m))/2)))
+}
+
+// degradedAfter is how many records in a row must come to nothing (all
+// dead-lettered, or all their predictions refused) before a partition is
+// degraded: enough that a burst of bad records does not flap readiness,
+// few enough that a topic of the wrong kind shows within seconds.
+const degradedAfter = 1000
+
+// health marks or clears the partition's degradation as the counts say;
+// why is the last reason, for /readyz and the log.
+func (w *worker) health(why string) {
+	bad := w.unused >= degradedAfter || w.undelivered >= degradedAfter
+	switch {
+	case bad && !w.degraded:
+		what := "were all dead-lettered"
+		if w.undelivered >= degradedAfter {
+			what = "all had their predictions refused by the brokers"
+		}
+		msg := fmt.Sprintf("the last %d records %s (last reason %s)", degradedAfter, what, why)
+		w.log.Error().Msg("partition degraded: " + msg)
+		w.m.cfg.Metrics.health.degrade(w.label, msg)
+	case !bad && w.degraded:
+		w.log.Info().Msg("partition no longer degraded: a record was used and its prediction delivered")
+		w.m.cfg.Metrics.health.served(w.label)
+	}
+	w.degraded = bad
+}
+
+// delivered notes a prediction the brokers took.
+func (w *worker) delivered() {
+	if w.undelivered > 0 {
+		w.undelivered = 0
+		w.health("")
+	}
 }
 
 // offsetOfKey reads the input offset back from a prediction's key

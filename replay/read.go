@@ -129,7 +129,7 @@ func Run(ctx context.Context, src Source, cfg Config) (Report, error) {
 		total += s.size()
 	}
 	if src.DetectInput {
-		if cfg.Model.Events, err = detect(ctx, src, spans, cfg.Model.Delayed != nil); err != nil {
+		if cfg.Model.Events, _, err = detect(ctx, src, spans, cfg.Model.Delayed != nil); err != nil {
 			return Report{}, err
 		}
 		if err := cfg.Validate(); err != nil {
@@ -489,19 +489,21 @@ const detectReads = 1000
 // events: the first is, unless with delayed labels it could be either a
 // record's or an event's label message ({"label": …} alone), when the
 // next one decides; none deciding in detectReads messages means records.
-func detect(ctx context.Context, src Source, spans []span, delayed bool) (bool, error) {
+// decided is false when no message decided (an empty topic, or only
+// ambiguous label messages).
+func detect(ctx context.Context, src Source, spans []span, delayed bool) (events, decided bool, err error) {
 	seen := 0
 	for _, sp := range spans {
 		c, err := newCursor(&src, src.Topic, sp.partition, sp.start, sp.end)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		fctx, cancel := context.WithTimeout(ctx, src.IdleTimeout)
 		defer cancel()
 		for ; seen < detectReads; seen++ {
 			m, err := c.peek(fctx)
 			if err != nil {
-				return false, fmt.Errorf("replay: %s/%d: reading the first record: %w", src.Topic, sp.partition, err)
+				return false, false, fmt.Errorf("%s/%d: reading the first record: %w", src.Topic, sp.partition, err)
 			}
 			if m == nil {
 				break
@@ -511,11 +513,33 @@ func detect(ctx context.Context, src Source, spans []span, delayed bool) (bool, 
 			var ce *codec.Error
 			events := errors.As(err, &ce) && ce.Reason == codec.ReasonMissingFeatures
 			if !delayed || !events || !labelAlone(m.Value) {
-				return events, nil
+				return events, true, nil
 			}
 		}
 	}
-	return false, nil
+	return false, false, nil
+}
+
+// DetectEvents says whether the topic of src holds named-field events or
+// indexed records, by its first records from src.From (default earliest)
+// as Run's DetectInput decides; decided is false when the topic holds
+// nothing that decides. For run --input auto, which must fix the kind
+// before it serves a partition.
+func DetectEvents(ctx context.Context, src Source, delayed bool) (events, decided bool, err error) {
+	if src.From == "" {
+		src.From = "earliest"
+	}
+	if src.To == "" {
+		src.To = "latest"
+	}
+	if src.IdleTimeout <= 0 {
+		src.IdleTimeout = 10 * time.Second
+	}
+	spans, err := resolve(ctx, src)
+	if err != nil {
+		return false, false, err
+	}
+	return detect(ctx, src, spans, delayed)
 }
 
 // labelAlone says whether a message is a JSON object of one "label" key.

@@ -27,6 +27,23 @@ type fieldFlags struct {
 	NormText    bool     `name:"normalize-text" help:"Divide each text field's term counts by their Euclidean norm."`
 }
 
+// eventOnly names the flags given that only events use (--key-field,
+// --ignore-field, --features, --normalize-text, --scale online): with
+// records they would be ignored without a word.
+func (f fieldFlags) eventOnly(scale string) []string {
+	var set []string
+	for _, fl := range []struct {
+		name string
+		on   bool
+	}{{"--key-field", f.KeyField != ""}, {"--ignore-field", len(f.IgnoreField) > 0}, {"--features", f.Features != ""},
+		{"--normalize-text", f.NormText}, {"--scale " + scale, scale != "" && scale != "none"}} {
+		if fl.on {
+			set = append(set, fl.name)
+		}
+	}
+	return set
+}
+
 func (f fieldFlags) eventConfig() (codec.EventConfig, error) {
 	schema, err := codec.ParseSchema(f.Features)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,7 +27,11 @@ func serveOps(ctx context.Context, addr string, reg *prometheus.Registry, m *pip
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !m.Ready() {
-			http.Error(w, "not ready: partitions assigned but not all restored, or none assigned", http.StatusServiceUnavailable)
+			msg := "not ready: none assigned, not all restored, one unable to flush or commit, or one degraded"
+			if why := m.Degradations(); len(why) > 0 {
+				msg = "not ready: degraded: " + strings.Join(why, "; ")
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ready")

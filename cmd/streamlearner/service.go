@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,6 +18,7 @@ import (
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/pipeline"
 	"github.com/streamlearner/streamlearner/progress"
+	"github.com/streamlearner/streamlearner/replay"
 )
 
 // connFlags are the connection options every Kafka-facing command shares.
@@ -228,8 +231,8 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// run cannot look at a file first: --input auto reads records.
-	cfg.Events, cfg.Event, cfg.Features, cfg.Classes, cfg.MaxClasses = c.Input == "events", mc.Event, mc.Features, mc.Classes, mc.MaxClasses
+	cfg.Event, cfg.Features, cfg.Classes, cfg.MaxClasses = mc.Event, mc.Features, mc.Classes, mc.MaxClasses
+	cfg.Events = c.Input == "events"
 	sel, challengers, err := c.selection()
 	if err != nil {
 		return err
@@ -256,7 +259,70 @@ func (c *runCmd) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// Last, as it reads the topic: what is wrong with the flags is said
+	// first, without waiting for the brokers.
+	if cfg.Events, err = c.inputKind(ctx, log); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
 	return pipeline.Run(ctx, cfg)
+}
+
+// inputKind decides whether the input topic holds named-field events:
+// --input says so, or (auto) the topic's first records do, as replay
+// decides. A topic with nothing that decides yet is read as records,
+// unless flags that only events use are given; either way the member says
+// which it chose. Flags that only events use are refused with records.
+func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger) (bool, error) {
+	only := c.eventOnly(c.Scale)
+	switch c.Input {
+	case "events":
+		return true, nil
+	case "records":
+		if len(only) > 0 {
+			return false, fmt.Errorf("%s: only named-field events use them, and --input records reads indexed records (LIBSVM or {\"label\",\"features\"}); remove them or set --input events", strings.Join(only, ", "))
+		}
+		return false, nil
+	}
+	// Brokers still starting are waited for, as the member's own start-up
+	// waits (--connect-timeout); a topic not created yet decides nothing.
+	dctx, cancel := context.WithTimeout(ctx, c.ConnectTimeout)
+	defer cancel()
+	var events, decided bool
+	var err error
+	for {
+		events, decided, err = replay.DetectEvents(dctx, replay.Source{Conn: c.config(), Topic: c.Topic,
+			Limits: codec.Limits{MaxBytes: c.MaxRecordBytes}, IdleTimeout: 5 * time.Second}, c.DelayedLabels)
+		if err == nil || errors.Is(err, feed.ErrNoTopic) || dctx.Err() != nil {
+			break
+		}
+		select {
+		case <-dctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if err != nil && !errors.Is(err, feed.ErrNoTopic) {
+		return false, fmt.Errorf("--input auto: looking at the first records of %s: %w (or set --input records or events)", c.Topic, err)
+	}
+	if !decided {
+		events = len(only) > 0
+		kind := "indexed records (LIBSVM, {\"label\",\"features\"})"
+		if events {
+			kind = "named-field events, as " + strings.Join(only, ", ") + " say"
+		}
+		log.Warn().Str("topic", c.Topic).Msg("--input auto: the input topic holds no record yet to tell its kind; reading " + kind + " (set --input records or events to say which)")
+		return events, nil
+	}
+	kind := "indexed records"
+	if events {
+		kind = "named-field events"
+	} else if len(only) > 0 {
+		return false, fmt.Errorf("--input auto: the first records of %s are indexed records, but %s only apply to named-field events; remove them, or set --input events if the topic is meant to hold events", c.Topic, strings.Join(only, ", "))
+	}
+	log.Info().Str("topic", c.Topic).Msg("--input auto: the topic's first records are " + kind)
+	return events, nil
 }
 
 type produceCmd struct {

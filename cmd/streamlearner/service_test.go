@@ -348,3 +348,41 @@ func sample(text, series string) float64 {
 	}
 	return math.NaN()
 }
+
+// TestRunDetectsEvents: run's default --input auto reads a topic of
+// named-field events as events (it read them as records and dead-lettered
+// every one as missing_features), and refuses event-only flags with
+// --input records.
+func TestRunDetectsEvents(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"ev", "out", "ev.dlq"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if out, err := execute(t, "produce", "--brokers", b.Addr(), "--topic", "ev", "--data", "../../testdata/adult.train.3000.jsonl.gz", "--limit", "300"); err != nil {
+		t.Fatalf("produce: %q %v", out, err)
+	}
+	args := []string{"run", "--brokers", b.Addr(), "--topic", "ev", "--group", "g", "--output-topic", "out", "--learner", "rbp:budget=50",
+		"--label-field", "income", "--key-field", "id", "--positive", ">50K", "--scale", "online", "--log-level", "warn", "--metrics-addr", "",
+		"--flush-interval", "50ms"}
+	if _, err := execute(t, append(args, "--input", "records")...); err == nil || !strings.Contains(err.Error(), "--key-field, --scale online") {
+		t.Fatalf("event-only flags with --input records: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := executeCtx(t, ctx, args...)
+		done <- err
+	}()
+	tctx, tcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer tcancel()
+	out, err := executeCtx(t, tctx, "tail", "--brokers", b.Addr(), "--topic", "out", "--limit", "300", "--format", "json")
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if n := strings.Count(out, "\n"); n != 300 || !strings.Contains(out, `"key":"adult-`) {
+		t.Fatalf("%d predictions:\n%.500s", n, out)
+	}
+}
