@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,6 +38,9 @@ func serveOps(ctx context.Context, addr string, reg *prometheus.Registry, m *pip
 		fmt.Fprintln(w, "ready")
 	})
 	l, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("metrics address %s is in use, by another member on this machine or another program: give each member its own --metrics-addr (e.g. 127.0.0.1:9465), or --metrics-addr '' to serve none: %w", addr, err)
+	}
 	if err != nil {
 		return fmt.Errorf("metrics address: %w", err)
 	}

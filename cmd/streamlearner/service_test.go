@@ -223,6 +223,11 @@ func TestProduceRunTail(t *testing.T) {
 // TestServiceFlagsAreChecked: invalid flags and combinations fail at
 // start, before anything connects, with a message naming the problem.
 func TestServiceFlagsAreChecked(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0") // another member's metrics address
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
 	run := func(extra ...string) []string {
 		return append([]string{"run", "--brokers", "127.0.0.1:1", "--topic", "in", "--group", "g", "--output-topic", "out", "--learner", "rbp:budget=10", "--kernel", "rbf"}, extra...)
 	}
@@ -244,6 +249,7 @@ func TestServiceFlagsAreChecked(t *testing.T) {
 		{run("--tls-key", "service_test.go"), "both the certificate and the key"},
 		{run("--negative", "0"), "--negative needs --positive"},
 		{run("--metrics-addr", "127.0.0.1:notaport"), "metrics address"},
+		{run("--metrics-addr", busy.Addr().String()), "give each member its own --metrics-addr"},
 	} {
 		_, err := execute(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
