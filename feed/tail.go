@@ -46,6 +46,20 @@ type TailStats struct {
 	Window      float64 // over the last Window labeled predictions
 	Duplicates  uint64  // re-emitted predictions skipped
 	Skipped     uint64  // records that are not predictions
+	// SourceAccuracy and SourceWindow are Accuracy and Window over the
+	// predictions of the last one's input partition alone: each input
+	// partition has its own model, so mixing them hides a bad one.
+	SourceAccuracy, SourceWindow float64
+	// Sources is every input partition seen, "topic/partition", with its
+	// labeled predictions and accuracy, in the order they were first seen.
+	Sources []SourceStats
+}
+
+// SourceStats is the accuracy of one input partition's predictions.
+type SourceStats struct {
+	Source   string  // topic/partition of the input
+	Labeled  uint64  // labeled predictions
+	Accuracy float64 // over them
 }
 
 // Right reports whether a labeled prediction was right, by the rule every
@@ -157,6 +171,11 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 	}
 	high := map[source]int64{}
 	ev := prequential.Evaluator{Window: cfg.Window}
+	type perSource struct {
+		ev prequential.Evaluator
+		i  int // in st.Sources
+	}
+	bySource := map[source]*perSource{}
 	for it := range ch {
 		if it.err != nil {
 			return st, fmt.Errorf("tail %s: %w", cfg.Topic, it.err)
@@ -179,6 +198,15 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 		ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
 		st.Predictions, st.Labeled = ev.Rounds, ev.Labeled
 		st.Accuracy, st.Window = 1-ev.MistakeRate(), 1-ev.WindowRate()
+		ps := bySource[src]
+		if ps == nil {
+			ps = &perSource{ev: prequential.Evaluator{Window: cfg.Window}, i: len(st.Sources)}
+			bySource[src] = ps
+			st.Sources = append(st.Sources, SourceStats{Source: fmt.Sprintf("%s/%d", p.Topic, p.Partition)})
+		}
+		ps.ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
+		st.SourceAccuracy, st.SourceWindow = 1-ps.ev.MistakeRate(), 1-ps.ev.WindowRate()
+		st.Sources[ps.i].Labeled, st.Sources[ps.i].Accuracy = ps.ev.Labeled, st.SourceAccuracy
 		if err := emit(p, st); err != nil {
 			return st, err
 		}

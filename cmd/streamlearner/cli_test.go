@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -254,5 +255,34 @@ func TestConsoleLogsToAFileHaveNoColours(t *testing.T) {
 	}
 	if s := string(b); strings.Contains(s, "\x1b[") || !strings.Contains(s, "WRN lag is growing") || !strings.Contains(s, "partition=3") {
 		t.Fatalf("console log in a file: %q", s)
+	}
+}
+
+// TestNegativeValues: values that start with '-' (a position from the
+// end, a label) are taken with or without '=', as users write them; the
+// parser read "-2" as a short flag.
+func TestNegativeValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		get  func(*cli) string
+		want string
+	}{
+		{[]string{"tail", "-b", "h:1", "-t", "out", "--from", "-2"}, func(c *cli) string { return c.Tail.From }, "-2"},
+		{[]string{"replay", "--brokers", "h:1", "--topic", "t", "--learner", "perceptron", "--from", "-100", "--to", "-1"}, func(c *cli) string { return c.Replay.From + " " + c.Replay.To }, "-100 -1"},
+		{[]string{"eval", "--data", "cli_test.go", "--learner", "perceptron", "--positive", "1", "--negative", "-1"}, func(c *cli) string { return c.Eval.Negative }, "-1"},
+		{[]string{"eval", "--data", "cli_test.go", "--learner", "perceptron", "--positive=-1"}, func(c *cli) string { return c.Eval.Positive }, "-1"},
+	} {
+		var parsed cli
+		k, err := kong.New(&parsed, options(context.Background(), &bytes.Buffer{})...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.Parse(signedValues(c.args)); err != nil || c.get(&parsed) != c.want {
+			t.Errorf("%q: %v, %q; want %q", c.args, err, c.get(&parsed), c.want)
+		}
+	}
+	// A negative value of another flag, or after --, is left to the parser.
+	if got := signedValues([]string{"--limit", "-2", "--", "--from", "-2"}); !slices.Equal(got, []string{"--limit", "-2", "--", "--from", "-2"}) {
+		t.Errorf("rewrote %q", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -62,6 +63,41 @@ type exitRequest int
 
 // runMain is main without the process: it parses args, runs the command
 // and returns the exit code.
+// signedFlags take values that may start with '-': a position counted
+// from the end (--from -100), a label (--negative -1). The parser reads a
+// separate "-100" as a short flag, so signedValues joins it to its flag.
+var signedFlags = []string{"--from", "--to", "--positive", "--negative", "--classes", "--shifts"}
+
+// signedValues rewrites "--from -2" as "--from=-2" for the signedFlags,
+// when the value is a negative number, so users can write what
+// kafka-consumer-groups and kcat accept. Other arguments pass unchanged.
+func signedValues(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if slices.Contains(signedFlags, a) && i+1 < len(args) && isNegativeNumber(args[i+1]) {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// isNegativeNumber reports whether s is '-' and then a number, as a
+// negative offset or label is ("-2", "-1.5", "-1e3").
+func isNegativeNumber(s string) bool {
+	if len(s) < 2 || s[0] != '-' {
+		return false
+	}
+	_, err := strconv.ParseFloat(s[1:], 64)
+	return err == nil && s[1] >= '0' && s[1] <= '9'
+}
+
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -79,7 +115,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (code
 		return exitFailure
 	}
 	kongplete.Complete(p, kongplete.WithExitFunc(exit))
-	kctx, err := p.Parse(args)
+	kctx, err := p.Parse(signedValues(args))
 	if err != nil {
 		fmt.Fprintf(stderr, "streamlearner: %v\n%s\n", err, usageHint(p, err))
 		return exitUsage

@@ -41,8 +41,14 @@ func (c *tailCmd) Run(ctx context.Context, out io.Writer) error {
 func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	enc := json.NewEncoder(out)
-	if c.Format == "table" {
-		fmt.Fprintln(tw, "source\toffset\tpred\tmargin\tlabel\tright\taccuracy\twindow")
+	// The header waits for the first prediction, so that a tail that
+	// cannot connect says only why.
+	headed := false
+	header := func() {
+		if c.Format == "table" && !headed {
+			fmt.Fprintln(tw, "source\toffset\tkey\tpred\tmargin\tlabel\tright\taccuracy\twindow")
+			headed = true
+		}
 	}
 	n := 0
 	cfg := feed.TailConfig{Conn: c.withBrokers(c.Brokers), Topic: c.Topic, From: c.From, ExitAtEnd: c.ExitAtEnd, Window: c.Window, Limit: c.Limit,
@@ -65,6 +71,7 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 				Window   float64 `json:"window_accuracy"`
 			}{p, right, st.Accuracy, st.Window})
 		}
+		header()
 		label, right := "-", "-"
 		if r, ok := feed.Right(p); ok {
 			label, right = fmt.Sprint(p.Label), map[bool]string{true: "yes", false: "no"}[r]
@@ -76,12 +83,22 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 				label = p.LabelClass
 			}
 		}
-		fmt.Fprintf(tw, "%s/%d\t%d\t%s\t%.4f\t%s\t%s\t%.2f%%\t%.2f%%\n", p.Topic, p.Partition, p.Offset, pred, p.Margin, label, right, 100*st.Accuracy, 100*st.Window)
+		key := p.Key
+		if key == "" {
+			key = "-"
+		} else if len(key) > 24 {
+			key = key[:23] + "…"
+		}
+		// The accuracies are the input partition's: each has its own model.
+		fmt.Fprintf(tw, "%s/%d\t%d\t%s\t%s\t%.4f\t%s\t%s\t%.2f%%\t%.2f%%\n", p.Topic, p.Partition, p.Offset, key, pred, p.Margin, label, right, 100*st.SourceAccuracy, 100*st.SourceWindow)
 		if n++; n%50 == 0 {
 			return tw.Flush()
 		}
 		return nil
 	})
+	if err == nil || ctx.Err() != nil {
+		summary(tw, c.Format, st)
+	}
 	tw.Flush()
 	if st.Skipped > 0 {
 		fmt.Fprintf(warn, "streamlearner: %d records of %s were not predictions and were skipped\n", st.Skipped, c.Topic)
@@ -90,4 +107,18 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 		return nil // Ctrl-C is how a tail ends
 	}
 	return err
+}
+
+// summary closes a table with each input partition's accuracy and the
+// overall one, over the labeled predictions seen.
+func summary(tw io.Writer, format string, st feed.TailStats) {
+	if format != "table" || st.Labeled == 0 {
+		return
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "input\tlabeled\taccuracy")
+	for _, s := range st.Sources {
+		fmt.Fprintf(tw, "%s\t%d\t%.2f%%\n", s.Source, s.Labeled, 100*s.Accuracy)
+	}
+	fmt.Fprintf(tw, "all\t%d\t%.2f%%\n", st.Labeled, 100*st.Accuracy)
 }

@@ -35,6 +35,11 @@ func TestTailTable(t *testing.T) {
 		v, _ := codec.AppendPrediction(nil, &p)
 		msgs = append(msgs, kafka.Message{Value: v})
 	}
+	// A prediction of another input partition, keyed and wrong: the
+	// accuracies are each partition's.
+	wrong := true
+	other, _ := codec.AppendPrediction(nil, &codec.Prediction{Topic: "in", Partition: 1, Offset: 7, Key: "order-7", Predicted: 1, Margin: 0.3, Label: -1, Mistake: &wrong, Learner: "x"})
+	msgs = append(msgs, kafka.Message{Value: other})
 	msgs = append(msgs, kafka.Message{Value: []byte(`{"label": 1, "features": [1]}`)}, kafka.Message{Value: []byte(`{"label": -1, "features": [2]}`)})
 	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "out", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
@@ -53,11 +58,12 @@ func TestTailTable(t *testing.T) {
 		t.Fatalf("%v %v", err, ctx.Err())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 {
+	if len(lines) != 10 || !strings.HasPrefix(lines[0], "source") || !strings.Contains(lines[0], " key ") {
 		t.Fatalf("table:\n%s", out.String())
 	}
-	for i, want := range []string{"in/0 0 -1 0.0000 -1 yes", "in/0 1 +1 0.5000 -1 no", "in/0 2 -1 -0.2500 -1 yes"} {
-		if got := strings.Join(strings.Fields(lines[i+1])[:6], " "); got != want {
+	for i, want := range []string{"in/0 0 - -1 0.0000 -1 yes 100.00%", "in/0 1 - +1 0.5000 -1 no 50.00%", "in/0 2 - -1 -0.2500 -1 yes 66.67%",
+		"in/1 7 order-7 +1 0.3000 -1 no 0.00%", "", "input labeled accuracy", "in/0 3 66.67%", "in/1 1 0.00%", "all 4 50.00%"} {
+		if got := strings.Join(strings.Fields(lines[i+1])[:min(8, len(strings.Fields(lines[i+1])))], " "); got != want {
 			t.Errorf("row %d: %q, want %q", i, got, want)
 		}
 	}
@@ -84,8 +90,8 @@ func TestTailTable(t *testing.T) {
 		}
 		rights = append(rights, strconv.FormatBool(*p.Right))
 	}
-	if strings.Join(rights, " ") != "true false true" {
-		t.Errorf("right %v, want true false true", rights)
+	if strings.Join(rights, " ") != "true false true false" {
+		t.Errorf("right %v, want true false true false", rights)
 	}
 
 	// A topic that does not exist is an error, not an endless wait.
