@@ -53,6 +53,10 @@ type Limits struct {
 	LabelOnly bool `json:",omitempty"`
 }
 
+// WithDefaults returns l with its zero fields set to the defaults the
+// decoders use.
+func (l Limits) WithDefaults() Limits { return l.withDefaults() }
+
 func (l Limits) withDefaults() Limits {
 	if l.MaxBytes <= 0 {
 		l.MaxBytes = defaultMaxBytes
@@ -111,6 +115,9 @@ const (
 	ReasonLabelExpired = Reason("label_expired")
 	ReasonLabelEvicted = Reason("label_evicted")
 	ReasonLabelNoKey   = Reason("label_without_key")
+	// ReasonKeyTooLarge: a record to hold for its label has a key longer
+	// than the pending store takes (--pending-max-key-bytes).
+	ReasonKeyTooLarge = Reason("key_too_large")
 )
 
 // Reasons returns every Reason this package can report, so that metrics can
@@ -137,6 +144,7 @@ func Reasons() []Reason {
 		ReasonLabelExpired,
 		ReasonLabelEvicted,
 		ReasonLabelNoKey,
+		ReasonKeyTooLarge,
 	}
 }
 

@@ -333,7 +333,7 @@ func TestEveryReasonTested(t *testing.T) {
 	onlyLIBSVM[ReasonBadField], onlyLIBSVM[ReasonTooManyClasses] = true, true
 	onlyJSON[ReasonBadField], onlyJSON[ReasonTooManyClasses] = true, true
 	// The model reports the delayed-label reasons (model's tests).
-	for _, r := range []Reason{ReasonLabelUnknown, ReasonLabelExpired, ReasonLabelEvicted, ReasonLabelNoKey} {
+	for _, r := range []Reason{ReasonLabelUnknown, ReasonLabelExpired, ReasonLabelEvicted, ReasonLabelNoKey, ReasonKeyTooLarge} {
 		onlyLIBSVM[r], onlyJSON[r] = true, true
 	}
 	for name, cases := range map[string][]decodeCase{"JSON": jsonCases, "LIBSVM": libsvmCases} {
@@ -362,8 +362,8 @@ func TestReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 20 {
-		t.Errorf("%d reasons, want 20", len(seen))
+	if len(seen) != 21 {
+		t.Errorf("%d reasons, want 21", len(seen))
 	}
 	rs := Reasons()
 	rs[0] = "changed"

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/pending"
@@ -108,6 +109,10 @@ func (m *Model) hold(b []byte, key []byte, at At) (Result, []byte, error) {
 func (m *Model) HoldVector(x sparse.Vector, key []byte, at At) (Result, error) {
 	if m.pend == nil {
 		return Result{}, errors.New("model: HoldVector without delayed labels")
+	}
+	if !m.pend.KeyFits(key) {
+		return Result{}, &codec.Error{Reason: codec.ReasonKeyTooLarge,
+			Detail: fmt.Sprintf("key of %d bytes; the pending store holds keys of up to %d (--pending-max-key-bytes)", len(key), m.pend.Config().MaxKeyBytes)}
 	}
 	r, err := m.step(x, nil, true)
 	if err != nil {
@@ -230,7 +235,11 @@ type heldLabel struct {
 }
 
 // DelayConfig is the pending store a Delayer of n needs.
-func DelayConfig(n int) *pending.Config { return &pending.Config{MaxRecords: n + 1} }
+// Only the count bounds it: a delay must hold its n records whatever
+// they cost, or their labels would find nothing.
+func DelayConfig(n int) *pending.Config {
+	return &pending.Config{MaxRecords: n + 1, MaxBytes: math.MaxInt64}
+}
 
 // NewDelayer delays m's labels by n records.
 func NewDelayer(m *Model, n int) (*Delayer, error) {

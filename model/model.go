@@ -847,6 +847,14 @@ func (m *Model) Spec() string {
 	}
 	if d := m.cfg.Delayed; d != nil {
 		s += fmt.Sprintf(" delayed-labels pending-max-records=%d pending-max-age-ms=%d", d.MaxRecords, d.MaxAge)
+		// Named only when not the default, so that the models saved
+		// before the byte bounds existed (default bounds) still match.
+		if d.MaxBytes != pending.DefaultMaxBytes {
+			s += fmt.Sprintf(" pending-max-bytes=%d", d.MaxBytes)
+		}
+		if d.MaxKeyBytes != pending.DefaultMaxKeyBytes {
+			s += fmt.Sprintf(" pending-max-key-bytes=%d", d.MaxKeyBytes)
+		}
 	}
 	return s
 }

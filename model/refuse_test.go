@@ -41,7 +41,7 @@ func TestRefusedRecordsChangeNothing(t *testing.T) {
 	challenged := many
 	challenged.Challengers = []Candidate{{Learner: "forgetron:budget=20"}, {Learner: "perceptron"}}
 	held := base
-	held.Delayed = &pending.Config{MaxRecords: 50}
+	held.Delayed = &pending.Config{MaxRecords: 50, MaxKeyBytes: 16}
 	raw := base
 	raw.Features.Scale = features.ScaleNone
 	binary := []string{"1", "-1", "-1"}
@@ -51,8 +51,8 @@ func TestRefusedRecordsChangeNothing(t *testing.T) {
 		"binary":      {base, binary, append(common, `{"id":"p3","x":1,"y":2,"label":"maybe"}`)},
 		"classes":     {many, classes, append(common, `{"id":"p4","x":2,"y":3,"label":"d"}`)}, // a fourth class: over the limit
 		"challengers": {challenged, classes, append(common, `{"id":"p4","x":2,"y":3,"label":"d"}`)},
-		"delayed":     {held, binary, append(common, `{"id":"p6","label":"1"}`, `{"id":"p3","x":1,"y":2,"label":"maybe"}`)}, // a label for nothing
-		"raw":         {raw, binary, append(common[:2], `{"id":"p8","x":1e60,"y":1,"label":"1"}`)},                          // k(x,x) over the kernel's limit
+		"delayed":     {held, binary, append(common, `{"id":"p6","label":"1"}`, `{"id":"p3","x":1,"y":2,"label":"maybe"}`, `{"id":"a key longer than sixteen bytes","x":1}`)}, // a label for nothing; a key too long to hold
+		"raw":         {raw, binary, append(common[:2], `{"id":"p8","x":1e60,"y":1,"label":"1"}`)},                                                                            // k(x,x) over the kernel's limit
 	}
 	for name, st := range streams {
 		t.Run(name, func(t *testing.T) {

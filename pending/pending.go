@@ -4,9 +4,12 @@
 // and to score the prediction that was emitted for it.
 //
 // The rules up front:
-//   - A Store is bounded: at most Config.MaxRecords entries (the oldest
-//     put goes first, counted as evicted) and, with Config.MaxAge, none
-//     older than that by record time (counted as expired).
+//   - A Store is bounded: at most Config.MaxRecords entries and
+//     Config.MaxBytes bytes of entries and remembered keys (the oldest
+//     put goes first, counted as evicted), and, with Config.MaxAge, none
+//     older than that by record time (counted as expired). A key is at
+//     most Config.MaxKeyBytes long: a caller refuses longer ones (KeyFits)
+//     before it holds anything.
 //   - Entries are kept in the order they were put; eviction and expiry
 //     take them from the oldest end. Expiry stops at the first entry that
 //     is young enough, so with record times out of order an old entry
@@ -44,7 +47,40 @@ type Config struct {
 	// timestamps), is how long a record waits for its label; 0 (default)
 	// means until evicted.
 	MaxAge int64
+	// MaxBytes bounds what the held records and the remembered keys cost
+	// (Cost: features, key, scores and bookkeeping); default 64 MiB. A
+	// count alone does not bound memory: 1,000 records of 4,000 fields
+	// and a 50 KB key hold about 100 MB. The newest record is held even
+	// if it alone costs more.
+	MaxBytes int64
+	// MaxKeyBytes is the longest key a record may be held under; default
+	// 1024. Keys are ids: a longer one is refused, not held (KeyFits).
+	MaxKeyBytes int
 }
+
+// Defaults of Config.
+const (
+	DefaultMaxRecords  = 100_000
+	DefaultMaxBytes    = 64 << 20
+	DefaultMaxKeyBytes = 1024
+)
+
+// entryOverhead and goneOverhead are what an entry and a remembered key
+// cost beyond their key, features and scores: the queue slot, the index
+// map's entry, the slice headers (measured with BenchmarkMillionPending:
+// about 230 bytes a record besides its features).
+const (
+	entryOverhead = 232
+	goneOverhead  = 64
+)
+
+// Cost is what holding e under key costs, by the store's accounting.
+func Cost(key string, e *Entry) int64 {
+	return entryOverhead + int64(len(key)) + 12*int64(len(e.X.Idx)) + 16*int64(len(e.Scores))
+}
+
+// KeyFits reports whether a record may be held under key.
+func (s *Store) KeyFits(key []byte) bool { return len(key) <= s.cfg.MaxKeyBytes }
 
 // Entry is one record awaiting its label.
 type Entry struct {
@@ -99,19 +135,32 @@ type Store struct {
 	cfg  Config
 	q    queue[Entry]
 	gone queue[Left] // keys of records that left unlabeled, oldest first
+	// bytes is what the held entries and remembered keys cost, goneBytes
+	// the remembered keys' share.
+	bytes, goneBytes int64
 	Counters
 }
 
 // New returns an empty store.
 func New(cfg Config) (*Store, error) {
 	if cfg.MaxRecords == 0 {
-		cfg.MaxRecords = 100_000
+		cfg.MaxRecords = DefaultMaxRecords
 	}
-	if cfg.MaxRecords < 1 || cfg.MaxAge < 0 {
-		return nil, fmt.Errorf("pending: max records %d, max age %d: want a positive count and a non-negative age", cfg.MaxRecords, cfg.MaxAge)
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.MaxKeyBytes == 0 {
+		cfg.MaxKeyBytes = DefaultMaxKeyBytes
+	}
+	if cfg.MaxRecords < 1 || cfg.MaxAge < 0 || cfg.MaxBytes < 1 || cfg.MaxKeyBytes < 1 {
+		return nil, fmt.Errorf("pending: max records %d, max age %d, max bytes %d, max key bytes %d: want positive bounds and a non-negative age",
+			cfg.MaxRecords, cfg.MaxAge, cfg.MaxBytes, cfg.MaxKeyBytes)
 	}
 	return &Store{cfg: cfg, q: newQueue[Entry](), gone: newQueue[Left]()}, nil
 }
+
+// Bytes is what the held records and remembered keys cost (see Cost).
+func (s *Store) Bytes() int64 { return s.bytes }
 
 // Config is the configuration in use, defaults filled in.
 func (s *Store) Config() Config { return s.cfg }
@@ -122,18 +171,42 @@ func (s *Store) Len() int { return s.q.len() }
 // Put keeps e under key until Take, eviction or expiry. It reports
 // whether the store evicted its oldest record to make room.
 func (s *Store) Put(key string, e Entry) (evicted bool) {
-	if _, ok := s.q.take(key); ok {
+	if old, ok := s.q.take(key); ok {
+		s.bytes -= Cost(key, &old)
 		s.Replaced++
 	}
-	s.gone.take(key)
-	if s.q.len() >= s.cfg.MaxRecords {
-		k, _ := s.q.pop()
+	s.forget(key)
+	cost := Cost(key, &e)
+	for s.q.len() > 0 && (s.q.len() >= s.cfg.MaxRecords || s.bytes-s.goneBytes+cost > s.cfg.MaxBytes) {
+		k, old := s.q.pop()
+		s.bytes -= Cost(k, &old)
 		s.left(k, LeftEvicted)
 		s.Evicted++
 		evicted = true
 	}
 	s.q.put(key, e)
+	s.bytes += cost
+	s.trimGone()
 	return evicted
+}
+
+// trimGone forgets the oldest remembered keys while the store is over its
+// byte bound: they only name why a late label finds nothing, and held
+// records come first.
+func (s *Store) trimGone() {
+	for s.gone.len() > 0 && s.bytes > s.cfg.MaxBytes {
+		k, _ := s.gone.pop()
+		s.bytes -= goneOverhead + int64(len(k))
+		s.goneBytes -= goneOverhead + int64(len(k))
+	}
+}
+
+// forget drops key from the remembered keys.
+func (s *Store) forget(key string) {
+	if _, ok := s.gone.take(key); ok {
+		s.bytes -= goneOverhead + int64(len(key))
+		s.goneBytes -= goneOverhead + int64(len(key))
+	}
 }
 
 // Peek returns the record held under key, leaving it there; the entry is
@@ -141,7 +214,13 @@ func (s *Store) Put(key string, e Entry) (evicted bool) {
 func (s *Store) Peek(key string) (*Entry, bool) { return s.q.get(key) }
 
 // Take removes and returns the record held under key.
-func (s *Store) Take(key string) (Entry, bool) { return s.q.take(key) }
+func (s *Store) Take(key string) (Entry, bool) {
+	e, ok := s.q.take(key)
+	if ok {
+		s.bytes -= Cost(key, &e)
+	}
+	return e, ok
+}
 
 // Gone says whether key's record left the store without its label, and
 // why; only the last MaxRecords such keys are remembered.
@@ -154,11 +233,15 @@ func (s *Store) Gone(key string) (Left, bool) {
 }
 
 func (s *Store) left(key string, why Left) {
-	s.gone.take(key)
+	s.forget(key)
 	if s.gone.len() >= s.cfg.MaxRecords {
-		s.gone.pop()
+		k, _ := s.gone.pop()
+		s.bytes -= goneOverhead + int64(len(k))
+		s.goneBytes -= goneOverhead + int64(len(k))
 	}
 	s.gone.put(key, why)
+	s.bytes += goneOverhead + int64(len(key))
+	s.goneBytes += goneOverhead + int64(len(key))
 }
 
 // Expire drops the records older than now − MaxAge (none without a
@@ -169,21 +252,26 @@ func (s *Store) Expire(now int64) int {
 	}
 	n := 0
 	for s.q.len() > 0 && now-s.q.front().v.Time > s.cfg.MaxAge {
-		k, _ := s.q.pop()
+		k, old := s.q.pop()
+		s.bytes -= Cost(k, &old)
 		s.left(k, LeftExpired)
 		s.Expired++
 		n++
 	}
+	s.trimGone()
 	return n
 }
 
-const stateVersion = 1
+// stateVersion 2 adds the byte bounds after version 1's header; version 1
+// states (without them) are read with the default bounds.
+const stateVersion = 2
 
 // MarshalBinary encodes the store: configuration, counters, the live
 // entries in arrival order, then the remembered keys in order.
 func (s *Store) MarshalBinary() ([]byte, error) {
 	b := []byte{stateVersion}
-	for _, v := range []uint64{uint64(s.cfg.MaxRecords), uint64(s.cfg.MaxAge), s.Evicted, s.Expired, s.Replaced, uint64(s.q.len()), uint64(s.gone.len())} {
+	for _, v := range []uint64{uint64(s.cfg.MaxRecords), uint64(s.cfg.MaxAge), s.Evicted, s.Expired, s.Replaced, uint64(s.q.len()), uint64(s.gone.len()),
+		uint64(s.cfg.MaxBytes), uint64(s.cfg.MaxKeyBytes)} {
 		b = binary.AppendUvarint(b, v)
 	}
 	s.q.each(func(key string, e *Entry) {
@@ -219,9 +307,10 @@ var errTruncated = errors.New("pending state: truncated")
 
 // Unmarshal restores a store from MarshalBinary's bytes.
 func Unmarshal(b []byte) (*Store, error) {
-	if len(b) == 0 || b[0] != stateVersion {
+	if len(b) == 0 || b[0] < 1 || b[0] > stateVersion {
 		return nil, errors.New("pending state: unknown version")
 	}
+	version := b[0]
 	b = b[1:]
 	bad := false
 	uv := func() uint64 {
@@ -261,14 +350,19 @@ func Unmarshal(b []byte) (*Store, error) {
 		b = b[kl:]
 		return k
 	}
-	var h [7]uint64
-	for i := range h {
+	var h [9]uint64
+	n := 7
+	if version >= 2 {
+		n = 9
+	}
+	for i := range n {
 		h[i] = uv()
 	}
-	if bad || h[0] == 0 || h[0] > math.MaxInt32 || h[1] > math.MaxInt64 || h[5] > h[0] || h[6] > h[0] {
+	if bad || h[0] == 0 || h[0] > math.MaxInt32 || h[1] > math.MaxInt64 || h[5] > h[0] || h[6] > h[0] || h[7] > math.MaxInt64 || h[8] > math.MaxInt32 ||
+		(version >= 2 && (h[7] == 0 || h[8] == 0)) {
 		return nil, errTruncated
 	}
-	s, err := New(Config{MaxRecords: int(h[0]), MaxAge: int64(h[1])})
+	s, err := New(Config{MaxRecords: int(h[0]), MaxAge: int64(h[1]), MaxBytes: int64(h[7]), MaxKeyBytes: int(h[8])})
 	if err != nil {
 		return nil, err
 	}
@@ -307,6 +401,7 @@ func Unmarshal(b []byte) (*Store, error) {
 			return nil, fmt.Errorf("pending state: key %q twice", k)
 		}
 		s.q.put(k, e)
+		s.bytes += Cost(k, &e)
 	}
 	for range h[6] {
 		k := key()
@@ -322,6 +417,8 @@ func Unmarshal(b []byte) (*Store, error) {
 			return nil, fmt.Errorf("pending state: remembered key %q twice", k)
 		}
 		s.gone.put(k, l)
+		s.bytes += goneOverhead + int64(len(k))
+		s.goneBytes += goneOverhead + int64(len(k))
 	}
 	if len(b) != 0 {
 		return nil, fmt.Errorf("pending state: %d bytes left over", len(b))

@@ -3,6 +3,7 @@ package pending
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -235,7 +236,7 @@ func BenchmarkMillionPending(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		s, _ := New(Config{MaxRecords: 1_000_000})
+		s, _ := New(Config{MaxRecords: 1_000_000, MaxBytes: math.MaxInt64})
 		for i := range 1_000_000 {
 			x := sparse.Vector{Idx: make([]uint32, 14), Val: make([]float64, 14)}
 			for k := range x.Idx {
@@ -248,4 +249,70 @@ func BenchmarkMillionPending(b *testing.B) {
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(s.Len()), "bytes/record")
 		runtime.KeepAlive(s)
 	}
+}
+
+// accounted recomputes what the store's entries and remembered keys cost.
+func accounted(s *Store) int64 {
+	var n int64
+	s.q.each(func(k string, e *Entry) { n += Cost(k, e) })
+	s.gone.each(func(k string, _ *Left) { n += goneOverhead + int64(len(k)) })
+	return n
+}
+
+// TestBytesBoundLargeRecords: records of 4,000 features and 50 KB keys
+// (about 100 KB each) are held within the byte bound — the count bound
+// alone let 1,000 of them take 470 MB — the oldest evicted and counted;
+// the accounting stays exact through puts, replacements, takes, expiry
+// and a snapshot; and the heap they take is about what is accounted.
+func TestBytesBoundLargeRecords(t *testing.T) {
+	const bound = 8 << 20
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	s, err := New(Config{MaxBytes: bound, MaxKeyBytes: 64 << 10, MaxAge: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := func(i int) (string, Entry) {
+		x := sparse.Vector{Idx: make([]uint32, 4000), Val: make([]float64, 4000)}
+		for k := range x.Idx {
+			x.Idx[k], x.Val[k] = uint32(k), float64(i+k)
+		}
+		return fmt.Sprintf("%06d", i) + string(bytes.Repeat([]byte{'k'}, 50_000)), Entry{X: x, Time: int64(i)}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 1000 {
+		k, e := big(i)
+		s.Put(k, e)
+		switch r.IntN(10) {
+		case 0:
+			s.Take(k)
+		case 1:
+			s.Put(k, e) // replaced
+		case 2:
+			s.Expire(int64(i))
+		}
+		if s.Bytes() > bound || s.Bytes() != accounted(s) {
+			t.Fatalf("after %d records: %d bytes accounted as %d, bound %d", i+1, accounted(s), s.Bytes(), bound)
+		}
+	}
+	if s.Len() < 40 || s.Len() > 90 || s.Evicted == 0 {
+		t.Fatalf("held %d, evicted %d", s.Len(), s.Evicted)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	heap := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	if heap > 3*bound/2 {
+		t.Fatalf("the store takes %d bytes of heap for %d accounted (bound %d)", heap, s.Bytes(), bound)
+	}
+	t.Logf("held %d records, evicted %d, expired %d; %d bytes accounted, %d of heap", s.Len(), s.Evicted, s.Expired, s.Bytes(), heap)
+	b, _ := s.MarshalBinary()
+	back, err := Unmarshal(b)
+	if err != nil || back.Bytes() != s.Bytes() || back.Config() != s.Config() {
+		t.Fatalf("restored: %v, %d bytes, %+v; want %d, %+v", err, back.Bytes(), back.Config(), s.Bytes(), s.Config())
+	}
+	if s.KeyFits(make([]byte, 64<<10+1)) || !s.KeyFits(make([]byte, 64<<10)) {
+		t.Fatal("KeyFits")
+	}
+	runtime.KeepAlive(s)
 }

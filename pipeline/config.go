@@ -93,6 +93,15 @@ type Config struct {
 	// the clock, so that a replay expires what the service expired.
 	// Default 0: until evicted.
 	PendingMaxAge time.Duration
+	// PendingMaxBytes bounds what the records awaiting a label cost, per
+	// partition (features, keys, bookkeeping): past it the oldest are
+	// evicted (counted). Default 64 MiB: a count alone does not bound
+	// memory when records are large.
+	PendingMaxBytes int64
+	// PendingMaxKeyBytes is the longest key a record awaiting its label
+	// may have; a longer one is a dead letter (key_too_large). Default
+	// 1024.
+	PendingMaxKeyBytes int
 
 	// StartOffset is where a partition with no committed offset starts:
 	// "earliest" (default) or "latest".
@@ -223,7 +232,8 @@ func (c *Config) pending() *pending.Config {
 	if !c.DelayedLabels && c.LabelTopic == "" {
 		return nil
 	}
-	return &pending.Config{MaxRecords: c.PendingMaxRecords, MaxAge: c.PendingMaxAge.Milliseconds()}
+	return &pending.Config{MaxRecords: c.PendingMaxRecords, MaxAge: c.PendingMaxAge.Milliseconds(),
+		MaxBytes: c.PendingMaxBytes, MaxKeyBytes: c.PendingMaxKeyBytes}
 }
 
 // ModelMemory estimates the memory of one partition's model, and names
@@ -266,14 +276,28 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 		// float64 value each), its key and the store's bookkeeping: about
 		// 400 bytes for 14 features and a 12-byte key in the store's
 		// benchmark, of which ~230 are not the features.
+		// The store holds at most its byte bound, and at most its count
+		// of records as large as the limits let a record be.
 		n := int64(max(pc.MaxRecords, 0))
 		if n == 0 {
-			n = 100_000
+			n = pending.DefaultMaxRecords
 		}
-		held := n * (256 + 12*int64(c.ExpectedNonZeros))
+		bound := pc.MaxBytes
+		if bound == 0 {
+			bound = pending.DefaultMaxBytes
+		}
+		key := int64(pc.MaxKeyBytes)
+		if key == 0 {
+			key = pending.DefaultMaxKeyBytes
+		}
+		nnz := int64(c.Limits.MaxNonZeros)
+		if nnz <= 0 {
+			nnz = int64(codec.Limits{}.WithDefaults().MaxNonZeros)
+		}
+		held := min(bound, n*(256+key+12*nnz))
 		mem.Held += held
 		mem.Peak += held
-		per += fmt.Sprintf(", with %d records awaiting labels", n)
+		per += fmt.Sprintf(", with up to %d records awaiting labels in %d MB", n, (held+1<<20-1)>>20)
 	}
 	return mem, per, err
 }
@@ -322,8 +346,9 @@ func (c *Config) Validate() error {
 	if _, err := learners.New(c.Learner, c.Kernel, 0); err != nil {
 		return err
 	}
-	if c.PendingMaxAge < 0 || c.PendingMaxRecords < 0 {
-		return fmt.Errorf("pending max records %d, max age %v: want positive bounds", c.PendingMaxRecords, c.PendingMaxAge)
+	if c.PendingMaxAge < 0 || c.PendingMaxRecords < 0 || c.PendingMaxBytes < 0 || c.PendingMaxKeyBytes < 0 {
+		return fmt.Errorf("pending max records %d, max age %v, max bytes %d, max key bytes %d: want positive bounds",
+			c.PendingMaxRecords, c.PendingMaxAge, c.PendingMaxBytes, c.PendingMaxKeyBytes)
 	}
 	if c.LabelTopic != "" {
 		if c.LabelTopic == c.Topic || c.LabelTopic == c.OutputTopic || c.LabelTopic == c.DLQTopic {

@@ -541,3 +541,24 @@ func TestDegradedPartitionShowsInReadiness(t *testing.T) {
 		}
 	})
 }
+
+// TestModelMemoryCountsThePendingStore: the estimate and the model-size
+// guard count the records awaiting labels at the store's byte bound, not
+// at a typical record's size times the count.
+func TestModelMemoryCountsThePendingStore(t *testing.T) {
+	b := startBroker(t)
+	cfg := testConfig(t, b, "rbp:budget=100")
+	cfg.DelayedLabels, cfg.PendingMaxBytes = true, 512<<20
+	cfg.MaxModelBytes = 256 << 20
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "--max-model-bytes") || !strings.Contains(err.Error(), "awaiting labels in 512 MB") {
+		t.Fatalf("a pending store of 512 MB under a 256 MB limit: %v", err)
+	}
+	cfg.PendingMaxBytes = 64 << 20
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("64 MB: %v", err)
+	}
+	mem, per, err := cfg.ModelMemory()
+	if err != nil || mem.Held < 64<<20 || mem.Held > 80<<20 || !strings.Contains(per, "in 64 MB") {
+		t.Fatalf("estimate %+v %q %v", mem, per, err)
+	}
+}

@@ -134,10 +134,12 @@ type runCmd struct {
 	MetricsAddr        string        `default:"127.0.0.1:9464" help:"Serve /metrics, /healthz and /readyz here (empty: off)."`
 	ResetModel         bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
 
-	DelayedLabels     bool          `help:"Labels may come after their records: a keyed record without a label is predicted and waits for a label message (its key and label, no feature) in the same topic and partition; see docs/delayed.md."`
-	LabelTopic        string        `placeholder:"TOPIC" help:"Read label messages from this topic too, co-partitioned with --topic (as many partitions, each label keyed as its record; checked at start). Implies --delayed-labels. Each label is learned exactly once; see docs/delayed.md."`
-	PendingMaxRecords int           `default:"100000" help:"With --delayed-labels: records awaiting a label per partition; past it the oldest is evicted."`
-	PendingMaxAge     time.Duration `default:"0s" help:"With --delayed-labels: how long a record waits for its label, by record timestamps (0: until evicted)."`
+	DelayedLabels      bool          `help:"Labels may come after their records: a keyed record without a label is predicted and waits for a label message (its key and label, no feature) in the same topic and partition; see docs/delayed.md."`
+	LabelTopic         string        `placeholder:"TOPIC" help:"Read label messages from this topic too, co-partitioned with --topic (as many partitions, each label keyed as its record; checked at start). Implies --delayed-labels. Each label is learned exactly once; see docs/delayed.md."`
+	PendingMaxRecords  int           `default:"100000" help:"With --delayed-labels: records awaiting a label per partition; past it the oldest is evicted."`
+	PendingMaxBytes    int64         `default:"67108864" placeholder:"BYTES" help:"With --delayed-labels: what the records awaiting a label may cost per partition (features, keys, bookkeeping; default 64 MiB); past it the oldest are evicted."`
+	PendingMaxKeyBytes int           `default:"1024" placeholder:"BYTES" help:"With --delayed-labels: the longest key of a record awaiting its label; a longer one is dead-lettered (key_too_large)."`
+	PendingMaxAge      time.Duration `default:"0s" help:"With --delayed-labels: how long a record waits for its label, by record timestamps (0: until evicted)."`
 }
 
 func (c *runCmd) Validate() error {
@@ -225,6 +227,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		CheckpointEvery: c.CheckpointEvery, CheckpointInterval: c.CheckpointInterval, Checkpoints: cp,
 		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
 		DelayedLabels: c.DelayedLabels, LabelTopic: c.LabelTopic, PendingMaxRecords: c.PendingMaxRecords, PendingMaxAge: c.PendingMaxAge,
+		PendingMaxBytes: c.PendingMaxBytes, PendingMaxKeyBytes: c.PendingMaxKeyBytes,
 		Log: log,
 	}
 	mc, err := c.modelConfig(c.fieldFlags, labels)
