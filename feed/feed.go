@@ -233,7 +233,11 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 			return nil
 		}
 		if err := w.WriteMessages(ctx, batch...); err != nil {
-			return fmt.Errorf("produce to %s: %w", cfg.Topic, summarize(err))
+			err = summarize(err)
+			if errors.Is(err, kafka.UnknownTopicOrPartition) && !cfg.AutoCreateTopic {
+				return fmt.Errorf("produce to %s: the topic does not exist: create it, or pass --auto-create: %w", cfg.Topic, err)
+			}
+			return fmt.Errorf("produce to %s: %w", cfg.Topic, err)
 		}
 		sent += int64(len(batch))
 		batch = batch[:0]

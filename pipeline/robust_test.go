@@ -10,10 +10,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -561,4 +563,52 @@ func TestModelMemoryCountsThePendingStore(t *testing.T) {
 	if err != nil || mem.Held < 64<<20 || mem.Held > 80<<20 || !strings.Contains(per, "in 64 MB") {
 		t.Fatalf("estimate %+v %q %v", mem, per, err)
 	}
+}
+
+// TestAutoCreateMakesTheOutputTopicsAtStart: with --auto-create the
+// output and dead-letter topics exist once the member serves, before any
+// record is written to them (a tail could not start while every record
+// was dead-lettered); a missing input topic is said loudly.
+func TestAutoCreateMakesTheOutputTopicsAtStart(t *testing.T) {
+	b := startBroker(t, "in", "other")
+	cfg := testConfig(t, b, "perceptron")
+	cfg.AutoCreateTopics = true
+	cfg.Metrics = NewMetrics(nil)
+	runMember(t, cfg)
+	waitFor(t, "readiness", 20*time.Second, cfg.Metrics.Ready)
+	cl := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
+	md, err := cl.Metadata(context.Background(), &kafka.MetadataRequest{Topics: []string{"out", "in.dlq"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range md.Topics {
+		if tp.Error != nil || len(tp.Partitions) == 0 {
+			t.Errorf("topic %s: %v, %d partitions", tp.Name, tp.Error, len(tp.Partitions))
+		}
+	}
+
+	typo := testConfig(t, b, "perceptron")
+	typo.Topic, typo.Group, typo.AutoCreateTopics = "inn", "g2", true
+	tlogs := &syncWriter{w: &bytes.Buffer{}}
+	typo.Log = zerolog.New(tlogs)
+	typo.Metrics = NewMetrics(nil)
+	runMember(t, typo)
+	waitFor(t, "the warning", 20*time.Second, func() bool {
+		tlogs.mu.Lock()
+		s := tlogs.w.String()
+		tlogs.mu.Unlock()
+		return strings.Contains(s, "the INPUT topic does not exist") && strings.Contains(s, `"existing_topics":["in","in.dlq","other","out"]`)
+	})
+}
+
+// syncWriter lets a test read a log the member writes from its goroutines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -60,12 +62,36 @@ func (m *member) prepare(ctx context.Context) error {
 				lt, partitions[lt], cfg.Topic, partitions[cfg.Topic])
 		}
 	}
+	if !exists[cfg.Topic] {
+		// The group would wait on a topic nobody writes to; a typo in
+		// --topic looks exactly like a quiet stream.
+		ev := cfg.Log.Warn()
+		if cfg.AutoCreateTopics {
+			ev = cfg.Log.Error()
+		}
+		ev.Str("topic", cfg.Topic).Strs("existing_topics", m.topicNames(ctx, 20)).
+			Msg("the INPUT topic does not exist: with --auto-create it is created empty and the member waits on it; check --topic for a typo")
+	}
+	var created []string
 	for _, t := range []struct{ name, role, flag string }{
 		{cfg.OutputTopic, "output", "--output-topic"}, {cfg.DLQTopic, "dead-letter", "--dlq-topic"},
 	} {
-		if !exists[t.name] && !cfg.AutoCreateTopics {
+		if exists[t.name] {
+			continue
+		}
+		if !cfg.AutoCreateTopics {
 			return fmt.Errorf("%s topic %q does not exist: create it, fix %s, or pass --auto-create", t.role, t.name, t.flag)
 		}
+		// Created now, not at the first write: a tail of the predictions
+		// can start at once, even while every record is dead-lettered.
+		p := &producer{client: m.client, topic: t.name, autoCreate: true}
+		if _, err := p.partitions(ctx); err != nil && !errors.Is(err, kafka.LeaderNotAvailable) {
+			return fmt.Errorf("%s topic %q does not exist and the brokers did not create it (auto.create.topics.enable?): create it, or fix %s: %w", t.role, t.name, t.flag, err)
+		}
+		created = append(created, t.name)
+	}
+	if len(created) > 0 {
+		cfg.Log.Info().Strs("topics", created).Msg("created the missing output topics (--auto-create)")
 	}
 	brokerLimit := 0
 	if len(md.Brokers) > 0 {
@@ -109,4 +135,21 @@ func (m *member) configLimit(ctx context.Context, typ kafka.ResourceType, name, 
 		}
 	}
 	return 0
+}
+
+// topicNames lists up to n topics of the cluster, for a message about a
+// topic that is not there; nil when the brokers will not say.
+func (m *member) topicNames(ctx context.Context, n int) []string {
+	md, err := m.client.Metadata(ctx, &kafka.MetadataRequest{})
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, t := range md.Topics {
+		if !t.Internal && !strings.HasPrefix(t.Name, "__") {
+			names = append(names, t.Name)
+		}
+	}
+	slices.Sort(names)
+	return names[:min(n, len(names))]
 }

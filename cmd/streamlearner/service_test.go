@@ -368,6 +368,10 @@ func TestRunDetectsEvents(t *testing.T) {
 	if out, err := execute(t, "produce", "--brokers", b.Addr(), "--topic", "ev", "--data", "../../testdata/adult.train.3000.jsonl.gz", "--limit", "300"); err != nil {
 		t.Fatalf("produce: %q %v", out, err)
 	}
+	// A topic that is not there: the error says what to do.
+	if _, err := execute(t, "produce", "--brokers", b.Addr(), "--topic", "evv", "--data", "../../testdata/adult.train.3000.jsonl.gz", "--limit", "3"); err == nil || !strings.Contains(err.Error(), "pass --auto-create") {
+		t.Fatalf("produce to a missing topic: %v", err)
+	}
 	args := []string{"run", "--brokers", b.Addr(), "--topic", "ev", "--group", "g", "--output-topic", "out", "--learner", "rbp:budget=50",
 		"--label-field", "income", "--key-field", "id", "--positive", ">50K", "--scale", "online", "--log-level", "warn", "--metrics-addr", "",
 		"--flush-interval", "50ms"}
