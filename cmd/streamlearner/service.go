@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -132,6 +134,7 @@ type runCmd struct {
 	SessionTimeout     time.Duration `default:"10s" help:"How long a silent member keeps its partitions."`
 	RebalanceTimeout   time.Duration `default:"10s" help:"How long members get to stop their workers in a rebalance."`
 	MetricsAddr        string        `default:"127.0.0.1:9464" help:"Serve /metrics, /healthz and /readyz here (empty: off)."`
+	LogEvery           time.Duration `default:"30s" help:"Log a progress line this often: records/s, and per partition records, windowed mistake rate and support (0: none). A summary is logged when the member stops."`
 	ResetModel         bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
 
 	DelayedLabels      bool          `help:"Labels may come after their records: a keyed record without a label is predicted and waits for a label message (its key and label, no feature) in the same topic and partition; see docs/delayed.md."`
@@ -270,8 +273,68 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	return pipeline.Run(ctx, cfg)
+	if cfg.Metrics == nil {
+		cfg.Metrics = pipeline.NewMetrics(nil) // for the progress lines and the summary
+	}
+	start := time.Now()
+	if c.LogEvery > 0 {
+		go logProgress(ctx, log, cfg.Metrics, c.LogEvery)
+	}
+	err = pipeline.Run(ctx, cfg)
+	logSummary(log, cfg.Metrics, time.Since(start))
+	return err
 }
+
+// logProgress logs, every interval until ctx ends, the records/s since the
+// last line and each served partition's records, windowed mistake rate
+// and support: what an operator tailing the log wants to see move.
+func logProgress(ctx context.Context, log zerolog.Logger, m *pipeline.Metrics, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last, at := 0.0, time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			total := 0.0
+			parts := zerolog.Dict()
+			for _, p := range m.Partitions() {
+				total += p.Consumed
+				if p.Served {
+					parts.Dict(strconv.Itoa(p.Partition), zerolog.Dict().Float64("records", p.Consumed).
+						Float64("window_mistakes_pct", round2(100*p.WindowRate)).Float64("support", p.Support))
+				}
+			}
+			log.Info().Float64("records_per_s", round2((total-last)/now.Sub(at).Seconds())).Float64("records", total).
+				Dict("partitions", parts).Msg("progress")
+			last, at = total, now
+		}
+	}
+}
+
+// logSummary logs what the member did before it stopped, per partition
+// it served and in all.
+func logSummary(log zerolog.Logger, m *pipeline.Metrics, elapsed time.Duration) {
+	var consumed, learned, mistakes, dead float64
+	parts := zerolog.Dict()
+	for _, p := range m.Partitions() {
+		consumed, learned, mistakes, dead = consumed+p.Consumed, learned+p.Learned, mistakes+p.Mistakes, dead+p.DeadLetters
+		d := zerolog.Dict().Float64("records", p.Consumed).Float64("learned", p.Learned).Float64("dead_letters", p.DeadLetters)
+		if p.Learned > 0 {
+			d.Float64("mistakes_pct", round2(100*p.Mistakes/p.Learned))
+		}
+		parts.Dict(strconv.Itoa(p.Partition), d)
+	}
+	ev := log.Info().Dur("elapsed", elapsed.Round(time.Millisecond)).Float64("records", consumed).Float64("learned", learned).
+		Float64("dead_letters", dead).Dict("partitions", parts)
+	if learned > 0 {
+		ev.Float64("mistakes_pct", round2(100*mistakes/learned))
+	}
+	ev.Msg("member stopped: summary")
+}
+
+func round2(x float64) float64 { return math.Round(100*x) / 100 }
 
 // inputKind decides whether the input topic holds named-field events:
 // --input says so, or (auto) the topic's first records do, as replay

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rs/zerolog"
+	"github.com/streamlearner/streamlearner/pipeline"
 	"image/png"
 	"io"
 	"math"
@@ -15,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -395,4 +399,52 @@ func TestRunDetectsEvents(t *testing.T) {
 	if n := strings.Count(out, "\n"); n != 300 || !strings.Contains(out, `"key":"adult-`) {
 		t.Fatalf("%d predictions:\n%.500s", n, out)
 	}
+}
+
+// TestProgressAndSummaryLogs: run logs a progress line every --log-every
+// with records/s and each served partition's figures, and a summary with
+// mistake rates when it stops.
+func TestProgressAndSummaryLogs(t *testing.T) {
+	m := pipeline.NewMetrics(nil)
+	m.Consumed.WithLabelValues("0").Add(1000)
+	m.Learned.WithLabelValues("0").Add(800)
+	m.Mistakes.WithLabelValues("0").Add(200)
+	m.WindowRate.WithLabelValues("0").Set(0.125)
+	m.Support.WithLabelValues("0").Set(100)
+	m.Consumed.WithLabelValues("3").Add(10)
+	m.DeadLetters.WithLabelValues("3", "invalid_json").Add(10)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	log := zerolog.New(zerolog.SyncWriter(&lockedWriter{&mu, &buf}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { logProgress(ctx, log, m, 20*time.Millisecond); close(done) }()
+	waitFor(t, "a progress line", 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(buf.String(), `"message":"progress"`)
+	})
+	cancel()
+	<-done
+	logSummary(log, m, time.Second)
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{`"records":1010`, `"partitions":{"0":{"records":1000,"window_mistakes_pct":12.5,"support":100}}`,
+		`"message":"member stopped: summary"`, `"mistakes_pct":25`, `"3":{"records":10,"learned":0,"dead_letters":10}`, `"dead_letters":10,`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("logs lack %s:\n%s", want, out)
+		}
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
