@@ -500,7 +500,7 @@ func TestLabelMap(t *testing.T) {
 	if !errors.As(err, &e) || e.Reason != ReasonBadLabel || keep {
 		t.Fatalf("Map(%q) = keep %v, error %v; want bad_label", ex.Label, keep, err)
 	}
-	want := `label "7" is not binary (+1/-1, 1/0, true/false); name the positive classes`
+	want := `label "7" is not binary (+1/-1, 1/0, true/false): name the positive class(es) with --positive (and the negative ones with --negative), or learn many classes with --classes`
 	if e.Detail != want {
 		t.Errorf("detail %q, want %q", e.Detail, want)
 	}

@@ -53,7 +53,7 @@ func (m LabelMap) Map(label string) (y int, keep bool, err error) {
 		}
 		return 0, false, &Error{
 			Reason: ReasonBadLabel,
-			Detail: fmt.Sprintf("label %s is not binary (+1/-1, 1/0, true/false); name the positive classes", quote([]byte(label))),
+			Detail: fmt.Sprintf("label %s is not binary (+1/-1, 1/0, true/false): name the positive class(es) with --positive (and the negative ones with --negative), or learn many classes with --classes", quote([]byte(label))),
 		}
 	}
 	if slices.Contains(m.Positive, label) {

@@ -31,6 +31,7 @@ type Set struct {
 	Path    string
 	X       []sparse.Vector
 	Y       []int // +1, −1, or 0 for an unlabeled record
+	Lines   []int // each record's line in its file, for messages
 	Dim     int   // largest feature index seen
 	Dropped int   // records the label map dropped (labels in neither class)
 }
@@ -50,6 +51,28 @@ type Options struct {
 	// empty feature vectors are allowed (LIBSVM files may hold all-zero
 	// points).
 	Limits codec.Limits
+	// MaxBad is how many malformed records (or labels the map refuses)
+	// are skipped, each passed to Bad, before one more fails the load; 0
+	// (default) fails at the first, naming its line.
+	MaxBad int
+	// Bad, if set, receives each skipped record's file line and error.
+	Bad func(line int, err error)
+}
+
+// skip decides on a bad record at line: nil while the budget lasts (the
+// record is skipped and reported), else the error that ends the load.
+func (o *Options) skip(skipped *int, line int, err error) error {
+	if *skipped >= o.MaxBad {
+		if o.MaxBad > 0 {
+			return fmt.Errorf("line %d: %w (one more than --max-bad %d)", line, err, o.MaxBad)
+		}
+		return fmt.Errorf("line %d: %w", line, err)
+	}
+	*skipped++
+	if o.Bad != nil {
+		o.Bad(line, err)
+	}
+	return nil
 }
 
 // maxLine bounds one line, like codec's default record limit but larger:
@@ -75,9 +98,10 @@ func Load(ctx context.Context, path string, opts Options) (*Set, error) {
 // Read is Load on an open reader.
 func Read(ctx context.Context, r io.Reader, opts Options) (*Set, error) {
 	s := &Set{}
-	dropped, err := each(ctx, r, opts, func(x sparse.Vector, y int) {
+	dropped, err := each(ctx, r, opts, func(line int, x sparse.Vector, y int) {
 		s.X = append(s.X, x)
 		s.Y = append(s.Y, y)
+		s.Lines = append(s.Lines, line)
 		s.Dim = max(s.Dim, int(x.MaxIndex()))
 	})
 	if err != nil {
@@ -92,7 +116,7 @@ func Read(ctx context.Context, r io.Reader, opts Options) (*Set, error) {
 // decoded, so that the caller can use the first records while the rest
 // are still being read. It returns how many records the label map dropped,
 // and the first error, as Load reports it.
-func Each(ctx context.Context, path string, opts Options, fn func(x sparse.Vector, y int)) (dropped int, err error) {
+func Each(ctx context.Context, path string, opts Options, fn func(line int, x sparse.Vector, y int)) (dropped int, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("load data: %w", err)
@@ -105,18 +129,19 @@ func Each(ctx context.Context, path string, opts Options, fn func(x sparse.Vecto
 }
 
 // each is Each on an open reader.
-func each(ctx context.Context, r io.Reader, opts Options, fn func(x sparse.Vector, y int)) (dropped int, err error) {
-	kept := 0
-	err = scan(ctx, r, opts.Limits, func(line int, ex codec.Example) (bool, error) {
+func each(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sparse.Vector, y int)) (dropped int, err error) {
+	kept, skipped := 0, 0
+	bad := func(line int, err error) error { return opts.skip(&skipped, line, err) }
+	err = scan(ctx, r, opts.Limits, bad, func(line int, ex codec.Example) (bool, error) {
 		y, keep, err := opts.Labels.Map(ex.Label)
 		if err != nil {
-			return false, fmt.Errorf("line %d: %w", line, err)
+			return true, bad(line, err)
 		}
 		if !keep {
 			dropped++
 			return true, nil
 		}
-		fn(ex.X, y)
+		fn(line, ex.X, y)
 		kept++
 		return opts.Limit <= 0 || kept < opts.Limit, nil
 	})
@@ -130,6 +155,7 @@ type RawSet struct {
 	Path   string
 	X      []sparse.Vector
 	Labels []string // canonical label tokens (codec.CanonicalLabel); "" for an unlabeled record
+	Lines  []int    // each record's line in its file
 	Dim    int      // largest feature index seen
 }
 
@@ -145,9 +171,11 @@ func LoadRaw(ctx context.Context, path string, opts Options) (*RawSet, error) {
 	}
 	defer f.Close()
 	s := &RawSet{Path: path}
-	err = scan(ctx, f, opts.Limits, func(_ int, ex codec.Example) (bool, error) {
+	skipped := 0
+	err = scan(ctx, f, opts.Limits, func(line int, err error) error { return opts.skip(&skipped, line, err) }, func(line int, ex codec.Example) (bool, error) {
 		s.X = append(s.X, ex.X)
 		s.Labels = append(s.Labels, ex.Label)
+		s.Lines = append(s.Lines, line)
 		s.Dim = max(s.Dim, int(ex.X.MaxIndex()))
 		return opts.Limit <= 0 || len(s.X) < opts.Limit, nil
 	})
@@ -167,7 +195,7 @@ func LoadRaw(ctx context.Context, path string, opts Options) (*RawSet, error) {
 // fn sees exactly what a sequential loop would show it, and the first
 // error in file order is the one returned. On a9a this halves the load
 // time on two cores (docs/performance.md).
-func scan(ctx context.Context, r io.Reader, lim codec.Limits, fn func(line int, ex codec.Example) (more bool, err error)) error {
+func scan(ctx context.Context, r io.Reader, lim codec.Limits, bad func(line int, err error) error, fn func(line int, ex codec.Example) (more bool, err error)) error {
 	br, closeGzip, err := gunzipped(r)
 	if err != nil {
 		return err
@@ -209,6 +237,12 @@ func scan(ctx context.Context, r io.Reader, lim codec.Limits, fn func(line int, 
 	for b := range results {
 		<-b.ready
 		for k, ex := range b.exs {
+			if b.errs[k] != nil {
+				if err := bad(b.line[k], b.errs[k]); err != nil {
+					return err
+				}
+				continue
+			}
 			more, err := fn(b.line[k], ex)
 			if err != nil {
 				return err
@@ -237,27 +271,26 @@ const (
 
 // batch is a run of consecutive records: their bytes end to end in buf
 // (record k is buf[end[k-1]:end[k]]) and their line numbers. decode fills
-// exs, in order, up to the first malformed record, whose error is err; a
-// batch that only carries a read error (or the context's) has no records.
+// exs and errs, in order, a record or the error of a malformed one each;
+// a batch that only carries a read error (or the context's, in err) has no
+// records.
 type batch struct {
 	buf   []byte
 	end   []int
 	line  []int
 	exs   []codec.Example
+	errs  []error
 	err   error
 	ready chan struct{}
 }
 
 func (b *batch) decode(lim codec.Limits) {
 	start := 0
-	b.exs = b.exs[:0]
-	for k, e := range b.end {
+	b.exs, b.errs = b.exs[:0], b.errs[:0]
+	for _, e := range b.end {
 		ex, err := codec.Decode(b.buf[start:e], lim)
-		if err != nil {
-			b.err = fmt.Errorf("line %d: %w", b.line[k], err)
-			return
-		}
 		b.exs = append(b.exs, ex)
+		b.errs = append(b.errs, err)
 		start = e
 	}
 }
@@ -270,7 +303,7 @@ func readBatches(ctx context.Context, br *bufio.Reader, done <-chan struct{}, to
 	next := func() *batch {
 		select {
 		case b := <-free:
-			b.buf, b.end, b.line, b.exs = b.buf[:0], b.end[:0], b.line[:0], b.exs[:0]
+			b.buf, b.end, b.line, b.exs, b.errs = b.buf[:0], b.end[:0], b.line[:0], b.exs[:0], b.errs[:0]
 			b.ready = make(chan struct{})
 			return b
 		default:

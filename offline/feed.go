@@ -23,6 +23,7 @@ type Feed struct {
 	d      *Data
 	x      []sparse.Vector // the loader's own; x[:published] is shared
 	labels []string
+	lines  []int // file lines, when the loader gives them (AddAt)
 }
 
 // feedGroup is how many records the loader adds between publications: a
@@ -35,6 +36,7 @@ type live struct {
 	mu      sync.Mutex
 	x       []sparse.Vector // published records (headers copied under mu)
 	labels  []string
+	lines   []int
 	ended   bool
 	err     error
 	changed chan struct{} // closed and replaced at each publication
@@ -51,6 +53,17 @@ func (f *Feed) Data() *Data { return f.d }
 // Add appends a record with its label y: +1, −1, or 0 for an unlabeled
 // record (the tokens of FromSet). x must not change afterwards.
 func (f *Feed) Add(x sparse.Vector, y int) {
+	f.add(x, y)
+}
+
+// AddAt is Add for the record at a line of its file, which errors about
+// it then name.
+func (f *Feed) AddAt(line int, x sparse.Vector, y int) {
+	f.lines = append(f.lines, line)
+	f.add(x, y)
+}
+
+func (f *Feed) add(x sparse.Vector, y int) {
 	f.x = append(f.x, x)
 	f.labels = append(f.labels, binaryToken(y))
 	if len(f.x)%feedGroup == 0 {
@@ -69,7 +82,7 @@ func (f *Feed) publish(end bool, err error) {
 	if l.ended {
 		return
 	}
-	l.x, l.labels = f.x, f.labels
+	l.x, l.labels, l.lines = f.x, f.labels, f.lines
 	l.ended, l.err = end, err
 	close(l.changed)
 	l.changed = make(chan struct{})
@@ -83,8 +96,8 @@ func (d *Data) upTo(ctx context.Context, i int) *Data {
 	if d.live == nil {
 		return d
 	}
-	x, labels, _, _ := d.live.wait(ctx, i)
-	return &Data{X: x, Labels: labels, mapped: true}
+	x, labels, lines, _, _ := d.live.wait(ctx, i)
+	return &Data{X: x, Labels: labels, Lines: lines, mapped: true}
 }
 
 // complete waits for d's feed to end and returns the whole data set, or
@@ -93,31 +106,31 @@ func (d *Data) complete(ctx context.Context) (*Data, error) {
 	if d.live == nil {
 		return d, nil
 	}
-	x, labels, ended, err := d.live.wait(ctx, math.MaxInt)
+	x, labels, lines, ended, err := d.live.wait(ctx, math.MaxInt)
 	switch {
 	case err != nil:
 		return nil, err
 	case !ended:
 		return nil, ctx.Err()
 	}
-	return &Data{X: x, Labels: labels, mapped: true}, nil
+	return &Data{X: x, Labels: labels, Lines: lines, mapped: true}, nil
 }
 
 // wait returns what is published once it holds more than i records, once
 // the feed has ended (with the loader's error), or when ctx ends.
-func (l *live) wait(ctx context.Context, i int) (x []sparse.Vector, labels []string, ended bool, err error) {
+func (l *live) wait(ctx context.Context, i int) (x []sparse.Vector, labels []string, lines []int, ended bool, err error) {
 	for {
 		l.mu.Lock()
-		x, labels, ended, err = l.x, l.labels, l.ended, l.err
+		x, labels, lines, ended, err = l.x, l.labels, l.lines, l.ended, l.err
 		changed := l.changed
 		l.mu.Unlock()
 		if len(x) > i || ended {
-			return x, labels, ended, err
+			return x, labels, lines, ended, err
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return x, labels, false, nil
+			return x, labels, lines, false, nil
 		}
 	}
 }

@@ -65,6 +65,17 @@ type Config struct {
 	// Window is the number of labeled rounds in the windowed mistake rate
 	// of the points. Default prequential.DefaultWindow (1000).
 	Window int
+	// Prediction, if set, receives each record's prediction in the first
+	// run (the first learner, the first order), as it is made: for VW's
+	// -p. Runs call it from their goroutine.
+	Prediction func(Prediction)
+	// MaxBad is how many records the model refuses (a *codec.Error: a
+	// malformed event, a value over the limits, a label outside the map)
+	// each run skips before one more ends it; 0 (default): none. Bad, if
+	// set, receives the first run's skipped records' errors, which name
+	// their file line when Data.Lines is known.
+	MaxBad int
+	Bad    func(error)
 	// Model is the template of every run's partition model: how messages
 	// are read (records or events), labels and classes. Its Learner,
 	// Kernel, Seed and Window are set per run from the fields above.
@@ -135,6 +146,9 @@ type Data struct {
 	X      []sparse.Vector
 	Labels []string // canonical label tokens; "" for an unlabeled record
 	Events [][]byte
+	// Lines are the records' lines in their file, for errors; nil: errors
+	// number records from 1 instead.
+	Lines []int
 
 	// mapped says Labels hold the ±1 tokens of labels already mapped to
 	// binary targets (FromSet, a Feed): the runs then read them with the
@@ -160,7 +174,7 @@ func FromSet(s *dataset.Set) *Data {
 	if s == nil {
 		return nil
 	}
-	d := &Data{X: s.X, Labels: make([]string, len(s.Y)), mapped: true}
+	d := &Data{X: s.X, Labels: make([]string, len(s.Y)), Lines: s.Lines, mapped: true}
 	for i, y := range s.Y {
 		d.Labels[i] = binaryToken(y)
 	}
@@ -188,6 +202,9 @@ type Result struct {
 	Kernel   string `json:"kernel"`
 	Orders   int    `json:"orders"`
 	Examples int    `json:"examples"`
+	// Skipped is how many records the model refused and a run skipped
+	// under Config.MaxBad (the most of any order).
+	Skipped int `json:"skipped,omitempty"`
 	// Classes, Accuracy, MacroF1, Recall and Confusion are set for
 	// many-class runs: the classes (in the order the first order met
 	// them), the mean accuracy and macro-F1 over orders, and per-class
@@ -246,6 +263,7 @@ type run struct {
 	learner, order int
 	rows           []rowStats
 	seen           int // records played
+	skipped        int // records the model refused, under Config.MaxBad
 	classes        []string
 	seconds        float64
 	margins        []float64 // for the trace
@@ -436,9 +454,44 @@ func step(m *model.Model, d *Data, j int, learn bool) (model.Result, error) {
 		r, err = m.PredictVector(d.X[j], []byte(d.Labels[j]))
 	}
 	if err != nil {
-		return r, fmt.Errorf("record %d: %w", j+1, err)
+		return r, fmt.Errorf("%s: %w", d.where(j), err)
 	}
 	return r, nil
+}
+
+// Prediction is one record's prediction: its file line (0: unknown), key
+// (events with a key field), the predicted class or ±1, the margin, and the
+// label ("" when unlabeled).
+type Prediction struct {
+	Line      int     `json:"line,omitempty"`
+	Key       string  `json:"key,omitempty"`
+	Predicted string  `json:"prediction"`
+	Margin    float64 `json:"margin"`
+	Label     string  `json:"label,omitempty"`
+}
+
+func predictionOf(m *model.Model, d *Data, j int, r model.Result) Prediction {
+	p := Prediction{Key: string(r.Key), Margin: r.Margin, Predicted: fmt.Sprintf("%+d", r.Predicted)}
+	if j < len(d.Lines) {
+		p.Line = d.Lines[j]
+	}
+	if m.Multi() {
+		p.Predicted = r.Class
+		if r.Labeled {
+			p.Label = m.Class(r.Label)
+		}
+	} else if r.Labeled {
+		p.Label = fmt.Sprintf("%+d", r.Label)
+	}
+	return p
+}
+
+// where names record j: its file line when known.
+func (d *Data) where(j int) string {
+	if j < len(d.Lines) {
+		return fmt.Sprintf("line %d", d.Lines[j])
+	}
+	return fmt.Sprintf("record %d", j+1)
 }
 
 // trainer plays the training pass: each record predicted then learned at
@@ -446,7 +499,7 @@ func step(m *model.Model, d *Data, j int, learn bool) (model.Result, error) {
 type trainer struct {
 	m       *model.Model
 	delayer *model.Delayer
-	margin  float64            // the last record's prediction, under a delay
+	res     model.Result       // the last record's prediction, under a delay
 	see     func(model.Result) // the Delayer's callback, made once
 }
 
@@ -464,17 +517,16 @@ func newTrainer(m *model.Model, delay int) (*trainer, error) {
 	// labels it revealed (Late): a trace and a margin are the record's.
 	t.see = func(r model.Result) {
 		if !r.Late {
-			t.margin = r.Margin
+			t.res = r
 		}
 	}
 	return t, nil
 }
 
-// step plays training record j of d and returns its prediction's margin.
-func (t *trainer) step(d *Data, j int) (float64, error) {
+// step plays training record j of d and returns its prediction.
+func (t *trainer) step(d *Data, j int) (model.Result, error) {
 	if t.delayer == nil {
-		r, err := step(t.m, d, j, true)
-		return r.Margin, err
+		return step(t.m, d, j, true)
 	}
 	var err error
 	if d.Events != nil {
@@ -483,9 +535,9 @@ func (t *trainer) step(d *Data, j int) (float64, error) {
 		err = t.delayer.StepVector(d.X[j], []byte(d.Labels[j]), t.see)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("record %d: %w", j+1, err)
+		return model.Result{}, fmt.Errorf("%s: %w", d.where(j), err)
 	}
-	return t.margin, nil
+	return t.res, nil
 }
 
 // flush reveals the labels still held back, so that every record played
@@ -602,13 +654,31 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 		if perm != nil {
 			j = perm[i]
 		}
-		margin, err := tr.step(data, j)
+		res, err := tr.step(data, j)
+		margin := res.Margin
+		var ce *codec.Error
+		if err != nil && errors.As(err, &ce) && r.skipped < cfg.MaxBad {
+			// A record the model refuses changes nothing in it: skipped,
+			// counted, and said once (by the first run).
+			r.skipped++
+			r.seen = i + 1
+			if cfg.Bad != nil && r.learner == 0 && r.order == 0 {
+				cfg.Bad(err)
+			}
+			continue
+		}
 		if err != nil {
+			if cfg.MaxBad > 0 && ce != nil {
+				return fmt.Errorf("%w (one more than --max-bad %d)", err, cfg.MaxBad)
+			}
 			return err
 		}
 		r.seen = i + 1
 		if r.margins != nil {
 			r.margins = append(r.margins, margin)
+		}
+		if cfg.Prediction != nil && r.learner == 0 && r.order == 0 {
+			cfg.Prediction(predictionOf(m, data, j, res))
 		}
 		// Under a delay the last point waits for the flush below, so
 		// that it, like the result, scores every label.
@@ -664,7 +734,8 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 	names, kernels := cfg.rowNames()
 	out := make([]Result, 0, len(names))
 	for row, canon := range names {
-		var mr, br, kappa, upd, sup, supMax, acc, eps, seen, sw []float64
+		var mr, br, kappa, upd, sup, supMax, acc, eps, seen, played, sw []float64
+		skipped := 0
 		complete := true
 		for _, r := range runs {
 			if r.seen == 0 {
@@ -676,6 +747,8 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 				}
 				complete = complete && r.seen == n
 				seen = append(seen, float64(r.seen))
+				played = append(played, float64(r.seen-r.skipped))
+				skipped = max(skipped, r.skipped)
 				mr = append(mr, rs.mistakeRate)
 				br = append(br, rs.baselineRate)
 				kappa = append(kappa, rs.kappa)
@@ -692,7 +765,7 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 		}
 		complete = complete && len(seen) == orders
 		res := Result{
-			Spec: canon, Kernel: kernels[row], Orders: len(seen), Examples: int(math.Round(mean(seen))),
+			Spec: canon, Kernel: kernels[row], Orders: len(seen), Examples: int(math.Round(mean(played))), Skipped: skipped,
 			ExamplesPerSecond: mean(eps), Interrupted: !complete, Updates: mean(upd), BaselineRate: mean(br),
 			Delay: cfg.Delay,
 		}

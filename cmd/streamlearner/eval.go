@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -44,8 +46,12 @@ type evalCmd struct {
 	Curve       string   `placeholder:"FILE" help:"Write the learning curve, a point every --print-every records (default 1000) per run: CSV, or JSON lines when FILE ends in .jsonl or .json."`
 	Window      int      `default:"1000" help:"Labeled records in the windowed mistake rate of the running metrics."`
 	Delay       int      `placeholder:"N" help:"Reveal each label N records after its record (delayed progressive validation); 0: at once."`
+	MaxBad      int      `placeholder:"N" help:"Skip up to N bad records (malformed, over the limits, a label outside the map), each reported by file line on stderr, before one more fails the run (0: the first fails it)."`
+	Predictions string   `placeholder:"FILE" help:"Write each record's prediction (first order): line, key, prediction (class or ±1), margin, label; CSV, or JSON lines when FILE ends in .jsonl or .json."`
 
 	stats *dataset.Stats // --standardize: the training set's
+	badMu sync.Mutex
+	bad   int // records skipped so far (loading and learning)
 }
 
 func (c *evalCmd) Validate() error {
@@ -131,6 +137,7 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	cfg := offline.Config{
 		Learners: c.Learner, Kernel: kern, Orders: c.Orders, Seed: c.Seed,
 		KeepOrder: c.KeepOrder, Jobs: c.Jobs, Model: mc, Delay: c.Delay,
+		MaxBad: c.MaxBad, Bad: c.badLine,
 	}
 	if cfg.Select, cfg.Challengers, err = c.selection(); err != nil {
 		return err
@@ -142,6 +149,13 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 		}
 		defer f.Close()
 		cfg.Trace = f
+	}
+	if c.Predictions != "" {
+		closePreds, err := c.predictions(&cfg)
+		if err != nil {
+			return err
+		}
+		defer closePreds()
 	}
 	bar := progress.New(os.Stderr, "eval")
 	cfg.Progress = bar.Update
@@ -163,6 +177,9 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 		werr = offline.WriteJSON(out, results)
 	} else {
 		werr = offline.WriteTable(out, results)
+	}
+	if c.bad > 0 {
+		fmt.Fprintf(os.Stderr, "streamlearner: %d bad records skipped (--max-bad %d)\n", c.bad, c.MaxBad)
 	}
 	return errors.Join(err, werr)
 }
@@ -203,7 +220,7 @@ func (c *evalCmd) stream(ctx context.Context, labels codec.LabelMap) *offline.Da
 	restore := relaxGC(c.Data)
 	go func() {
 		defer restore()
-		_, err := dataset.Each(ctx, c.Data, dataset.Options{Labels: labels, Limit: c.Limit}, feed.Add)
+		_, err := dataset.Each(ctx, c.Data, c.loadOptions(labels, c.Limit), feed.AddAt)
 		feed.End(err)
 	}()
 	return feed.Data()
@@ -217,22 +234,36 @@ func (c *evalCmd) load(ctx context.Context, path string, mc model.Config, labels
 	switch {
 	case mc.Events:
 		d := &offline.Data{Events: [][]byte{}}
-		err := dataset.LinesOf(ctx, path, func(_ int, b []byte) (bool, error) {
+		// The first records say whether a field looks like free text.
+		dec, err := codec.NewEventDecoder(mc.Event)
+		if err != nil {
+			return nil, err
+		}
+		var ev codec.Event
+		var text textFields
+		err = dataset.LinesOf(ctx, path, func(line int, b []byte) (bool, error) {
 			d.Events = append(d.Events, bytes.Clone(b))
+			d.Lines = append(d.Lines, line)
+			if len(d.Events) <= 1000 && dec.Decode(b, &ev) == nil {
+				text.see(&ev)
+			}
 			return limit <= 0 || len(d.Events) < limit, nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("load %s: %w", path, err)
 		}
+		if w := text.warning(); w != "" && path == c.Data {
+			fmt.Fprintln(os.Stderr, "streamlearner: warning:", w)
+		}
 		return d, nil
 	case len(mc.Classes) > 0:
-		raw, err := dataset.LoadRaw(ctx, path, dataset.Options{Limit: limit})
+		raw, err := dataset.LoadRaw(ctx, path, c.loadOptions(codec.LabelMap{}, limit))
 		if err != nil {
 			return nil, err
 		}
-		return &offline.Data{X: raw.X, Labels: raw.Labels}, nil
+		return &offline.Data{X: raw.X, Labels: raw.Labels, Lines: raw.Lines}, nil
 	}
-	set, err := dataset.Load(ctx, path, dataset.Options{Labels: labels, Limit: limit})
+	set, err := dataset.Load(ctx, path, c.loadOptions(labels, limit))
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +276,52 @@ func (c *evalCmd) load(ctx context.Context, path string, mc model.Config, labels
 		c.stats.Standardize(set)
 	}
 	return offline.FromSet(set), nil
+}
+
+// predictions sets up --predictions on cfg; the function it returns
+// flushes and closes the file.
+func (c *evalCmd) predictions(cfg *offline.Config) (func(), error) {
+	f, err := os.Create(c.Predictions)
+	if err != nil {
+		return nil, fmt.Errorf("predictions: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	jsonl := strings.HasSuffix(c.Predictions, ".jsonl") || strings.HasSuffix(c.Predictions, ".json")
+	cw := csv.NewWriter(w)
+	if jsonl {
+		enc := json.NewEncoder(w)
+		cfg.Prediction = func(p offline.Prediction) { enc.Encode(p) }
+	} else {
+		cw.Write([]string{"line", "key", "prediction", "margin", "label"})
+		cfg.Prediction = func(p offline.Prediction) {
+			cw.Write([]string{strconv.Itoa(p.Line), p.Key, p.Predicted, strconv.FormatFloat(p.Margin, 'g', -1, 64), p.Label})
+		}
+	}
+	return func() {
+		cw.Flush()
+		w.Flush()
+		f.Close()
+	}, nil
+}
+
+// loadOptions are the loading options of the data files: the label map,
+// the limit, and --max-bad's budget, each skipped record said on stderr.
+func (c *evalCmd) loadOptions(labels codec.LabelMap, limit int) dataset.Options {
+	return dataset.Options{Labels: labels, Limit: limit, MaxBad: c.MaxBad, Bad: func(line int, err error) {
+		c.badLine(fmt.Errorf("line %d: %w", line, err))
+	}}
+}
+
+// badLine reports a skipped record on stderr, the first 20 in full.
+func (c *evalCmd) badLine(err error) {
+	c.badMu.Lock()
+	defer c.badMu.Unlock()
+	c.bad++
+	if c.bad <= 20 {
+		fmt.Fprintf(os.Stderr, "streamlearner: skipped %v\n", err)
+	} else if c.bad == 21 {
+		fmt.Fprintln(os.Stderr, "streamlearner: more records skipped; the count follows the results")
+	}
 }
 
 // curveWriter receives the running points of eval: lines for the reader

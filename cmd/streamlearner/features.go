@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -184,6 +186,7 @@ func (c *featuresCmd) Run(ctx context.Context, out io.Writer) error {
 	var ev codec.Event
 	names := map[string]uint32{} // distinct feature names → index
 	records, fields := 0, 0
+	var text textFields
 	err = dataset.LinesOf(ctx, c.Data, func(line int, b []byte) (bool, error) {
 		if err := dec.Decode(b, &ev); err != nil {
 			return false, fmt.Errorf("%s line %d: %w", c.Data, line, err)
@@ -191,6 +194,7 @@ func (c *featuresCmd) Run(ctx context.Context, out io.Writer) error {
 		x, _ := fz.Vector(&ev)
 		records++
 		fields += len(ev.Fields)
+		text.see(&ev)
 		for _, fl := range ev.Fields {
 			name, text := ev.Name(fl), ev.Text(fl)
 			key := string(name)
@@ -225,7 +229,57 @@ func (c *featuresCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "%d records, %d fields; %d distinct features (field or field=value, text tokens not counted) on %d of 2^%d indices; collisions: %d features share %d indices\n",
 		records, fields, len(names), len(byIndex), fz.Config().HashBits, shared, sharedIdx)
+	if w := text.warning(); w != "" {
+		fmt.Fprintln(out, w)
+	}
 	return nil
+}
+
+// textFields finds categorical fields that look like free text: most of
+// their values hold several words. As a category each distinct sentence is
+// one feature that never comes back; as text (--features NAME:text) its
+// words are features that do.
+type textFields struct {
+	seen, wordy map[string]int
+}
+
+// see counts an event's categorical values, and those of three words or
+// more.
+func (t *textFields) see(ev *codec.Event) {
+	if t.seen == nil {
+		t.seen, t.wordy = map[string]int{}, map[string]int{}
+	}
+	for _, fl := range ev.Fields {
+		if fl.Kind != codec.FieldCategorical {
+			continue
+		}
+		name := string(ev.Name(fl))
+		t.seen[name]++
+		if len(bytes.Fields(ev.Text(fl))) >= 3 {
+			t.wordy[name]++
+		}
+	}
+}
+
+// warning names the fields whose values are mostly several words, with
+// what to do; "" when there are none.
+func (t *textFields) warning() string {
+	var names []string
+	for name, n := range t.wordy {
+		if 2*n > t.seen[name] && t.seen[name] >= 5 {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	slices.Sort(names)
+	var kinds []string
+	for _, n := range names {
+		kinds = append(kinds, n+":text")
+	}
+	return fmt.Sprintf("fields that look like free text (most values several words), read as categories: %s; to learn from their words, pass --features %s",
+		strings.Join(names, ", "), strings.Join(kinds, ","))
 }
 
 func showRecord(out io.Writer, ev *codec.Event, x interface{ Len() int }, fz *features.Featurizer) {

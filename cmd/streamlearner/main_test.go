@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -450,4 +451,87 @@ func TestRelaxGCWhileLoading(t *testing.T) {
 		t.Errorf("with GOGC set: GOGC %d, want %d", p, before)
 	}
 	restore()
+}
+
+// TestEvalSkipsBadRecordsByLine: one bad record no longer ends a run on
+// real data: --max-bad skips up to N (malformed events, values over the
+// limit, labels outside the map), the others are learned as if the bad
+// ones were not there, errors name the file line also with random orders,
+// and --predictions writes one line per record of the first run.
+func TestEvalSkipsBadRecordsByLine(t *testing.T) {
+	dir := t.TempDir()
+	var good, all strings.Builder
+	line := 0
+	bad := map[int]bool{}
+	for i := range 200 {
+		rec := fmt.Sprintf(`{"id":"r%d","amount":%d,"shop":"s%d","label":"%s"}`, i, 10+i%17, i%5, []string{"fraud", "ok", "ok"}[i%3])
+		good.WriteString(rec + "\n")
+		if i%50 == 7 {
+			all.WriteString(`{"id":"x","amount":1e300,"label":"ok"}` + "\n")
+			line++
+			bad[line] = true
+		}
+		if i == 100 {
+			all.WriteString("{not json\n\n")
+			line += 2
+			bad[line-1] = true
+		}
+		all.WriteString(rec + "\n")
+		line++
+	}
+	goodFile, allFile := filepath.Join(dir, "good.jsonl"), filepath.Join(dir, "all.jsonl")
+	os.WriteFile(goodFile, []byte(good.String()), 0o644)
+	os.WriteFile(allFile, []byte(all.String()), 0o644)
+	args := func(file string, extra ...string) []string {
+		return append([]string{"eval", "--data", file, "--label-field", "label", "--key-field", "id", "--positive", "fraud",
+			"--learner", "rbp:budget=20", "--kernel", "rbf:gamma=0.1", "--scale", "online", "--format", "json"}, extra...)
+	}
+	// Without --max-bad the first bad record fails the run, by its line,
+	// with random orders too.
+	for _, order := range [][]string{{"--keep-order"}, {"--orders", "3"}} {
+		_, err := execute(t, args(allFile, order...)...)
+		m := regexp.MustCompile(`line (\d+): codec: (value_too_large|invalid_json)`).FindStringSubmatch(fmt.Sprint(err))
+		if m == nil {
+			t.Fatalf("%v, no --max-bad: %v", order, err)
+		}
+		if n, _ := strconv.Atoi(m[1]); !bad[n] || order[0] == "--keep-order" && n != 8 {
+			t.Fatalf("%v: line %d is not the bad one: %v", order, n, err)
+		}
+	}
+	want := evalJSON(t, args(goodFile, "--keep-order")...)
+	preds := filepath.Join(dir, "p.csv")
+	got := evalJSON(t, args(allFile, "--keep-order", "--max-bad", "5", "--predictions", preds)...)
+	if got[0].Examples != 200 || got[0].Skipped != 5 || got[0].MistakeRate != want[0].MistakeRate || got[0].Support != want[0].Support {
+		t.Fatalf("with bad records skipped %+v, without them %+v", got[0], want[0])
+	}
+	if _, err := execute(t, args(allFile, "--keep-order", "--max-bad", "4")...); err == nil || !strings.Contains(err.Error(), "one more than --max-bad 4") {
+		t.Fatalf("--max-bad 4: %v", err)
+	}
+	b, _ := os.ReadFile(preds)
+	rows := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(rows) != 201 || rows[0] != "line,key,prediction,margin,label" || !strings.HasPrefix(rows[1], "1,r0,") || !strings.HasSuffix(rows[1], ",+1") {
+		t.Fatalf("predictions: %d rows, %q %q", len(rows), rows[0], rows[1])
+	}
+	for _, r := range rows[1:] {
+		n, _ := strconv.Atoi(strings.SplitN(r, ",", 2)[0])
+		if bad[n] || n == 0 {
+			t.Fatalf("a prediction for line %d: %q", n, r)
+		}
+	}
+}
+
+// TestFreeTextIsNamed: a field whose values are sentences is read as a
+// category; features and eval say so, and how to read it as text.
+func TestFreeTextIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&b, `{"note":"customer %d called about the late parcel","amount":%d,"label":%d}`+"\n", i, i, 2*(i%2)-1)
+	}
+	file := filepath.Join(dir, "notes.jsonl")
+	os.WriteFile(file, []byte(b.String()), 0o644)
+	out, err := execute(t, "features", "--data", file)
+	if err != nil || !strings.Contains(out, "look like free text") || !strings.Contains(out, "--features note:text") {
+		t.Fatalf("features: %v\n%s", err, out)
+	}
 }
