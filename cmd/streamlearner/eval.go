@@ -50,8 +50,14 @@ type evalCmd struct {
 	Predictions string   `placeholder:"FILE" help:"Write each record's prediction (first order): line, key, prediction (class or ±1), margin, label; CSV, or JSON lines when FILE ends in .jsonl or .json."`
 
 	stats *dataset.Stats // --standardize: the training set's
-	badMu sync.Mutex
-	bad   int // records skipped so far (loading and learning)
+	skips *skipReport    // records skipped so far (loading and learning)
+}
+
+// skipReport counts the records --max-bad let through; the loader and the
+// runs report to it from their goroutines.
+type skipReport struct {
+	mu sync.Mutex
+	n  int
 }
 
 func (c *evalCmd) Validate() error {
@@ -108,6 +114,7 @@ func kernelAndLabels(kernel, positive, negative string) (learners.Kernel, codec.
 }
 
 func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
+	c.skips = &skipReport{}
 	kern, labels, err := kernelAndLabels(c.Kernel, c.Positive, c.Negative)
 	if err != nil {
 		return err
@@ -178,8 +185,8 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	} else {
 		werr = offline.WriteTable(out, results)
 	}
-	if c.bad > 0 {
-		fmt.Fprintf(os.Stderr, "streamlearner: %d bad records skipped (--max-bad %d)\n", c.bad, c.MaxBad)
+	if n := c.skips.n; n > 0 {
+		fmt.Fprintf(os.Stderr, "streamlearner: %d bad records skipped (--max-bad %d)\n", n, c.MaxBad)
 	}
 	return errors.Join(err, werr)
 }
@@ -314,12 +321,12 @@ func (c *evalCmd) loadOptions(labels codec.LabelMap, limit int) dataset.Options 
 
 // badLine reports a skipped record on stderr, the first 20 in full.
 func (c *evalCmd) badLine(err error) {
-	c.badMu.Lock()
-	defer c.badMu.Unlock()
-	c.bad++
-	if c.bad <= 20 {
+	c.skips.mu.Lock()
+	defer c.skips.mu.Unlock()
+	c.skips.n++
+	if n := c.skips.n; n <= 20 {
 		fmt.Fprintf(os.Stderr, "streamlearner: skipped %v\n", err)
-	} else if c.bad == 21 {
+	} else if n == 21 {
 		fmt.Fprintln(os.Stderr, "streamlearner: more records skipped; the count follows the results")
 	}
 }
