@@ -476,12 +476,39 @@ func Lines(ctx context.Context, r io.Reader, fn func(line int, b []byte) (more b
 	return nil
 }
 
-// LinesOf is Lines over the file at path.
+// LinesOf is Lines over the file at path; a CSV file (IsCSV) gives each
+// row as a JSON event (CSVEvents) with the line it starts on.
 func LinesOf(ctx context.Context, path string, fn func(line int, b []byte) (more bool, err error)) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if IsCSV(path) {
+		return csvLines(ctx, f, fn)
+	}
 	return Lines(ctx, f, fn)
+}
+
+// csvLines is Lines for CSV: each row as a JSON event.
+func csvLines(ctx context.Context, r io.Reader, fn func(line int, b []byte) (more bool, err error)) error {
+	br, closeGzip, err := gunzipped(r)
+	if err != nil {
+		return err
+	}
+	defer closeGzip()
+	n := 0
+	for _, row := range csvRows(br) {
+		if row.err != nil {
+			return row.err
+		}
+		if n++; n%4096 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		more, err := fn(row.line, row.event)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
 }

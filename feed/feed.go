@@ -20,6 +20,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 )
 
@@ -137,10 +138,10 @@ func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
 			yield(Message{}, fmt.Errorf("read %s: %w", cfg.Data, err))
 		}
 	}
-	if isCSV(cfg.Data) {
+	if dataset.IsCSV(cfg.Data) {
 		lines = func(yield func(Message, error) bool) {
 			n := 0
-			for row, err := range CSVEvents(r) {
+			for row, err := range dataset.CSVEvents(r) {
 				if err != nil {
 					yield(Message{}, fmt.Errorf("%s: %w", cfg.Data, err))
 					return

@@ -28,7 +28,7 @@ type evalCmd struct {
 	fieldFlags  `embed:""`
 	modelFlags  `embed:""`
 	selectFlags `embed:""`
-	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM, JSON records or JSON events (named fields), gzip allowed."`
+	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM, JSON records, JSON events (named fields), or CSV with a header row (.csv: named-field events, true/false as booleans, empty cells missing); gzip allowed."`
 	Test        string   `type:"existingfile" placeholder:"FILE" help:"Test file: accuracy of the final model."`
 	Learner     []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec name[:key=value,...], repeatable (see 'streamlearner learners')."`
 	Kernel      string   `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`

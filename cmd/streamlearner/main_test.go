@@ -535,3 +535,26 @@ func TestFreeTextIsNamed(t *testing.T) {
 		t.Fatalf("features: %v\n%s", err, out)
 	}
 }
+
+// TestEvalReadsCSV: a CSV file with a header row is events (the header
+// was read as a record and its first cell as a label): the same values as
+// JSON events give the same results.
+func TestEvalReadsCSV(t *testing.T) {
+	dir := t.TempDir()
+	var js, csvb strings.Builder
+	csvb.WriteString("id,amount,shop,online,label\n")
+	for i := range 300 {
+		online := []string{"True", "false"}[i%2]
+		fmt.Fprintf(&js, `{"id":"r%d","amount":%d,"shop":"s%d","online":%s,"label":"%s"}`+"\n", i, 10+i%17, i%5, strings.ToLower(online), []string{"fraud", "ok", "ok"}[i%3])
+		fmt.Fprintf(&csvb, "r%d,%d,s%d,%s,%s\n", i, 10+i%17, i%5, online, []string{"fraud", "ok", "ok"}[i%3])
+	}
+	jf, cf := filepath.Join(dir, "d.jsonl"), filepath.Join(dir, "d.csv")
+	os.WriteFile(jf, []byte(js.String()), 0o644)
+	os.WriteFile(cf, []byte(csvb.String()), 0o644)
+	args := []string{"--key-field", "id", "--positive", "fraud", "--learner", "rbp:budget=30", "--scale", "online", "--keep-order", "--format", "json"}
+	want := evalJSON(t, append([]string{"eval", "--data", jf}, args...)...)
+	got := evalJSON(t, append([]string{"eval", "--data", cf}, args...)...)
+	if got[0].Examples != 300 || got[0].MistakeRate != want[0].MistakeRate || got[0].Support != want[0].Support || got[0].MistakeRate == 0 {
+		t.Fatalf("CSV %+v, JSON %+v", got[0], want[0])
+	}
+}

@@ -394,7 +394,7 @@ func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger) (bool, error
 type produceCmd struct {
 	connFlags  `embed:""`
 	Topic      string  `required:"" help:"Topic to write to."`
-	Data       string  `required:"" type:"existingfile" placeholder:"FILE" help:"LIBSVM or JSON lines file (gzip allowed)."`
+	Data       string  `required:"" type:"existingfile" placeholder:"FILE" help:"LIBSVM, JSON lines, or CSV with a header row (.csv: each row sent as a JSON event; true/false as booleans, empty cells missing); gzip allowed."`
 	Rate       float64 `help:"Records per second (0: as fast as possible)."`
 	Key        string  `default:"round-robin" placeholder:"FIELD|round-robin|line" help:"Record keys: round-robin (none), line (line number) or a JSON field."`
 	Limit      int     `help:"Stop after N records (0: the whole file)."`

@@ -1,4 +1,4 @@
-package feed
+package dataset
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 	"strings"
 )
 
-// isCSV says whether a data file is CSV, by its name.
-func isCSV(path string) bool {
+// IsCSV says whether a data file is CSV, by its name (.csv, .csv.gz).
+func IsCSV(path string) bool {
 	return strings.HasSuffix(strings.ToLower(strings.TrimSuffix(path, ".gz")), ".csv")
 }
 
@@ -22,12 +22,33 @@ func isCSV(path string) bool {
 // it) and yields each row as a JSON event: an object whose keys are the
 // header's names, in header order. A cell that is a JSON number literal
 // (and finite) becomes a number, written as it is; an empty cell is null
-// (a missing value); any other cell is a string (so "2" is the number 2:
-// declare such fields categorical in the consumer's schema). A row whose
+// (a missing value); true and false, in any case (True, FALSE), are JSON
+// booleans (0/1 features, as in JSON events); any other cell is a string
+// (so "2" is the number 2: declare such fields categorical in the
+// consumer's schema). A row whose
 // cell count differs from the header's, a repeated or empty header name,
 // or a malformed line is an error naming the line.
 func CSVEvents(r io.Reader) iter.Seq2[[]byte, error] {
 	return func(yield func([]byte, error) bool) {
+		for _, row := range csvRows(r) {
+			if !yield(row.event, row.err) {
+				return
+			}
+		}
+	}
+}
+
+// csvRow is one row as a JSON event, with the file line it starts on.
+type csvRow struct {
+	line  int
+	event []byte
+	err   error
+}
+
+// csvRows is CSVEvents with each row's line.
+func csvRows(r io.Reader) iter.Seq2[int, csvRow] {
+	return func(yield func(int, csvRow) bool) {
+		ret := func(line int, ev []byte, err error) bool { return yield(line, csvRow{line, ev, err}) }
 		cr := csv.NewReader(r)
 		cr.ReuseRecord = true
 		header, err := cr.Read()
@@ -35,7 +56,7 @@ func CSVEvents(r io.Reader) iter.Seq2[[]byte, error] {
 			if errors.Is(err, io.EOF) {
 				err = errors.New("no header row")
 			}
-			yield(nil, fmt.Errorf("csv header: %w", err))
+			ret(1, nil, fmt.Errorf("csv header: %w", err))
 			return
 		}
 		seen := map[string]bool{}
@@ -43,7 +64,7 @@ func CSVEvents(r io.Reader) iter.Seq2[[]byte, error] {
 		for i, h := range header {
 			h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
 			if h == "" || seen[h] {
-				yield(nil, fmt.Errorf("csv header: column %d name %q is empty or repeated", i+1, h))
+				ret(1, nil, fmt.Errorf("csv header: column %d name %q is empty or repeated", i+1, h))
 				return
 			}
 			seen[h] = true
@@ -55,9 +76,10 @@ func CSVEvents(r io.Reader) iter.Seq2[[]byte, error] {
 				return
 			}
 			if err != nil {
-				yield(nil, fmt.Errorf("csv: %w", err))
+				ret(0, nil, fmt.Errorf("csv: %w", err))
 				return
 			}
+			line, _ := cr.FieldPos(0)
 			out := []byte{'{'}
 			for i, cell := range rec {
 				if i > 0 {
@@ -66,7 +88,7 @@ func CSVEvents(r io.Reader) iter.Seq2[[]byte, error] {
 				out = append(append(out, keys[i]...), ':')
 				out = appendCell(out, strings.TrimSpace(cell))
 			}
-			if !yield(append(out, '}'), nil) {
+			if !ret(line, append(out, '}'), nil) {
 				return
 			}
 		}
@@ -75,8 +97,13 @@ func CSVEvents(r io.Reader) iter.Seq2[[]byte, error] {
 
 // appendCell writes one CSV cell as a JSON value.
 func appendCell(b []byte, cell string) []byte {
-	if cell == "" {
+	switch {
+	case cell == "":
 		return append(b, "null"...)
+	case strings.EqualFold(cell, "true"):
+		return append(b, "true"...)
+	case strings.EqualFold(cell, "false"):
+		return append(b, "false"...)
 	}
 	if (cell[0] == '-' || ('0' <= cell[0] && cell[0] <= '9')) && json.Valid([]byte(cell)) {
 		if v, err := strconv.ParseFloat(cell, 64); err == nil && !math.IsInf(v, 0) {

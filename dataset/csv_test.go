@@ -1,7 +1,11 @@
-package feed
+package dataset
 
 import (
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,5 +49,25 @@ func TestCSVEvents(t *testing.T) {
 		if err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestCSVFilesAreEvents: a CSV file read where files are read gives each
+// row as an event with the file line it starts on (the header is not a
+// record), True/False as booleans, gzip or not.
+func TestCSVFilesAreEvents(t *testing.T) {
+	dir := t.TempDir()
+	in := "id,amount,online,note,label\nt1,12.5,True,\"two\nlines\",ok\nt2,900,FALSE,,fraud\n"
+	path := filepath.Join(dir, "fraud.csv")
+	os.WriteFile(path, []byte(in), 0o644)
+	var got []string
+	var lines []int
+	err := LinesOf(context.Background(), path, func(line int, b []byte) (bool, error) {
+		got, lines = append(got, string(b)), append(lines, line)
+		return true, nil
+	})
+	want := []string{`{"id":"t1","amount":12.5,"online":true,"note":"two\nlines","label":"ok"}`, `{"id":"t2","amount":900,"online":false,"note":null,"label":"fraud"}`}
+	if err != nil || !slices.Equal(got, want) || !slices.Equal(lines, []int{2, 4}) {
+		t.Fatalf("%v: %q at lines %v", err, got, lines)
 	}
 }
