@@ -57,7 +57,13 @@ type Options struct {
 	MaxBad int
 	// Bad, if set, receives each skipped record's file line and error.
 	Bad func(line int, err error)
+	// Progress, if set, receives the count of records read so far, every
+	// progressEvery records, so that a long load shows it is alive.
+	Progress func(records int)
 }
+
+// progressEvery is how often Options.Progress hears of a load.
+const progressEvery = 1 << 14
 
 // skip decides on a bad record at line: nil while the budget lasts (the
 // record is skipped and reported), else the error that ends the load.
@@ -143,6 +149,9 @@ func each(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sp
 		}
 		fn(line, ex.X, y)
 		kept++
+		if opts.Progress != nil && kept%progressEvery == 0 {
+			opts.Progress(kept)
+		}
 		return opts.Limit <= 0 || kept < opts.Limit, nil
 	})
 	return dropped, err
@@ -177,6 +186,9 @@ func LoadRaw(ctx context.Context, path string, opts Options) (*RawSet, error) {
 		s.Labels = append(s.Labels, ex.Label)
 		s.Lines = append(s.Lines, line)
 		s.Dim = max(s.Dim, int(ex.X.MaxIndex()))
+		if opts.Progress != nil && len(s.X)%progressEvery == 0 {
+			opts.Progress(len(s.X))
+		}
 		return opts.Limit <= 0 || len(s.X) < opts.Limit, nil
 	})
 	if err != nil {

@@ -159,3 +159,38 @@ func TestFeedInterruptedWhileWaiting(t *testing.T) {
 		t.Fatalf("interrupted %+v, whole %+v (%v)", res[0], whole, err)
 	}
 }
+
+// TestProgressCountsWhatWasLearned: while a Feed is still being read the
+// progress has no total (it showed the part loaded so far as the whole:
+// "50 %" early on); once read, the total is every run's records, and what
+// is done never passes it and ends at it.
+func TestProgressCountsWhatWasLearned(t *testing.T) {
+	set := load(t, "../testdata/a9a.gz", 20000)
+	k, _ := learners.ParseKernel("rbf:gamma=0.05")
+	var mu sync.Mutex
+	var calls [][2]int64
+	cfg := Config{Learners: []string{"perceptron:max=50", "rbp:budget=20"}, Kernel: k, KeepOrder: true,
+		Progress: func(done, total int64) { mu.Lock(); calls = append(calls, [2]int64{done, total}); mu.Unlock() }}
+	f := NewFeed()
+	go func() {
+		for j := range set.Len() {
+			if j%2000 == 0 {
+				time.Sleep(2 * time.Millisecond)
+			}
+			f.Add(set.X[j], set.Y[j])
+		}
+		f.End(nil)
+	}()
+	if _, err := RunData(context.Background(), f.Data(), nil, cfg); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(2 * set.Len())
+	for _, c := range calls {
+		if c[1] != 0 && c[1] != want || c[1] != 0 && c[0] > c[1] {
+			t.Fatalf("progress %d of %d; the whole is %d", c[0], c[1], want)
+		}
+	}
+	if last := calls[len(calls)-1]; last != [2]int64{want, want} {
+		t.Fatalf("last progress %v, want %d of %d", last, want, want)
+	}
+}

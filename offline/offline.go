@@ -486,6 +486,21 @@ func predictionOf(m *model.Model, d *Data, j int, r model.Result) Prediction {
 	return p
 }
 
+// total is the records runs passes over d play, for a progress line: 0
+// while a Feed is still being read, whose length is not known yet.
+func (d *Data) total(runs int) int64 {
+	if d.live != nil {
+		d.live.mu.Lock()
+		n, ended := len(d.live.x), d.live.ended
+		d.live.mu.Unlock()
+		if !ended {
+			return 0
+		}
+		return int64(runs * n)
+	}
+	return int64(runs * d.Len())
+}
+
 // where names record j: its file line when known.
 func (d *Data) where(j int) string {
 	if j < len(d.Lines) {
@@ -647,7 +662,7 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 			}
 			n := done.Add(chunk)
 			if cfg.Progress != nil {
-				cfg.Progress(n, int64(runs*data.Len()))
+				cfg.Progress(n, train.total(runs))
 			}
 		}
 		j := i
@@ -691,7 +706,7 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 	}
 	r.seconds = elapsed()
 	if n := done.Add(int64(data.Len() % chunk)); cfg.Progress != nil {
-		cfg.Progress(n, int64(runs*data.Len()))
+		cfg.Progress(n, train.total(runs))
 	}
 	if cfg.Every > 0 && (r.seen%cfg.Every != 0 || cfg.Delay > 0) {
 		point(r.seen)

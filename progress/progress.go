@@ -41,7 +41,7 @@ func (b *Bar) Update(done, total int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
-	if now.Sub(b.last) < 100*time.Millisecond && done < total {
+	if now.Sub(b.last) < 100*time.Millisecond && (done < total || total <= 0) {
 		return
 	}
 	b.last = now
@@ -62,9 +62,18 @@ func (b *Bar) Done() {
 }
 
 // Line formats one progress line: label, bar, percentage, rate and the
-// estimated time left.
+// estimated time left; with a total of 0 or less (unknown), the count and
+// the rate alone.
 func Line(label string, done, total int64, elapsed time.Duration) string {
 	const width = 30
+	if total <= 0 {
+		// Not known yet (a file still being read): what is done, and how fast.
+		rate := 0.0
+		if s := elapsed.Seconds(); s > 0 {
+			rate = float64(done) / s
+		}
+		return fmt.Sprintf("%s %s records %s/s\033[K", label, human(float64(done)), human(rate))
+	}
 	frac := 0.0
 	if total > 0 {
 		frac = min(float64(done)/float64(total), 1)

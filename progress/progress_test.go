@@ -13,8 +13,10 @@ func TestLine(t *testing.T) {
 			t.Errorf("%q lacks %q", l, want)
 		}
 	}
-	if l := Line("x", 0, 0, 0); !strings.Contains(l, "0.0%") || !strings.Contains(l, "eta ?") {
-		t.Errorf("empty: %q", l)
+	// A total not known yet (a file still being read): no percentage, no
+	// estimate, the count and the rate.
+	if l := Line("eval", 47103, 0, time.Second); strings.Contains(l, "%") || strings.Contains(l, "eta") || !strings.Contains(l, "eval 47.1k records 47.1k/s") {
+		t.Errorf("unknown total: %q", l)
 	}
 }
 

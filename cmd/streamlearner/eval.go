@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -49,8 +50,9 @@ type evalCmd struct {
 	MaxBad      int      `placeholder:"N" help:"Skip up to N bad records (malformed, over the limits, a label outside the map), each reported by file line on stderr, before one more fails the run (0: the first fails it)."`
 	Predictions string   `placeholder:"FILE" help:"Write each record's prediction (first order): line, key, prediction (class or ±1), margin, label; CSV, or JSON lines when FILE ends in .jsonl or .json."`
 
-	stats *dataset.Stats // --standardize: the training set's
-	skips *skipReport    // records skipped so far (loading and learning)
+	stats   *dataset.Stats // --standardize: the training set's
+	skips   *skipReport    // records skipped so far (loading and learning)
+	loading func(int)      // the records a load has read so far, for its progress line
 }
 
 // skipReport counts the records --max-bad let through; the loader and the
@@ -238,6 +240,10 @@ func (c *evalCmd) stream(ctx context.Context, labels codec.LabelMap) *offline.Da
 // their label tokens.
 func (c *evalCmd) load(ctx context.Context, path string, mc model.Config, labels codec.LabelMap, limit int) (*offline.Data, error) {
 	defer relaxGC(path)()
+	// A large file takes seconds to read before any learning: say so.
+	bar := progress.New(os.Stderr, "load "+filepath.Base(path))
+	defer bar.Done()
+	c.loading = func(n int) { bar.Update(int64(n), 0) }
 	switch {
 	case mc.Events:
 		d := &offline.Data{Events: [][]byte{}}
@@ -251,6 +257,9 @@ func (c *evalCmd) load(ctx context.Context, path string, mc model.Config, labels
 		err = dataset.LinesOf(ctx, path, func(line int, b []byte) (bool, error) {
 			d.Events = append(d.Events, bytes.Clone(b))
 			d.Lines = append(d.Lines, line)
+			if len(d.Events)%(1<<14) == 0 {
+				c.loading(len(d.Events))
+			}
 			if len(d.Events) <= 1000 && dec.Decode(b, &ev) == nil {
 				text.see(&ev)
 			}
@@ -314,7 +323,7 @@ func (c *evalCmd) predictions(cfg *offline.Config) (func(), error) {
 // loadOptions are the loading options of the data files: the label map,
 // the limit, and --max-bad's budget, each skipped record said on stderr.
 func (c *evalCmd) loadOptions(labels codec.LabelMap, limit int) dataset.Options {
-	return dataset.Options{Labels: labels, Limit: limit, MaxBad: c.MaxBad, Bad: func(line int, err error) {
+	return dataset.Options{Labels: labels, Limit: limit, MaxBad: c.MaxBad, Progress: c.loading, Bad: func(line int, err error) {
 		c.badLine(fmt.Errorf("line %d: %w", line, err))
 	}}
 }
