@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"image/color"
 	"io"
 	"math"
@@ -40,13 +41,50 @@ func (r Report) WritePlot(w io.Writer, partition int, format string) error {
 	return r.WritePlotWith(w, partition, format, PlotOptions{})
 }
 
-// Learners' support curves carry open glyphs; detector alarms, drawn in
-// the learner's colour on its rate curve, solid ones (one per detector),
-// so the two never read alike.
+// Learners' support curves carry open glyphs in the learner's colour;
+// detector alarms, drawn in black on the learner's rate curve, solid ones
+// (one per detector), so the two never read alike.
 var (
 	learnerGlyphs = []draw.GlyphDrawer{draw.RingGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}}
 	alarmGlyphs   = []draw.GlyphDrawer{draw.PyramidGlyph{}, draw.BoxGlyph{}, draw.CircleGlyph{}, draw.CrossGlyph{}}
 )
+
+// learnerPalette gives each learner its colour in every plot, whatever
+// the order of the flags: the Perceptron is always the same blue.
+var learnerPalette = map[string]color.RGBA{
+	"perceptron":   {0x1f, 0x77, 0xb4, 0xff},
+	"rbp":          {0xd6, 0x27, 0x28, 0xff},
+	"lbp":          {0xff, 0x7f, 0x0e, 0xff},
+	"forgetron":    {0x2c, 0xa0, 0x2c, 0xff},
+	"projectron":   {0x94, 0x67, 0xbd, 0xff},
+	"projectron++": {0x8c, 0x56, 0x4b, 0xff},
+	"stoptron":     {0x7f, 0x7f, 0x7f, 0xff},
+	"cks":          {0xbc, 0xbd, 0x22, 0xff},
+	"spa":          {0x17, 0xbe, 0xcf, 0xff},
+	"pa1":          {0xe3, 0x77, 0xc2, 0xff},
+	"sop":          {0x39, 0x3b, 0x79, 0xff},
+	"rbsop":        {0x63, 0x79, 0x39, 0xff},
+	"lbsop":        {0x8c, 0x6d, 0x31, 0xff},
+	"tighter0":     {0x84, 0x3c, 0x39, 0xff},
+	"tighter":      {0x7b, 0x41, 0x73, 0xff},
+	"tightest":     {0x31, 0x82, 0xbd, 0xff},
+}
+
+// learnerColor is a learner's colour by its name (the spec before ':');
+// a name the palette does not know gets one of plotutil's by its hash, so
+// it too keeps its colour from plot to plot.
+func learnerColor(spec string) color.Color {
+	name, _, _ := strings.Cut(spec, ":")
+	if c, ok := learnerPalette[name]; ok {
+		return c
+	}
+	if strings.HasPrefix(spec, "select(") {
+		return color.Black
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return plotutil.Color(int(h.Sum32() % 7))
+}
 
 // markersPerCurve is how many glyphs mark each learner's support curve, so
 // learners with equal budgets, whose curves coincide, stay apart.
@@ -79,6 +117,17 @@ func (r Report) WritePlotWith(w io.Writer, partition int, format string, opt Plo
 	support.X.Label.Text = "records"
 	support.Y.Label.Text = "support vectors"
 	support.Y.Min = 0
+	if !opt.LogSupport {
+		// Budgets of tens beside a Perceptron's thousands lie flat at 0
+		// on a linear axis: a log scale shows both.
+		lo, hi := math.Inf(1), 0.0
+		for _, l := range pr.Learners {
+			if l.Support > 0 {
+				lo, hi = min(lo, float64(l.Support)), max(hi, float64(l.Support))
+			}
+		}
+		opt.LogSupport = hi > 10*lo
+	}
 	if opt.LogSupport {
 		support.Y.Label.Text = "support vectors (log)"
 		support.Y.Scale = plot.LogScale{}
@@ -112,11 +161,11 @@ func (r Report) WritePlotWith(w io.Writer, partition int, format string, opt Plo
 			}
 			maxSupport = max(maxSupport, float64(t.Support))
 		}
-		style := draw.LineStyle{Color: plotutil.Color(i), Dashes: plotutil.Dashes(i),
+		style := draw.LineStyle{Color: learnerColor(l.Spec), Dashes: plotutil.Dashes(i),
 			// Earlier learners are drawn wider, so a later one drawn over
 			// an identical curve leaves the earlier one visible beside it.
 			Width: vg.Points(1 + 0.8*float64(n-1-i))}
-		glyph := draw.GlyphStyle{Color: plotutil.Color(i), Shape: learnerGlyphs[i%len(learnerGlyphs)], Radius: vg.Points(3)}
+		glyph := draw.GlyphStyle{Color: learnerColor(l.Spec), Shape: learnerGlyphs[i%len(learnerGlyphs)], Radius: vg.Points(3)}
 		var entry []plot.Thumbnailer
 		for _, s := range []struct {
 			p   *plot.Plot
@@ -153,11 +202,13 @@ func (r Report) WritePlotWith(w io.Writer, partition int, format string, opt Plo
 			if err != nil {
 				return fmt.Errorf("plot %s alarms: %w", l.Spec, err)
 			}
-			sc.GlyphStyle = draw.GlyphStyle{Color: plotutil.Color(i), Shape: alarmGlyphs[k%len(alarmGlyphs)], Radius: vg.Points(4)}
+			// Black, as in the legend: the shape says which detector, the
+			// curve it sits on which learner.
+			sc.GlyphStyle = draw.GlyphStyle{Color: color.Black, Shape: alarmGlyphs[k%len(alarmGlyphs)], Radius: vg.Points(4)}
 			rate.Add(sc)
 		}
 	}
-	// Detector glyphs in the legend, in black: the colour is the learner's.
+	// Detector glyphs in the legend, in black as on the curves.
 	if len(pr.Learners[0].Detectors) > 0 {
 		for k, d := range pr.Learners[0].Detectors {
 			legend.Add("alarm: "+d.Name, glyphThumb{draw.GlyphStyle{Color: color.Black, Shape: alarmGlyphs[k%len(alarmGlyphs)], Radius: vg.Points(4)}})

@@ -2,6 +2,8 @@ package replay
 
 import (
 	"bytes"
+	"fmt"
+	"image/color"
 	"image/png"
 	"strings"
 	"testing"
@@ -116,5 +118,50 @@ func TestRoundTicks(t *testing.T) {
 	a, b := staggered(xys, 0, 2), staggered(xys, 1, 2)
 	if len(a) != markersPerCurve || len(b) != markersPerCurve || a[0].X == b[0].X {
 		t.Errorf("staggered %v %v", a, b)
+	}
+}
+
+// TestPlotColoursAndScale: a learner has its colour whatever the flag
+// order (red was RBP in one plot, the Perceptron in another); alarms are
+// drawn in black, as the legend shows them; a support panel whose learners
+// differ more than tenfold is drawn on a log scale by itself.
+func TestPlotColoursAndScale(t *testing.T) {
+	if learnerColor("rbp:budget=100") != learnerColor("rbp:budget=500") || learnerColor("rbp") == learnerColor("perceptron") ||
+		learnerColor("mystery:x=1") != learnerColor("mystery:x=2") {
+		t.Fatal("colours are not the learners'")
+	}
+	report := func(specs ...string) Report {
+		pr := PartitionReport{Partition: 0, Rounds: 100}
+		for i, s := range specs {
+			support := 10 * (i + 1)
+			if s == "perceptron" {
+				support = 900
+			}
+			pr.Learners = append(pr.Learners, LearnerReport{Spec: s, Support: support,
+				Trace: []TracePoint{{Round: 50, WindowRate: 0.2, Support: support / 2}, {Round: 100, WindowRate: 0.1, Support: support}}})
+		}
+		return Report{Topic: "t", Window: 10, Partitions: []PartitionReport{pr}}
+	}
+	stroke := func(c color.Color) string {
+		r, g, b, _ := c.RGBA()
+		return fmt.Sprintf("stroke:#%02X%02X%02X", r>>8, g>>8, b>>8)
+	}
+	for _, specs := range [][]string{{"perceptron", "rbp:budget=100"}, {"rbp:budget=100", "perceptron"}} {
+		var svg bytes.Buffer
+		if err := report(specs...).WritePlot(&svg, 0, "svg"); err != nil {
+			t.Fatal(err)
+		}
+		out := svg.String()
+		if !strings.Contains(out, stroke(learnerPalette["perceptron"])) || !strings.Contains(out, stroke(learnerPalette["rbp"])) {
+			t.Errorf("%v: the learners' colours are not drawn", specs)
+		}
+		if !strings.Contains(out, "support vectors (log)") {
+			t.Errorf("%v: 900 support vectors beside 10 on a linear scale", specs)
+		}
+	}
+	var svg bytes.Buffer
+	report("rbp:budget=100", "lbp:budget=100").WritePlot(&svg, 0, "svg")
+	if strings.Contains(svg.String(), "support vectors (log)") {
+		t.Error("a log scale for supports within tenfold")
 	}
 }

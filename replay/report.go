@@ -7,6 +7,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/streamlearner/streamlearner/drift"
@@ -403,7 +405,14 @@ func (r Report) WriteJSON(w io.Writer) error {
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "partition\tlearner\tmistakes %\tbaseline %\tkappa\tsupport\tsegments (mistakes %)\trecovery (records)\tdetections (found/known, false)")
+	var empty []string
 	for _, p := range r.Partitions {
+		if p.Rounds == 0 {
+			// One line for all the partitions that held nothing, not a
+			// row per learner of each.
+			empty = append(empty, strconv.Itoa(p.Partition))
+			continue
+		}
 		for _, l := range p.Learners {
 			if st := l.Status(); st != "" {
 				// No rates to show: 0.00 % would read as a perfect learner.
@@ -443,6 +452,13 @@ func (r Report) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
+	}
+	if len(empty) > 0 {
+		word := "partition"
+		if len(empty) > 1 {
+			word = "partitions"
+		}
+		fmt.Fprintf(w, "%s %s: no records in the range replayed\n", word, strings.Join(empty, ", "))
 	}
 	for _, p := range r.Partitions {
 		for i, l := range p.Learners {

@@ -164,10 +164,18 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "the replay of %s made exactly the service's mistakes on every partition\n", c.Learner)
 	}
 	reportPath, plotPath := filepath.Join(c.OutDir, "report.json"), filepath.Join(c.OutDir, "drift.png")
-	if err := writeReplay(io.Discard, rep, reportPath, plotPath, replay.PlotOptions{}); err != nil {
+	var plots strings.Builder
+	if err := writeReplay(&plots, rep, reportPath, plotPath, replay.PlotOptions{}); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "report: %s\nplot (partition %d): %s\nbroker stopped, nothing left running.\n", reportPath, rep.Partitions[0].Partition, plotPath)
+	// The table is printed above; keep the plots' lines.
+	var lines []string
+	for _, l := range strings.Split(plots.String(), "\n") {
+		if strings.HasPrefix(l, "plot (partition ") {
+			lines = append(lines, l)
+		}
+	}
+	fmt.Fprintf(out, "report: %s\n%s\nbroker stopped, nothing left running.\n", reportPath, strings.Join(lines, "\n"))
 	return nil
 }
 

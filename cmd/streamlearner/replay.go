@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -35,8 +36,8 @@ type replayCmd struct {
 	Tolerance         float64       `default:"0.05" help:"Recovered when the post-shift rate is at most the pre-shift rate plus this."`
 	Detector          []string      `sep:"none" placeholder:"SPEC" help:"Drift detectors on each learner's mistakes, repeatable: adwin[:delta=D], ddm, page-hinkley[:lambda=L,delta=D]; 'none' for none (default: all three with default settings)."`
 	Report            string        `placeholder:"FILE.json" help:"Write the full report (segments, recovery, detections, trace) as JSON."`
-	Plot              string        `placeholder:"FILE.svg|.png" help:"Plot windowed mistake rate and support size over the stream, shifts marked (first replayed partition)."`
-	PlotLogSupport    bool          `help:"Draw the plot's support panel on a log scale (learners of very different sizes)."`
+	Plot              string        `placeholder:"FILE.svg|.png" help:"Plot windowed mistake rate and support size over the stream, shifts and detector alarms marked: one image per partition with records, FILE for the first, FILE-pN beside it for partition N. Each learner keeps its colour across plots."`
+	PlotLogSupport    bool          `help:"Draw the plot's support panel on a log scale (it is by itself when the learners' sizes differ more than tenfold)."`
 	ReadUncommitted   bool          `help:"Also replay records of open and aborted transactions (default: read committed, as run reads)."`
 	Delay             int           `default:"0" placeholder:"N" help:"Reveal each record's label N records after it (delayed progressive validation, as eval --delay --keep-order): a record is predicted when it comes, learned and scored when its label is revealed; the labels still held back are revealed at each partition's end. 0: at once."`
 	DelayedLabels     bool          `help:"The topic holds records and, later, their labels as label messages (a key and a label, no feature), as run reads them with delayed labels: each message plays with its Kafka key (or the event's key field), timestamp and offset; refused labels (label_unknown, label_expired, label_evicted, label_without_key) are counted by reason."`
@@ -138,7 +139,9 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 }
 
 // writeReplay prints the summary table and writes the report and plot
-// files when asked for.
+// files when asked for: a plot of each partition that held records, the
+// first at plotPath and the others beside it (drift.png, drift-p1.png,
+// …), each named on out.
 func writeReplay(out io.Writer, rep replay.Report, reportPath, plotPath string, opt replay.PlotOptions) error {
 	if err := rep.WriteTable(out); err != nil {
 		return err
@@ -148,15 +151,28 @@ func writeReplay(out io.Writer, rep replay.Report, reportPath, plotPath string, 
 			return fmt.Errorf("report: %w", err)
 		}
 	}
-	if plotPath != "" && len(rep.Partitions) > 0 {
-		format, err := replay.PlotFormat(plotPath)
-		if err != nil {
+	if plotPath == "" {
+		return nil
+	}
+	format, err := replay.PlotFormat(plotPath)
+	if err != nil {
+		return err
+	}
+	first := true
+	for _, p := range rep.Partitions {
+		if p.Rounds == 0 {
+			continue
+		}
+		path := plotPath
+		if !first {
+			ext := filepath.Ext(plotPath)
+			path = fmt.Sprintf("%s-p%d%s", strings.TrimSuffix(plotPath, ext), p.Partition, ext)
+		}
+		first = false
+		if err := writeFile(path, func(w io.Writer) error { return rep.WritePlotWith(w, p.Partition, format, opt) }); err != nil {
 			return err
 		}
-		part := rep.Partitions[0].Partition
-		if err := writeFile(plotPath, func(w io.Writer) error { return rep.WritePlotWith(w, part, format, opt) }); err != nil {
-			return err
-		}
+		fmt.Fprintf(out, "plot (partition %d): %s\n", p.Partition, path)
 	}
 	return nil
 }
