@@ -193,6 +193,9 @@ func usageHint(p *kong.Kong, err error) string {
 // every kernel value 0, so the help says to scale them.
 const defaultKernel = "rbf:gamma=0.1"
 
+// helpVars are the variables the flags' tags use.
+var helpVars = kong.Vars{"default_kernel": defaultKernel, "kernel_help": kernelHelp}
+
 // kernelHelp is the --kernel help shared by the commands that take one.
 const kernelHelp = "Kernel: linear, poly:degree=D,coef0=C,scale=S, rbf:gamma=G or rbf:sigma2=S (gaussian = rbf); add normalize=true for k(x,x)=1. The default suits features of about unit scale (one-hot, scaled LIBSVM sets, --standardize, --scale online); raw values need scaling or a smaller gamma."
 
@@ -203,7 +206,7 @@ func options(ctx context.Context, out io.Writer) []kong.Option {
 	return []kong.Option{
 		kong.Name("streamlearner"),
 		kong.Description("Online binary classification with budget kernel perceptrons."),
-		kong.Vars{"version": "streamlearner " + v.Version, "default_kernel": defaultKernel, "kernel_help": kernelHelp},
+		kong.Vars{"version": "streamlearner " + v.Version}, helpVars,
 		commandEnvars(envPrefix),
 		kong.ValueFormatter(helpValue),
 		kong.Configuration(loadConfigFile),

@@ -393,7 +393,7 @@ func TestOneCommandGrammarParsesAsTheWhole(t *testing.T) {
 		var outs [2]string
 		for i, g := range []any{one, whole} {
 			var buf bytes.Buffer
-			k, err := kong.New(g, kong.Name("streamlearner"), kong.Writers(&buf, &buf), kong.Exit(func(int) {}), commandEnvars(envPrefix), kong.ValueFormatter(helpValue))
+			k, err := kong.New(g, kong.Name("streamlearner"), kong.Writers(&buf, &buf), kong.Exit(func(int) {}), commandEnvars(envPrefix), kong.ValueFormatter(helpValue), helpVars)
 			if err != nil {
 				t.Fatal(err)
 			}
