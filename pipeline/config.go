@@ -3,12 +3,14 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/features"
+	"github.com/streamlearner/streamlearner/feed"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
@@ -93,6 +95,13 @@ type Config struct {
 	// the clock, so that a replay expires what the service expired.
 	// Default 0: until evicted.
 	PendingMaxAge time.Duration
+	// ResetOffsets, if set, moves each partition of the group, once, to
+	// earliest, latest, an offset, -N or an RFC 3339 time, with a new
+	// model, as kafka-consumer-groups --reset-offsets moves a group: the
+	// value applied is kept in the commits' metadata, so a member
+	// restarted with the same value goes on from its checkpoints instead
+	// of rewinding again (another value rewinds again). Default "": none.
+	ResetOffsets string
 	// PendingMaxBytes bounds what the records awaiting a label cost, per
 	// partition (features, keys, bookkeeping): past it the oldest are
 	// evicted (counted). Default 64 MiB: a count alone does not bound
@@ -349,6 +358,14 @@ func (c *Config) Validate() error {
 	if c.PendingMaxAge < 0 || c.PendingMaxRecords < 0 || c.PendingMaxBytes < 0 || c.PendingMaxKeyBytes < 0 {
 		return fmt.Errorf("pending max records %d, max age %v, max bytes %d, max key bytes %d: want positive bounds",
 			c.PendingMaxRecords, c.PendingMaxAge, c.PendingMaxBytes, c.PendingMaxKeyBytes)
+	}
+	if c.ResetOffsets != "" {
+		if _, err := feed.ParseBound(c.ResetOffsets); err != nil {
+			return fmt.Errorf("--reset-offsets: %w", err)
+		}
+		if _, err := strconv.ParseInt(c.ResetOffsets, 10, 64); err == nil && c.LabelTopic != "" {
+			return fmt.Errorf("--reset-offsets %s: an offset or -N is a position in one topic; with a label topic, rewind both with earliest, latest or a time", c.ResetOffsets)
+		}
 	}
 	if c.LabelTopic != "" {
 		if c.LabelTopic == c.Topic || c.LabelTopic == c.OutputTopic || c.LabelTopic == c.DLQTopic {

@@ -162,7 +162,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{"ok", "error"} {
 		m.CheckpointSaves.WithLabelValues(r)
 	}
-	for _, r := range []string{"mismatch", "unreadable"} {
+	for _, r := range []string{"mismatch", "unreadable", "reset_offsets"} {
 		m.ModelResets.WithLabelValues(r)
 	}
 	return m

@@ -56,6 +56,9 @@ type worker struct {
 	// the record batch being written.
 	arena, batch []byte
 
+	// reset is the --reset-offsets value last applied to the partition,
+	// carried in every commit's metadata (see splitMeta).
+	reset string
 	// unused counts the records dead-lettered in a row (reset by a record
 	// the model takes), undelivered the predictions the brokers refused in
 	// a row (reset by one delivered); either reaching degradedAfter marks
@@ -336,11 +339,28 @@ func (w *worker) restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	meta, w.reset = splitMeta(meta)
+	rewound := false
+	if spec := cfg.ResetOffsets; spec != "" && w.reset != spec {
+		// The group moves to the target with a new model: the stored one
+		// has learned records the rewind is to play again (or, forward,
+		// not those it skips).
+		target, err := w.m.resetTarget(ctx, w.part.Topic, w.part.ID, spec)
+		if err != nil {
+			return err
+		}
+		w.log.Warn().Str("reset_offsets", spec).Int64("committed", committed).Int64("offset", target).Str("snapshot", meta).
+			Msg("--reset-offsets: the partition starts over at the offset with a NEW model (once: a restart with the same value goes on from its checkpoints)")
+		cfg.Metrics.ModelResets.WithLabelValues("reset_offsets").Inc()
+		committed, meta, w.reset, rewound = target, "", spec, true
+	} else if spec != "" {
+		w.log.Info().Str("reset_offsets", spec).Msg("--reset-offsets was already applied to this partition; going on from its checkpoints")
+	}
 	st, err := cfg.Checkpoints.Restore(ctx, w.part, committed, meta)
 	if err != nil {
 		return fmt.Errorf("restore partition %d: %w", w.part.ID, err)
 	}
-	if kept := w.m.retained(w.part); st == nil && kept != nil {
+	if kept := w.m.retained(w.part); st == nil && kept != nil && !rewound {
 		if kept.NextOffset == committed {
 			w.log.Info().Int64("offset", committed).Int("support", kept.Model.Support()).Msg("model kept in memory across the rebalance")
 			st = kept
@@ -362,6 +382,13 @@ func (w *worker) restore(ctx context.Context) error {
 			}
 		}
 	}
+	if lt := cfg.LabelTopic; lt != "" && rewound {
+		// The labels rewind with their records, to the same bound.
+		if st.LabelOffset, err = w.m.resetTarget(ctx, lt, w.part.ID, cfg.ResetOffsets); err != nil {
+			return err
+		}
+		st.LabelTopic = lt
+	}
 	if lt := cfg.LabelTopic; lt != "" && st.LabelTopic != lt {
 		// No position in this label topic yet (a new model, or a snapshot
 		// from before labels had a topic): the group's, else the start.
@@ -376,6 +403,15 @@ func (w *worker) restore(ctx context.Context) error {
 			}
 		}
 		st.LabelTopic, st.LabelOffset = lt, off
+	}
+	if rewound {
+		// The reset is committed at once, as kafka-consumer-groups does: an
+		// empty partition, or a member that stops before its first
+		// checkpoint, keeps it (a new model at the target) and is not
+		// rewound again.
+		if err := w.m.commit(ctx, w.gen, w.part, st.NextOffset, joinMeta("", w.reset), st.LabelTopic, st.LabelOffset); err != nil {
+			return fmt.Errorf("commit --reset-offsets %s: %w", w.reset, err)
+		}
 	}
 	w.st, w.spec = st, st.Model.LearnerSpec()
 	w.committed, w.committedLabel, w.committedAt = st.NextOffset, st.LabelOffset, time.Now()
@@ -705,7 +741,7 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
-	if err := w.m.commit(ctx, w.gen, w.part, w.st.NextOffset, meta, w.st.LabelTopic, w.st.LabelOffset); err != nil {
+	if err := w.m.commit(ctx, w.gen, w.part, w.st.NextOffset, joinMeta(meta, w.reset), w.st.LabelTopic, w.st.LabelOffset); err != nil {
 		return err
 	}
 	w.pending, w.committedAt, w.committed, w.committedLabel = 0, time.Now(), w.st.NextOffset, w.st.LabelOffset

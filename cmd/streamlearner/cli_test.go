@@ -271,6 +271,7 @@ func TestNegativeValues(t *testing.T) {
 		{[]string{"replay", "--brokers", "h:1", "--topic", "t", "--learner", "perceptron", "--from", "-100", "--to", "-1"}, func(c *cli) string { return c.Replay.From + " " + c.Replay.To }, "-100 -1"},
 		{[]string{"eval", "--data", "cli_test.go", "--learner", "perceptron", "--positive", "1", "--negative", "-1"}, func(c *cli) string { return c.Eval.Negative }, "-1"},
 		{[]string{"eval", "--data", "cli_test.go", "--learner", "perceptron", "--positive=-1"}, func(c *cli) string { return c.Eval.Positive }, "-1"},
+		{[]string{"run", "--brokers", "h:1", "--topic", "t", "--group", "g", "--output-topic", "o", "--learner", "perceptron", "--reset-offsets", "-500"}, func(c *cli) string { return c.Run.ResetOffsets }, "-500"},
 	} {
 		var parsed cli
 		k, err := kong.New(&parsed, options(context.Background(), &bytes.Buffer{})...)

@@ -66,7 +66,7 @@ type exitRequest int
 // signedFlags take values that may start with '-': a position counted
 // from the end (--from -100), a label (--negative -1). The parser reads a
 // separate "-100" as a short flag, so signedValues joins it to its flag.
-var signedFlags = []string{"--from", "--to", "--positive", "--negative", "--classes", "--shifts"}
+var signedFlags = []string{"--from", "--to", "--positive", "--negative", "--classes", "--shifts", "--reset-offsets"}
 
 // signedValues rewrites "--from -2" as "--from=-2" for the signedFlags,
 // when the value is a negative number, so users can write what

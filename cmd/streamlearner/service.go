@@ -136,6 +136,7 @@ type runCmd struct {
 	MetricsAddr        string        `default:"127.0.0.1:9464" help:"Serve /metrics, /healthz and /readyz here (empty: off)."`
 	LogEvery           time.Duration `default:"30s" help:"Log a progress line this often: records/s, and per partition records, windowed mistake rate and support (0: none). A summary is logged when the member stops."`
 	ResetModel         bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
+	ResetOffsets       string        `placeholder:"WHERE" help:"Move every partition of the group, once, to earliest, latest, an offset, -N (N before the end) or an RFC 3339 time, with a new model (as kafka-consumer-groups --reset-offsets): the records from there are predicted and learned again. Applied once per value: a restart with the same value goes on from its checkpoints."`
 
 	DelayedLabels      bool          `help:"Labels may come after their records: a keyed record without a label is predicted and waits for a label message (its key and label, no feature) in the same topic and partition; see docs/delayed.md."`
 	LabelTopic         string        `placeholder:"TOPIC" help:"Read label messages from this topic too, co-partitioned with --topic (as many partitions, each label keyed as its record; checked at start). Implies --delayed-labels. Each label is learned exactly once; see docs/delayed.md."`
@@ -231,7 +232,8 @@ func (c *runCmd) Run(ctx context.Context) error {
 		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
 		DelayedLabels: c.DelayedLabels, LabelTopic: c.LabelTopic, PendingMaxRecords: c.PendingMaxRecords, PendingMaxAge: c.PendingMaxAge,
 		PendingMaxBytes: c.PendingMaxBytes, PendingMaxKeyBytes: c.PendingMaxKeyBytes,
-		Log: log,
+		ResetOffsets: c.ResetOffsets,
+		Log:          log,
 	}
 	mc, err := c.modelConfig(c.fieldFlags, labels)
 	if err != nil {
