@@ -152,7 +152,7 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	if c.Trace != "" {
-		f, err := os.Create(c.Trace)
+		f, err := createFile(c.Trace)
 		if err != nil {
 			return fmt.Errorf("trace: %w", err)
 		}
@@ -297,7 +297,7 @@ func (c *evalCmd) load(ctx context.Context, path string, mc model.Config, labels
 // predictions sets up --predictions on cfg; the function it returns
 // flushes and closes the file.
 func (c *evalCmd) predictions(cfg *offline.Config) (func(), error) {
-	f, err := os.Create(c.Predictions)
+	f, err := createFile(c.Predictions)
 	if err != nil {
 		return nil, fmt.Errorf("predictions: %w", err)
 	}
@@ -368,7 +368,7 @@ func (c *evalCmd) curve(cfg *offline.Config, bar *progress.Bar, out io.Writer) (
 		}
 	}
 	if c.Curve != "" {
-		f, err := os.Create(c.Curve)
+		f, err := createFile(c.Curve)
 		if err != nil {
 			return nil, fmt.Errorf("curve: %w", err)
 		}

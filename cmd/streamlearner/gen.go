@@ -10,6 +10,7 @@ import (
 	"iter"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -254,8 +255,19 @@ func (b *partitionCount) String() string {
 
 // writeFile creates path and fills it with write, reporting the first
 // error of creating, writing or closing.
+// createFile creates path, and its directory if missing: the examples
+// write under out/, which a fresh clone does not have.
+func createFile(path string) (*os.File, error) {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err // names the directory
+		}
+	}
+	return os.Create(path)
+}
+
 func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
+	f, err := createFile(path)
 	if err != nil {
 		return err // names the path
 	}

@@ -28,7 +28,7 @@ type cli struct {
 	Demo       demoCmd       `cmd:"" help:"A one-command demo: embedded broker, a stream, the service with checkpoints, live progress; leaves nothing running."`
 	Run        runCmd        `cmd:"" help:"Serve as a consumer-group member: predict, then learn, each record of the input topic; emit predictions."`
 	Broker     brokerCmd     `cmd:"" help:"Run a development Kafka broker (embedded, 127.0.0.1 only)."`
-	Produce    produceCmd    `cmd:"" help:"Load a LIBSVM or JSON file into a topic as JSON records."`
+	Produce    produceCmd    `cmd:"" help:"Load a LIBSVM, JSON lines or CSV file (header row) into a topic as JSON records."`
 	Tail       tailCmd       `cmd:"" help:"Follow a prediction topic with running and windowed accuracy."`
 	Replay     replayCmd     `cmd:"" help:"Replay a topic through several learners side by side: mistake rates per segment between shifts, recovery, drift detectors, a plot."`
 	Checkpoint checkpointCmd `cmd:"" help:"Look at stored partition models."`

@@ -558,3 +558,20 @@ func TestEvalReadsCSV(t *testing.T) {
 		t.Fatalf("CSV %+v, JSON %+v", got[0], want[0])
 	}
 }
+
+// TestOutputFilesMakeTheirDirectory: the examples write under out/, which
+// a fresh clone does not have; a file's directory is made, not an error.
+func TestOutputFilesMakeTheirDirectory(t *testing.T) {
+	dir := t.TempDir()
+	curve, preds := filepath.Join(dir, "out", "c", "curve.csv"), filepath.Join(dir, "out", "p", "predictions.csv")
+	code, _, stderr := runCLI(t, "eval", "--data", "../../testdata/a9a.gz", "--limit", "500", "--learner", "perceptron", "--keep-order",
+		"--curve", curve, "--predictions", preds)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, f := range []string{curve, preds} {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
