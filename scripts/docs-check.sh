@@ -39,6 +39,9 @@ trap 'rm -rf "$work"' EXIT
 [ -z "$logs" ] || mkdir -p "$logs"
 git clone -q "$repo" "$work/clone"
 clone=$work/clone
+# The docs run bin/streamlearner from the repository root, as `make build`
+# leaves it; built once here so that any one doc can be checked alone.
+(cd "$clone" && make -s build >/dev/null)
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null ||
   echo $((20000 + RANDOM % 20000)); }
