@@ -595,3 +595,20 @@ func TestLabelOnlyRecords(t *testing.T) {
 		t.Errorf("a record with features: %+v %v", ex, err)
 	}
 }
+
+func TestLabelMapClassNames(t *testing.T) {
+	for _, c := range []struct {
+		m        LabelMap
+		pos, neg string
+		named    bool
+	}{
+		{LabelMap{}, "", "", false},
+		{LabelMap{Positive: []string{"fraud"}}, "fraud", "not fraud", true},
+		{LabelMap{Positive: []string{"3", "6"}, Negative: []string{"8"}}, "3,6", "8", true},
+	} {
+		pos, neg, ok := c.m.ClassNames()
+		if pos != c.pos || neg != c.neg || ok != c.named {
+			t.Errorf("%+v: %q %q %v", c.m, pos, neg, ok)
+		}
+	}
+}

@@ -68,6 +68,22 @@ func (m LabelMap) Map(label string) (y int, keep bool, err error) {
 	return 0, false, nil
 }
 
+// ClassNames names the two sides of a binary model read through a
+// Positive list, for people reading predictions: the positive labels
+// ("fraud", or "3,6,8" for several), and the negative ones, or "not "
+// and the positive name when every other label is negative. ok is false
+// for data that is binary already (±1, 1/0, true/false need no names).
+func (m LabelMap) ClassNames() (pos, neg string, ok bool) {
+	if len(m.Positive) == 0 {
+		return "", "", false
+	}
+	pos = strings.Join(m.Positive, ",")
+	if len(m.Negative) == 0 {
+		return pos, "not " + pos, true
+	}
+	return pos, strings.Join(m.Negative, ","), true
+}
+
 // ParseLabelList parses a comma-separated list of labels, such as a flag
 // value "3,6,8", into canonical tokens. Blanks around an item are trimmed.
 // An empty item ("3,,8", or a trailing comma) is an error (bad_label); a

@@ -25,15 +25,18 @@ type Prediction struct {
 	// Predicted is +1 if margin > 0, else −1; with many classes, the
 	// predicted class's index (−1 before any class is known), named by
 	// Class.
-	Predicted int     `json:"prediction"`
-	Class     string  `json:"class,omitempty"` // many classes: the predicted class
-	Margin    float64 `json:"margin"`          // f(x) before learning from this record (many classes: the predicted class's)
+	Predicted int `json:"prediction"`
+	// Class names the predicted class: with many classes; with binary
+	// labels read through --positive, the positive or negative side as
+	// LabelMap.ClassNames names it (Predicted is still ±1).
+	Class  string  `json:"class,omitempty"`
+	Margin float64 `json:"margin"` // f(x) before learning from this record (many classes: the predicted class's)
 	// Margins are every class's margin, in class order (many classes only).
 	Margins []ClassMargin `json:"margins,omitempty"`
 	// Label is the record's true label as ±1, omitted (0) when it had none
 	// (or one the label map leaves out).
 	Label int `json:"label,omitempty"`
-	// LabelClass is the record's true class with many classes.
+	// LabelClass is the record's true class, named as Class is.
 	LabelClass string `json:"label_class,omitempty"`
 	// Mistake is set only for labeled records: Predicted ≠ Label (so a
 	// margin of exactly 0, predicted −1, is right for a −1 label).

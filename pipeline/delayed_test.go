@@ -136,6 +136,9 @@ func TestDelayedLabelsInTheSameTopic(t *testing.T) {
 				}
 			case !ok || p.Margin != want.Margin || p.Key != string(want.Key) || p.Mistake != nil:
 				t.Fatalf("partition %d offset %d: %+v (%v), offline %+v", part, r.offset, p, ok, want)
+			case p.Class != map[bool]string{true: "UP", false: "not UP"}[p.Predicted > 0] || p.LabelClass != "":
+				// --positive UP: the sides are named for people reading them.
+				t.Fatalf("partition %d offset %d: prediction %+d named %q (label %q)", part, r.offset, p.Predicted, p.Class, p.LabelClass)
 			}
 		}
 		ev := twin.Eval()

@@ -152,6 +152,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
 		for _, id := range ids {
 			w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
+			w.posName, w.negName, _ = cfg.Labels.ClassNames()
 			w.log = cfg.Log.With().Str("topic", cfg.Topic).Int("partition", id).Int32("generation", gen.ID).Logger()
 			w.bad = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second})
 			m.drained.Add(1)

@@ -56,6 +56,9 @@ type worker struct {
 	// the record batch being written.
 	arena, batch []byte
 
+	// posName and negName name a binary model's sides when labels are
+	// read through a --positive list (codec.LabelMap.ClassNames).
+	posName, negName string
 	// reset is the --reset-offsets value last applied to the partition,
 	// carried in every commit's metadata (see splitMeta).
 	reset string
@@ -544,6 +547,13 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 		}
 	} else {
 		p.Label = r.Label
+		if w.posName != "" {
+			// Named labels (--positive fraud) read as names downstream.
+			p.Class = w.sideName(r.Predicted)
+			if r.Labeled {
+				p.LabelClass = w.sideName(r.Label)
+			}
+		}
 	}
 	if r.Labeled {
 		// The model's verdict follows the one rule for a mistake: the
@@ -969,4 +979,12 @@ func closeWithin(c closer, d time.Duration, log zerolog.Logger) {
 	case <-time.After(d):
 		log.Warn().Dur("after", d).Msg("close did not finish; abandoned")
 	}
+}
+
+// sideName is the name of a binary prediction or label y (±1).
+func (w *worker) sideName(y int) string {
+	if y > 0 {
+		return w.posName
+	}
+	return w.negName
 }

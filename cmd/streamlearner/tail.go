@@ -77,7 +77,7 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 			label, right = fmt.Sprint(p.Label), map[bool]string{true: "yes", false: "no"}[r]
 		}
 		pred := fmt.Sprintf("%+d", p.Predicted)
-		if p.Class != "" || p.LabelClass != "" { // many classes: class names
+		if p.Class != "" || p.LabelClass != "" { // class names: many classes, or --positive
 			pred = p.Class
 			if p.LabelClass != "" {
 				label = p.LabelClass
