@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"github.com/streamlearner/streamlearner/codec"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -169,10 +170,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 // assigned creates a newly assigned partition's dead-letter series at 0 for
-// every reason, so that a dashboard or an alert on their rate reads 0
-// instead of "no data" until the first bad record.
-func (m *Metrics) assigned(partition string) {
-	for _, r := range Reasons() {
+// each reason its configuration can report (Config.Reasons), so that a
+// dashboard or an alert on their rate reads 0 instead of "no data" until
+// the first bad record, without a wall of series that can only be 0.
+func (m *Metrics) assigned(partition string, reasons []codec.Reason) {
+	for _, r := range reasons {
 		m.DeadLetters.WithLabelValues(partition, string(r))
 	}
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,28 @@ const (
 // learners' refusals and its own.
 func Reasons() []codec.Reason {
 	return append(codec.Reasons(), learners.RefusedKernel, learners.RefusedMargin, ReasonInternal, ReasonOutputRefused)
+}
+
+// Reasons returns the dead-letter reasons a member with this configuration
+// can report: Reasons() less those of delayed labels without them, of
+// many classes without them, and of the input format it does not read
+// (records: JSON records and LIBSVM lines; events: named fields).
+func (c *Config) Reasons() []codec.Reason {
+	out := Reasons()
+	delayed := c.DelayedLabels || c.LabelTopic != ""
+	return slices.DeleteFunc(out, func(r codec.Reason) bool {
+		switch r {
+		case codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey, codec.ReasonKeyTooLarge:
+			return !delayed
+		case codec.ReasonTooManyClasses:
+			return len(c.Classes) == 0
+		case codec.ReasonBadField:
+			return !c.Events
+		case codec.ReasonInvalidLIBSVM, codec.ReasonMissingFeatures, codec.ReasonBadIndex, codec.ReasonIndexTooLarge, codec.ReasonDuplicateIndex:
+			return c.Events
+		}
+		return false
+	})
 }
 
 // recordOverhead bounds what a record costs in a batch beyond its key,

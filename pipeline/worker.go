@@ -141,7 +141,7 @@ func (w *worker) run(gen context.Context) {
 	w.switches = mt.ChampionSwitches.WithLabelValues(w.label)
 	mt.Champion.WithLabelValues(w.label, w.names[w.st.Model.Champion()]).Set(1)
 	w.learnerGauges()
-	mt.assigned(w.label)
+	mt.assigned(w.label, w.m.cfg.Reasons())
 	w.hwm = -1
 	_, none := cfg.Checkpoints.(NoCheckpoints)
 	w.keeps = !none
