@@ -414,7 +414,13 @@ func (c *produceCmd) Run(ctx context.Context, out io.Writer) error {
 		Progress: func(sent int64) { bar.Update(sent, max(total, sent)) },
 	})
 	bar.Done()
-	fmt.Fprintf(out, "sent %d records to %s\n", n, c.Topic)
+	switch {
+	case err == nil:
+		fmt.Fprintf(out, "sent %d records to %s\n", n, c.Topic)
+	case n > 0:
+		// What is in the topic already, for a rerun with --limit or a cleanup.
+		fmt.Fprintf(out, "sent %d records to %s before the error\n", n, c.Topic)
+	}
 	return err
 }
 

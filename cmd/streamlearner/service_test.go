@@ -41,6 +41,12 @@ func TestProduceRunTail(t *testing.T) {
 	if err != nil || !strings.Contains(out, "sent 500 records") {
 		t.Fatalf("produce: %q %v", out, err)
 	}
+	// A topic that does not exist: the error says what to do, and no
+	// "sent 0 records" line pretends it went anywhere.
+	out, err = execute(t, "produce", "--brokers", b.Addr(), "--topic", "nope", "--data", "../../testdata/a9a.gz", "--limit", "5")
+	if err == nil || !strings.Contains(err.Error(), "--auto-create") || strings.Contains(out, "sent") {
+		t.Fatalf("produce to a missing topic: %q %v", out, err)
+	}
 	// One bad record, in partition 0: 251 records there, 250 in partition 1.
 	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "in", RequiredAcks: kafka.RequireAll, Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return 0 })}
 	if err := w.WriteMessages(context.Background(), kafka.Message{Value: []byte("{not json")}); err != nil {
