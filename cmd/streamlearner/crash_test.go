@@ -310,8 +310,13 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 			}
 			dups += len(vals) - 1
 			pr, err := codec.DecodePrediction(vals[0])
-			if err != nil || pr.Margin != r.Margin || pr.Class != r.Class {
-				t.Fatalf("partition %d offset %d: %s, uninterrupted margin %v class %q (%v)", p, m.Offset, vals[0], r.Margin, r.Class, err)
+			class := r.Class
+			if pos, neg, named := twin.Config().Labels.ClassNames(); named && !twin.Multi() {
+				// Named binary labels (--positive UP): the side's name.
+				class = map[bool]string{true: pos, false: neg}[r.Predicted > 0]
+			}
+			if err != nil || pr.Margin != r.Margin || pr.Class != class {
+				t.Fatalf("partition %d offset %d: %s, uninterrupted margin %v class %q (%v)", p, m.Offset, vals[0], r.Margin, class, err)
 			}
 			n++
 		})
