@@ -213,6 +213,36 @@ type Config struct {
 	// model at the committed offset.
 	Checkpoints Checkpointer
 
+	// ProcessingGuarantee is "at-least-once" (default: after a crash the
+	// records since the last commit are predicted again, byte for byte)
+	// or "exactly-once": each partition's predictions, dead letters and
+	// consumed offsets between two commits are one Kafka transaction, so a
+	// read_committed consumer sees every output once (docs/architecture.md
+	// §7). Exactly-once needs Checkpoints, commits at every flush (so
+	// FlushInterval bounds how long a prediction stays invisible) and
+	// saves a snapshot with each commit.
+	ProcessingGuarantee string
+	// CommitInterval is how often, under exactly-once, a partition's
+	// transaction commits (or sooner, every CheckpointEvery records): its
+	// predictions are written as they are flushed but become visible to
+	// read_committed consumers only then, so it bounds how long a
+	// prediction stays invisible beyond its processing. Each commit saves
+	// a snapshot. Default 500 ms (Kafka Streams commits every 100 ms under
+	// exactly-once); CheckpointInterval is then not used.
+	CommitInterval time.Duration
+	// TransactionalIDPrefix names the transactional producers under
+	// exactly-once: PREFIX.TOPIC.PARTITION, one per input partition, so
+	// that the partition's next owner fences the previous one. Default:
+	// the group id. Two groups reading the same topic need their own.
+	TransactionalIDPrefix string
+	// TransactionTimeout is how long the coordinator lets a transaction
+	// stay open before it aborts it: it bounds how long a member that died
+	// mid-transaction holds back read_committed consumers of the output
+	// when no other member takes its partitions over (a new owner aborts
+	// it at once). Default 10 s, as Kafka Streams sets it; the brokers'
+	// transaction.max.timeout.ms must allow it.
+	TransactionTimeout time.Duration
+
 	// PassThrough skips the learner (margin 0, no learning): the same
 	// consume, decode and produce path, for measuring what learning costs.
 	PassThrough bool
@@ -224,6 +254,12 @@ type Config struct {
 	// Topic once their workers have started.
 	OnAssign func(generation int32, partitions []int)
 }
+
+// The processing guarantees (Config.ProcessingGuarantee).
+const (
+	AtLeastOnce = "at-least-once"
+	ExactlyOnce = "exactly-once"
+)
 
 // ModelConfig is partition p's model: randomized learners of partition p
 // are seeded with Seed + p, so partitions draw independent streams and a
@@ -436,6 +472,29 @@ func (c *Config) Validate() error {
 	}
 	if c.Checkpoints == nil {
 		c.Checkpoints = NoCheckpoints{}
+	}
+	switch c.ProcessingGuarantee {
+	case "":
+		c.ProcessingGuarantee = AtLeastOnce
+	case AtLeastOnce:
+	case ExactlyOnce:
+		if _, none := c.Checkpoints.(NoCheckpoints); none {
+			return fmt.Errorf("processing guarantee exactly-once needs a checkpoint store (--checkpoint-dir or --checkpoint-topic): an aborted transaction is undone by restoring the partition's last committed snapshot")
+		}
+		if c.ReadUncommitted {
+			return fmt.Errorf("processing guarantee exactly-once reads committed input only (not --read-uncommitted): an aborted upstream record must not be learned")
+		}
+	default:
+		return fmt.Errorf("processing guarantee %q: want %s or %s", c.ProcessingGuarantee, AtLeastOnce, ExactlyOnce)
+	}
+	if c.TransactionalIDPrefix == "" {
+		c.TransactionalIDPrefix = c.Group
+	}
+	if c.CommitInterval <= 0 {
+		c.CommitInterval = 500 * time.Millisecond
+	}
+	if c.TransactionTimeout <= 0 {
+		c.TransactionTimeout = 10 * time.Second
 	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)

@@ -52,6 +52,18 @@ type Metrics struct {
 	// idle partition does not look like a failing one.
 	CheckpointTime *prometheus.GaugeVec // streamlearner_checkpoint_last_success_timestamp_seconds{partition}
 
+	// Transactions counts exactly-once transactions by result (committed,
+	// aborted) and, for aborts, reason (error: a write or commit failed,
+	// the partition rewound; fenced: another member owns the partition).
+	Transactions *prometheus.CounterVec // streamlearner_transactions_total{result,reason}
+	// TransactionDuration times a transaction from its first write to its
+	// commit.
+	TransactionDuration prometheus.Histogram // streamlearner_transaction_duration_seconds
+	// VisibleLatency is, per committed transaction, the time from its
+	// oldest record's timestamp to the commit that made its prediction
+	// visible to read_committed consumers (the worst of the transaction).
+	VisibleLatency prometheus.Histogram // streamlearner_prediction_visible_latency_seconds
+
 	// Skipped counts records read but never handed to the decoder:
 	// transaction markers and, reading committed, aborted records.
 	Skipped *prometheus.CounterVec // streamlearner_records_skipped_total{partition}
@@ -147,9 +159,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.PendingExpired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_pending_expired_total", Help: "Records whose label did not come within the pending store's maximum age."}, part)
 	m.PendingEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_pending_evicted_total", Help: "Records pushed out of the full pending store before their label came."}, part)
 	m.OrphanLabels = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_orphan_labels_total", Help: "Labels that found no record awaiting them, by reason (each is a dead letter)."}, []string{"partition", "reason"})
+	m.Transactions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_transactions_total",
+		Help: "Exactly-once transactions by result (committed, aborted) and reason of an abort (error, fenced)."}, []string{"result", "reason"})
+	// 1 ms to 16 s: a transaction spans a flush interval (200 ms by default).
+	m.TransactionDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_transaction_duration_seconds",
+		Help: "Time from a transaction's first write to its commit.", Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)})
+	m.VisibleLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_prediction_visible_latency_seconds",
+		Help:    "Per committed transaction: time from its oldest record's timestamp to the commit that made its predictions visible (read_committed).",
+		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)})
 	m.health.gauge, m.health.after, m.health.degradedGauge = m.Stuck, time.Minute, m.Degraded
 	if reg != nil {
 		reg.MustRegister(m.PendingRecords, m.LabelDelay, m.PendingExpired, m.PendingEvicted, m.OrphanLabels)
+		reg.MustRegister(m.Transactions, m.TransactionDuration, m.VisibleLatency)
 		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck, m.Degraded,
 			m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches)
 		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,

@@ -55,7 +55,12 @@ const (
 // acknowledgement of all in-sync replicas. Errors that kafka-go's Writer
 // retried (temporary broker errors, dropped connections) are retried here
 // too, until ctx ends; the request under way is never cancelled.
-func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte) error {
+//
+// With t (exactly-once), the batch is written in t's open transaction: the
+// partition is added to it first, and the batch carries t's producer id
+// and the partition's next sequence number, the same on every retry, so
+// that the broker keeps one copy of a batch sent twice.
+func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte, t *txn) error {
 	for i := range msgs {
 		if writerSize(&msgs[i]) > p.limit-batchOverhead {
 			return kafka.MessageTooLargeError{Message: msgs[i]}
@@ -69,7 +74,7 @@ func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, b
 			case <-time.After(min(time.Duration(attempt*attempt)*produceBackoffMin, produceBackoffMax)):
 			}
 		}
-		err := p.once(context.WithoutCancel(ctx), src, msgs, buf)
+		err := p.once(context.WithoutCancel(ctx), src, msgs, buf, t)
 		if err == nil || attempt+1 == produceAttempts || !temporary(err) {
 			return err
 		}
@@ -77,22 +82,34 @@ func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, b
 }
 
 // once makes one attempt of produce.
-func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte) error {
+func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte, t *txn) error {
 	ctx, cancel := context.WithTimeout(ctx, produceTimeout)
 	defer cancel()
 	n, err := p.partitions(ctx)
 	if err != nil {
 		return fmt.Errorf("partitions of %s: %w", p.topic, err)
 	}
-	*buf = appendRecordBatch((*buf)[:0], msgs, time.Now())
+	part, id, txnID := src%n, noProducer, ""
+	if t != nil {
+		if err := t.add(ctx, p.topic, part); err != nil {
+			return err
+		}
+		id, txnID = t.batchID(p.topic, part), t.id
+	}
+	*buf = appendRecordBatch((*buf)[:0], msgs, time.Now(), id)
 	res, err := p.client.RawProduce(ctx, &kafka.RawProduceRequest{
-		Topic: p.topic, Partition: src % n, RequiredAcks: kafka.RequireAll,
+		Topic: p.topic, Partition: part, RequiredAcks: kafka.RequireAll, TransactionalID: txnID,
 		RawRecords: protocol.RawRecordSet{Reader: bytes.NewReader(*buf)},
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		err = res.Error
 	}
-	return res.Error
+	if t != nil && (err == nil || errors.Is(err, kafka.DuplicateSequenceNumber)) {
+		// Written (a duplicate is a retry of a batch the broker has).
+		t.wrote(p.topic, part, len(msgs))
+		return nil
+	}
+	return fence(err)
 }
 
 // partitions returns the topic's partition count, asking for the topic to
@@ -158,7 +175,11 @@ func varintLen(n int) int {
 // time stamped now; the tests compare the two). kafka-go's encoder goes
 // through an interface per record and writes varints a byte at a time,
 // which cost more than everything else the service does to a prediction.
-func appendRecordBatch(dst []byte, msgs []kafka.Message, now time.Time) []byte {
+//
+// id is what the batch header says of its producer: noProducer for the
+// plain writes, a transactional producer's id, epoch and first sequence
+// number under exactly-once.
+func appendRecordBatch(dst []byte, msgs []kafka.Message, now time.Time, id batchID) []byte {
 	const header = 61 // base offset … record count
 	start := len(dst)
 	dst = append(dst, make([]byte, 4+header)...)
@@ -197,13 +218,15 @@ func appendRecordBatch(dst []byte, msgs []kafka.Message, now time.Time) []byte {
 	be.PutUint32(b[8:], uint32(len(b)-12))
 	be.PutUint32(b[12:], math.MaxUint32) // partition leader epoch −1
 	b[16] = 2                            // magic
-	// Attributes 0 at 21 (zeroed).
+	if id.transactional {
+		be.PutUint16(b[21:], 1<<4) // attributes: transactional
+	}
 	be.PutUint32(b[23:], uint32(len(msgs)-1)) // last offset delta
 	be.PutUint64(b[27:], uint64(first))
 	be.PutUint64(b[35:], uint64(maxT))
-	be.PutUint64(b[43:], math.MaxUint64) // producer id −1
-	be.PutUint16(b[51:], math.MaxUint16) // producer epoch −1
-	be.PutUint32(b[53:], math.MaxUint32) // base sequence −1
+	be.PutUint64(b[43:], uint64(id.producer))
+	be.PutUint16(b[51:], uint16(id.epoch))
+	be.PutUint32(b[53:], uint32(id.seq))
 	be.PutUint32(b[57:], uint32(len(msgs)))
 	be.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
 	be.PutUint32(dst[start:], uint32(len(b)))
@@ -211,6 +234,18 @@ func appendRecordBatch(dst []byte, msgs []kafka.Message, now time.Time) []byte {
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// batchID is a record batch's producer: id, epoch, the sequence number of
+// its first record, and whether it belongs to a transaction.
+type batchID struct {
+	producer      int64
+	epoch         int16
+	seq           int32
+	transactional bool
+}
+
+// noProducer is the header of a batch written without a producer id.
+var noProducer = batchID{producer: -1, epoch: -1, seq: -1}
 
 // millis is kafka-go's timestamp: milliseconds since the epoch, 0 for the
 // zero time.

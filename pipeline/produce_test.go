@@ -57,7 +57,7 @@ func TestRecordBatchIsKafkaGosEncoding(t *testing.T) {
 		if _, err := rs.WriteTo(&want); err != nil {
 			t.Fatal(err)
 		}
-		got := appendRecordBatch([]byte("prefix"), msgs, t0)
+		got := appendRecordBatch([]byte("prefix"), msgs, t0, noProducer)
 		if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[6:], want.Bytes()) {
 			t.Errorf("%s: %d bytes differ from kafka-go's %d", name, len(got)-6, want.Len())
 		}
@@ -73,7 +73,7 @@ func TestRecordBatchStampsAndReadsBack(t *testing.T) {
 		{Value: []byte("2"), Time: now.Add(time.Second)},
 	}
 	var rs protocol.RecordSet
-	if _, err := rs.ReadFrom(bytes.NewReader(appendRecordBatch(nil, msgs, now))); err != nil {
+	if _, err := rs.ReadFrom(bytes.NewReader(appendRecordBatch(nil, msgs, now, noProducer))); err != nil {
 		t.Fatal(err)
 	}
 	for i, m := range msgs {

@@ -59,6 +59,15 @@ type worker struct {
 	// posName and negName name a binary model's sides when labels are
 	// read through a --positive list (codec.LabelMap.ClassNames).
 	posName, negName string
+	// txn is the partition's transactional producer under exactly-once
+	// (nil otherwise); reader is its input reader, which an aborted
+	// transaction rewinds; rewound tells the fetch loop that the records
+	// it holds were dropped by a rewind. txnOldest is the timestamp of the
+	// oldest record whose output is in the open transaction.
+	txn       *txn
+	reader    *fetch.Reader
+	rewound   bool
+	txnOldest time.Time
 	// reset is the --reset-offsets value last applied to the partition,
 	// carried in every commit's metadata (see splitMeta).
 	reset string
@@ -117,6 +126,18 @@ func (w *worker) run(gen context.Context) {
 	cfg := w.m.cfg
 	w.label = strconv.Itoa(w.part.ID)
 	w.srcHdrs = []kafka.Header{{Key: HeaderSourcePartition, Value: []byte(w.label)}}
+	if cfg.ProcessingGuarantee == ExactlyOnce {
+		// Before anything else: initialising the partition's transactional
+		// id aborts what its previous owner left open and fences it.
+		w.txn = &txn{client: w.m.client, id: fmt.Sprintf("%s.%s.%d", cfg.TransactionalIDPrefix, w.part.Topic, w.part.ID), timeout: cfg.TransactionTimeout}
+		if err := w.txn.init(gctx); err != nil {
+			if gctx.Err() == nil {
+				w.log.Error().Err(err).Str("transactional_id", w.txn.id).Msg("cannot initialise the partition's transactional producer; partition not served")
+				<-gctx.Done()
+			}
+			return
+		}
+	}
 	if err := w.restore(gctx); err != nil {
 		// Returning would end the whole generation and rejoin in a loop;
 		// hold the partition, unserved and loudly reported, until the
@@ -185,6 +206,7 @@ func (w *worker) run(gen context.Context) {
 		<-gctx.Done()
 		return
 	}
+	w.reader = r
 	if cfg.LabelTopic != "" {
 		lr, err := fetch.NewReader(fetch.Config{
 			Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: w.m.transport, Topic: cfg.LabelTopic, Partition: w.part.ID,
@@ -213,13 +235,37 @@ func (w *worker) run(gen context.Context) {
 				return true
 			}
 			if errors.Is(err, errFenced) {
-				w.log.Warn().Err(err).Msg("commit refused; dropping the partition's model")
+				if w.txn != nil {
+					mt.Transactions.WithLabelValues("aborted", "fenced").Inc()
+				}
+				w.log.Warn().Err(err).Msg("commit refused (another member owns the partition now); dropping the partition's model")
 				<-gctx.Done()
 				return false
 			}
 			if gctx.Err() != nil {
 				w.stop()
 				return false
+			}
+			if w.txn != nil {
+				// Nothing of the transaction is visible; the model learned
+				// what it covered, so it goes back to the committed
+				// snapshot and reads the records again.
+				mt.Transactions.WithLabelValues("aborted", "error").Inc()
+				w.log.Warn().Err(err).Msg("transaction aborted; restoring the committed snapshot and reading again from its offset")
+				if err := w.rewind(gctx); err != nil {
+					if errors.Is(err, errFenced) || gctx.Err() != nil {
+						w.log.Warn().Err(err).Msg("partition lost while rewinding")
+						<-gctx.Done()
+						return false
+					}
+					w.log.Error().Err(err).Msg("rewind after an aborted transaction; will retry")
+				}
+				mt.health.stuck(w.label, time.Now())
+				select {
+				case <-gctx.Done():
+				case <-time.After(500 * time.Millisecond):
+				}
+				continue
 			}
 			mt.health.stuck(w.label, time.Now())
 			w.log.Warn().Err(err).Msg("checkpoint; will retry")
@@ -259,11 +305,15 @@ func (w *worker) run(gen context.Context) {
 		// An idle, wholly checkpointed partition wakes at the interval
 		// too, to say so (the checkpoint-age gauge), when models are kept.
 		var due time.Time
+		interval := cfg.CheckpointInterval
+		if w.txn != nil {
+			interval = cfg.CommitInterval
+		}
 		switch {
 		case w.pending > 0:
-			due = w.committedAt.Add(cfg.CheckpointInterval)
+			due = w.committedAt.Add(interval)
 		case w.keeps:
-			due = w.durableAt.Add(cfg.CheckpointInterval)
+			due = w.durableAt.Add(interval)
 		}
 		if !due.IsZero() && (wake.IsZero() || due.Before(wake)) {
 			wake = due
@@ -291,13 +341,26 @@ func (w *worker) run(gen context.Context) {
 				if w.labels != nil && !labelsBefore(b.Records[i].Time) {
 					return
 				}
+				if w.txn != nil && w.txnOldest.IsZero() {
+					w.txnOldest = b.Records[i].Time
+				}
 				w.handle(&b.Records[i])
 				if len(w.preds)+len(w.dead) >= cfg.FlushRecords {
 					pos.Store(w.st.NextOffset)
 					if !settle() {
 						return
 					}
+					if w.rewound {
+						break
+					}
 				}
+			}
+			if w.rewound {
+				// The rest of the batch is read again from the snapshot's
+				// offset.
+				w.rewound = false
+				pos.Store(w.st.NextOffset)
+				continue
 			}
 			if b.Next > w.st.NextOffset {
 				// Skipped records (markers, aborted data) are consumed
@@ -331,7 +394,41 @@ func (w *worker) run(gen context.Context) {
 		if !settle() {
 			return
 		}
+		w.rewound = false
 	}
+}
+
+// rewind undoes an aborted transaction's work: its outputs are dropped
+// (the brokers discard what was written), the model and positions go back
+// to the last committed snapshot, and the readers to its offsets, so that
+// the records are played again from there — giving, by determinism, the
+// outputs the aborted transaction held, byte for byte.
+func (w *worker) rewind(ctx context.Context) error {
+	clear(w.preds)
+	clear(w.dead)
+	w.preds, w.dead, w.arena = w.preds[:0], w.dead[:0], w.arena[:0]
+	w.txnOldest = time.Time{}
+	if err := w.txn.abort(ctx); err != nil {
+		if errors.Is(err, errFenced) {
+			return err
+		}
+		// The coordinator aborts it at the transaction timeout, or the
+		// next InitProducerID does; start afresh with a new epoch.
+		w.log.Warn().Err(err).Msg("abort transaction; initialising the producer again")
+		if err := w.txn.init(ctx); err != nil {
+			return err
+		}
+	}
+	if err := w.restore(ctx); err != nil {
+		return err
+	}
+	w.reader.SetOffset(w.st.NextOffset)
+	if w.labels != nil {
+		w.labels.r.SetOffset(w.st.LabelOffset)
+		w.labels.queue, w.labels.caughtUp = w.labels.queue[:0], false
+	}
+	w.pending, w.rewound = 0, true
+	return nil
 }
 
 // restore finds where the partition stands: the committed offset and its
@@ -733,7 +830,11 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 		w.markDurable() // nothing learned since the last checkpoint
 		return nil
 	}
-	if !force && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < cfg.CheckpointInterval {
+	interval := cfg.CheckpointInterval
+	if w.txn != nil {
+		interval = cfg.CommitInterval
+	}
+	if !force && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < interval {
 		return nil
 	}
 	t0 := time.Now()
@@ -751,7 +852,12 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
-	if err := w.m.commit(ctx, w.gen, w.part, w.st.NextOffset, joinMeta(meta, w.reset), w.st.LabelTopic, w.st.LabelOffset); err != nil {
+	if w.txn != nil {
+		err = w.commitTxn(ctx, joinMeta(meta, w.reset))
+	} else {
+		err = w.m.commit(ctx, w.gen, w.part, w.st.NextOffset, joinMeta(meta, w.reset), w.st.LabelTopic, w.st.LabelOffset)
+	}
+	if err != nil {
 		return err
 	}
 	w.pending, w.committedAt, w.committed, w.committedLabel = 0, time.Now(), w.st.NextOffset, w.st.LabelOffset
@@ -759,6 +865,35 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	// Routine, so at debug level; failures are warnings in run.
 	w.log.Debug().Str("snapshot", meta).Int64("offset", w.committed).Int("bytes", size).Dur("took", took).Msg("checkpoint")
 	cfg.Checkpoints.Committed(ctx, w.part, meta)
+	return nil
+}
+
+// commitTxn commits the open transaction with the consumed offsets (and
+// the label topic's) and metadata naming the snapshot just saved: the
+// outputs and the offsets become visible together, or neither does.
+func (w *worker) commitTxn(ctx context.Context, meta string) error {
+	mt := w.m.cfg.Metrics
+	offsets := map[string][]kafka.TxnOffsetCommit{w.part.Topic: {{Partition: w.part.ID, Offset: w.st.NextOffset, Metadata: meta}}}
+	if lt := w.st.LabelTopic; lt != "" && w.st.LabelOffset >= 0 {
+		offsets[lt] = []kafka.TxnOffsetCommit{{Partition: w.part.ID, Offset: w.st.LabelOffset}}
+	}
+	started := w.txn.started
+	if !w.txn.open {
+		// Records consumed without an output (labels, skipped markers):
+		// the offsets alone make the transaction.
+		started = time.Now()
+	}
+	if err := w.txn.commit(ctx, w.m.cfg.Group, int(w.gen.ID), w.gen.MemberID, offsets); err != nil {
+		return err
+	}
+	now := time.Now()
+	mt.Transactions.WithLabelValues("committed", "").Inc()
+	mt.TransactionDuration.Observe(now.Sub(started).Seconds())
+	if !w.txnOldest.IsZero() {
+		mt.VisibleLatency.Observe(max(0, now.Sub(w.txnOldest).Seconds()))
+		w.txnOldest = time.Time{}
+	}
+	mt.Commits.WithLabelValues("ok").Inc()
 	return nil
 }
 
@@ -810,7 +945,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 			n++
 		}
 		group := (*msgs)[:n]
-		err := wr.produce(ctx, w.part.ID, group, &w.batch)
+		err := wr.produce(ctx, w.part.ID, group, &w.batch, w.txn)
 		if err == nil {
 			if preds {
 				mt.Produced.Add(float64(n))
@@ -822,10 +957,13 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 			continue
 		}
 		mt.ProduceErrors.Inc()
+		if errors.Is(err, errFenced) {
+			return fmt.Errorf("write to %s: %w", wr.topic, err)
+		}
 		if refused(err) {
 			// Find the records refused for good, one by one.
 			for i := range group {
-				if err := wr.produce(ctx, w.part.ID, group[i:i+1], &w.batch); err != nil {
+				if err := wr.produce(ctx, w.part.ID, group[i:i+1], &w.batch, w.txn); err != nil {
 					if !refused(err) {
 						*msgs = (*msgs)[i:]
 						return fmt.Errorf("write to %s: %w", wr.topic, err)
@@ -840,7 +978,9 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 			*msgs = (*msgs)[n:]
 			continue
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || w.txn != nil {
+			// Under exactly-once the transaction is aborted and the
+			// partition rewound rather than the write retried here.
 			return fmt.Errorf("write to %s: %w", wr.topic, err)
 		}
 		w.m.cfg.Metrics.health.stuck(w.label, time.Now())
@@ -954,9 +1094,21 @@ func (w *worker) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), w.m.cfg.ShutdownTimeout)
 	defer cancel()
 	err := w.checkpoint(ctx, true)
-	if err != nil {
+	switch {
+	case err != nil && w.txn != nil && errors.Is(err, errFenced):
+		w.m.cfg.Metrics.Transactions.WithLabelValues("aborted", "fenced").Inc()
+		w.log.Warn().Err(err).Msg("fenced: another member owns the partition now; nothing this member wrote since its last commit becomes visible")
+	case err != nil && w.txn != nil:
+		w.m.cfg.Metrics.Transactions.WithLabelValues("aborted", "error").Inc()
+		if aerr := w.txn.abort(ctx); aerr != nil {
+			// The next owner's InitProducerID, or the transaction
+			// timeout, aborts it.
+			w.log.Info().Err(aerr).Msg("abort transaction")
+		}
+		w.log.Info().Err(err).Msg("final commit not taken; transaction aborted")
+	case err != nil:
 		w.log.Info().Err(err).Msg("final commit not taken")
-	} else if !w.keeps {
+	case !w.keeps:
 		// Without a store the model would be lost with the generation;
 		// keep it, in case the next generation gives the partition back.
 		w.m.retain(w.part, w.st)

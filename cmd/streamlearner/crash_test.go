@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/fetch"
 	"github.com/streamlearner/streamlearner/model"
 )
 
@@ -45,7 +47,8 @@ func TestCrashRecovery(t *testing.T) {
 	for _, c := range []struct {
 		name, store string
 		stream      crashStream
-	}{{"dir", "dir", a9aStream}, {"topic", "topic", a9aStream}, {"events", "dir", coverStream}, {"delayed", "topic", delayedStream}} {
+	}{{"dir", "dir", a9aStream}, {"topic", "topic", a9aStream}, {"events", "dir", coverStream}, {"delayed", "topic", delayedStream},
+		{"exactly-once", "dir", eosStream}, {"zombie", "topic", zombieStream}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			crashRecovery(t, bin, c.store, c.stream)
@@ -63,6 +66,14 @@ type crashStream struct {
 	// delayed: labels come later in the same topic (--delayed-labels);
 	// the stream is built by delayedLines from the file's events.
 	delayed bool
+	// exactlyOnce: the service runs --processing-guarantee exactly-once;
+	// a read_committed consumer must see each prediction exactly once,
+	// and a read_uncommitted one the aborted duplicates.
+	exactlyOnce bool
+	// zombie: instead of kills, a member is paused (SIGSTOP) until another
+	// took its partitions over, then resumed; it must notice it was
+	// fenced, and nothing it writes may become visible.
+	zombie bool
 }
 
 var (
@@ -70,6 +81,10 @@ var (
 	coverStream = crashStream{file: "../../testdata/covtype.2000.jsonl.gz", copies: 25, kills: 10,
 		flags: []string{"--input", "events", "--label-field", "Cover_Type", "--key-field", "id", "--classes", "auto", "--scale", "online",
 			"--challenger", "forgetron:budget=60@rbf:gamma=0.2", "--select", "window=400,margin=0.01"}}
+	eosStream = crashStream{file: "../../testdata/a9a.gz", copies: 4, kills: 20, exactlyOnce: true,
+		flags: []string{"--processing-guarantee", "exactly-once"}}
+	zombieStream = crashStream{file: "../../testdata/a9a.gz", copies: 2, exactlyOnce: true, zombie: true,
+		flags: []string{"--processing-guarantee", "exactly-once"}}
 	delayedStream = crashStream{file: "../../testdata/elec2.3000.jsonl.gz", copies: 10, kills: 12, delayed: true,
 		flags: []string{"--input", "events", "--label-field", "class", "--key-field", "id", "--positive", "UP", "--delayed-labels",
 			"--pending-max-records", "2000"}}
@@ -224,6 +239,40 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 	t.Logf("kill times drawn with seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 1))
 	runLog := filepath.Join(dir, "run.log")
+	if stream.zombie {
+		// A member serves every partition, is paused until the others'
+		// sessions took them over, then resumed: a zombie.
+		zombieLog := filepath.Join(dir, "zombie.log")
+		zombie := start(t, zombieLog, bin, args...)
+		time.Sleep(4 * time.Second)
+		zombie.cmd.Process.Signal(syscall.SIGSTOP)
+		start(t, runLog, bin, args...)
+		waitFor(t, "the other member to serve every partition", time.Minute, func() bool {
+			b, _ := os.ReadFile(runLog)
+			return strings.Count(string(b), `"message":"partition assigned"`) >= 4
+		})
+		time.Sleep(2 * time.Second)
+		zombie.cmd.Process.Signal(syscall.SIGCONT)
+		var fencedLine string
+		waitFor(t, "the zombie to notice it was fenced", time.Minute, func() bool {
+			b, _ := os.ReadFile(zombieLog)
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, "another member owns the partition now") {
+					fencedLine = l
+					return true
+				}
+			}
+			return false
+		})
+		t.Logf("the zombie: %s", fencedLine)
+		t.Cleanup(func() {
+			if t.Failed() {
+				b, _ := os.ReadFile(zombieLog)
+				lines := strings.Split(string(b), "\n")
+				t.Logf("last lines of the zombie's log:\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
+			}
+		})
+	}
 	for range stream.kills {
 		p := start(t, runLog, bin, args...)
 		time.Sleep(time.Duration(1000+r.IntN(2500)) * time.Millisecond)
@@ -263,6 +312,20 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 	final.stop(t, 20*time.Second)
 
 	preds := readAll(t, addr, "out", nil)
+	if stream.exactlyOnce {
+		// What a read_committed consumer sees; the aborted transactions'
+		// records stay in the log for read_uncommitted ones.
+		uncommitted := readFetched(t, addr, "out", true)
+		preds = readFetched(t, addr, "out", false)
+		aborted := 0
+		for k, v := range uncommitted {
+			aborted += len(v) - len(preds[k])
+		}
+		t.Logf("read_uncommitted: %d predictions of aborted transactions", aborted)
+		if aborted == 0 && stream.kills > 0 {
+			t.Errorf("%d kills aborted no transaction with predictions in it: the kills missed the stream", stream.kills)
+		}
+	}
 	dups := 0
 	for p := range 4 {
 		// The uninterrupted twin: the same model, configured as the
@@ -334,11 +397,17 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 		if ev := restored.Eval(); ev.Rounds != uint64(n) || ev.Labeled != uint64(learned) {
 			t.Fatalf("partition %d: evaluator counted %d rounds, %d learned, for %d records, %d labels", p, ev.Rounds, ev.Labeled, n, learned)
 		}
-		if !stream.delayed && len(stream.flags) > 0 && (len(restored.Classes()) < 6 || restored.Candidates() != 2) {
+		if slices.Contains(stream.flags, "--classes") && (len(restored.Classes()) < 6 || restored.Candidates() != 2) {
 			t.Fatalf("partition %d: classes %v, want at least 6 of the 7 cover types", p, restored.Classes())
 		}
 	}
 	t.Logf("%d records, %d duplicate predictions (all byte-identical)", total, dups)
+	if stream.exactlyOnce {
+		if dups != 0 {
+			t.Errorf("exactly-once: a read_committed consumer saw %d duplicate predictions", dups)
+		}
+		return
+	}
 	if dups == 0 {
 		t.Errorf("%d kills re-emitted no prediction: the kills missed the stream", stream.kills)
 	}
@@ -414,6 +483,32 @@ func readAll(t *testing.T, addr, topic string, each func(kafka.Message)) map[str
 			}
 		}
 		rd.Close()
+	}
+	return byKey
+}
+
+// readFetched reads every partition of topic to its end as a consumer
+// with isolation.level read_committed (or read_uncommitted) does, through
+// package fetch (transaction markers dropped), and returns the values by
+// key.
+func readFetched(t *testing.T, addr, topic string, uncommitted bool) map[string][][]byte {
+	t.Helper()
+	byKey := map[string][][]byte{}
+	ends := topicEnds(t, addr, topic)
+	for p := range 4 {
+		r, err := fetch.NewReader(fetch.Config{Addr: kafka.TCP(addr), Topic: topic, Partition: p, ReadUncommitted: uncommitted, MaxBytes: 4 << 20}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Offset() < ends[p] {
+			b, err := r.Fetch(context.Background(), time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range b.Records {
+				byKey[string(rec.Key)] = append(byKey[string(rec.Key)], bytes.Clone(rec.Value))
+			}
+		}
 	}
 	return byKey
 }

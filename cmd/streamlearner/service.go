@@ -126,17 +126,21 @@ type runCmd struct {
 	FlushInterval    time.Duration `default:"200ms" help:"Longest time a prediction waits before a flush and commit."`
 	AutoCreate       bool          `help:"Create missing output and dead-letter topics."`
 
-	CheckpointDir      string        `placeholder:"DIR" help:"Save partition models here, so a partition's next owner continues the same model (one node, or a shared disk)."`
-	CheckpointTopic    string        `placeholder:"TOPIC" help:"Save partition models in this compacted topic (created if missing), for members on several machines."`
-	CheckpointEvery    int           `default:"10000" help:"Records between checkpoints (and offset commits)."`
-	CheckpointInterval time.Duration `default:"10s" help:"Longest time between checkpoints (and offset commits)."`
-	HeartbeatInterval  time.Duration `default:"1s" help:"Group heartbeat: how soon a member notices a rebalance."`
-	SessionTimeout     time.Duration `default:"10s" help:"How long a silent member keeps its partitions."`
-	RebalanceTimeout   time.Duration `default:"10s" help:"How long members get to stop their workers in a rebalance."`
-	MetricsAddr        string        `default:"127.0.0.1:9464" help:"Serve /metrics, /healthz and /readyz here (empty: off)."`
-	LogEvery           time.Duration `default:"30s" help:"Log a progress line this often: records/s, and per partition records, windowed mistake rate and support (0: none). A summary is logged when the member stops."`
-	ResetModel         bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
-	ResetOffsets       string        `placeholder:"WHERE" help:"Move every partition of the group, once, to earliest, latest, an offset, -N (N before the end) or an RFC 3339 time, with a new model (as kafka-consumer-groups --reset-offsets): the records from there are predicted and learned again. Applied once per value: a restart with the same value goes on from its checkpoints."`
+	CheckpointDir         string        `placeholder:"DIR" help:"Save partition models here, so a partition's next owner continues the same model (one node, or a shared disk)."`
+	CheckpointTopic       string        `placeholder:"TOPIC" help:"Save partition models in this compacted topic (created if missing), for members on several machines."`
+	CheckpointEvery       int           `default:"10000" help:"Records between checkpoints (and offset commits)."`
+	CheckpointInterval    time.Duration `default:"10s" help:"Longest time between checkpoints (and offset commits)."`
+	HeartbeatInterval     time.Duration `default:"1s" help:"Group heartbeat: how soon a member notices a rebalance."`
+	SessionTimeout        time.Duration `default:"10s" help:"How long a silent member keeps its partitions."`
+	RebalanceTimeout      time.Duration `default:"10s" help:"How long members get to stop their workers in a rebalance."`
+	MetricsAddr           string        `default:"127.0.0.1:9464" help:"Serve /metrics, /healthz and /readyz here (empty: off)."`
+	LogEvery              time.Duration `default:"30s" help:"Log a progress line this often: records/s, and per partition records, windowed mistake rate and support (0: none). A summary is logged when the member stops."`
+	ResetModel            bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
+	ProcessingGuarantee   string        `default:"at-least-once" enum:"at-least-once,exactly-once" help:"at-least-once: after a crash the records since the last commit are predicted again (byte-identical duplicates). exactly-once: each partition's predictions, dead letters and offsets between two commits are one Kafka transaction, so consumers reading with isolation.level=read_committed see each exactly once; needs --checkpoint-dir or --checkpoint-topic, commits every --commit-interval with a snapshot."`
+	CommitInterval        time.Duration `default:"500ms" help:"With exactly-once: how often each partition's transaction commits (or sooner, every --checkpoint-every records), with a snapshot; a prediction is visible to read_committed consumers once its transaction commits, so about this long after its record. --checkpoint-interval is not used."`
+	TransactionalIDPrefix string        `placeholder:"PREFIX" help:"With exactly-once: transactional ids are PREFIX.TOPIC.PARTITION, one per input partition, so that a partition's new owner fences the old one (default: the group id)."`
+	TransactionTimeout    time.Duration `default:"10s" help:"With exactly-once: how long the brokers let a transaction stay open before aborting it (a crashed member's open transaction holds back read_committed consumers this long unless another member takes its partitions over, which aborts it at once)."`
+	ResetOffsets          string        `placeholder:"WHERE" help:"Move every partition of the group, once, to earliest, latest, an offset, -N (N before the end) or an RFC 3339 time, with a new model (as kafka-consumer-groups --reset-offsets): the records from there are predicted and learned again. Applied once per value: a restart with the same value goes on from its checkpoints."`
 
 	DelayedLabels      bool          `help:"Labels may come after their records: a keyed record without a label is predicted and waits for a label message (its key and label, no feature) in the same topic and partition; see docs/delayed.md."`
 	LabelTopic         string        `placeholder:"TOPIC" help:"Read label messages from this topic too, co-partitioned with --topic (as many partitions, each label keyed as its record; checked at start). Implies --delayed-labels. Each label is learned exactly once; see docs/delayed.md."`
@@ -149,6 +153,12 @@ type runCmd struct {
 func (c *runCmd) Validate() error {
 	if c.CheckpointDir != "" && c.CheckpointTopic != "" {
 		return fmt.Errorf("give --checkpoint-dir or --checkpoint-topic, not both")
+	}
+	if c.ProcessingGuarantee == pipeline.ExactlyOnce && c.CheckpointDir == "" && c.CheckpointTopic == "" {
+		return fmt.Errorf("--processing-guarantee exactly-once needs --checkpoint-dir or --checkpoint-topic: an aborted transaction is undone by restoring the partition's last committed snapshot")
+	}
+	if c.ProcessingGuarantee == pipeline.ExactlyOnce && c.ReadUncommitted {
+		return fmt.Errorf("--processing-guarantee exactly-once reads committed input only: drop --read-uncommitted")
 	}
 	if c.ResetModel && c.CheckpointDir == "" && c.CheckpointTopic == "" {
 		return fmt.Errorf("--reset-model needs --checkpoint-dir or --checkpoint-topic: without checkpoints there is no stored model to reset")
@@ -232,8 +242,9 @@ func (c *runCmd) Run(ctx context.Context) error {
 		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
 		DelayedLabels: c.DelayedLabels, LabelTopic: c.LabelTopic, PendingMaxRecords: c.PendingMaxRecords, PendingMaxAge: c.PendingMaxAge,
 		PendingMaxBytes: c.PendingMaxBytes, PendingMaxKeyBytes: c.PendingMaxKeyBytes,
-		ResetOffsets: c.ResetOffsets,
-		Log:          log,
+		ResetOffsets: c.ResetOffsets, ProcessingGuarantee: c.ProcessingGuarantee, TransactionalIDPrefix: c.TransactionalIDPrefix, CommitInterval: c.CommitInterval,
+		TransactionTimeout: c.TransactionTimeout,
+		Log:                log,
 	}
 	mc, err := c.modelConfig(c.fieldFlags, labels)
 	if err != nil {

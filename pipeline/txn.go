@@ -1,0 +1,213 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+)
+
+// txn is the transactional producer of one input partition under
+// exactly-once processing (docs/architecture.md §7): its predictions,
+// dead letters and committed offsets between two commits are one Kafka
+// transaction. Its transactional id names the input partition, so the
+// partition's next owner, initialising the same id, bumps the epoch: the
+// coordinator aborts what this owner left open and refuses its later
+// writes (fenced), which is what keeps a paused or partitioned member
+// from ever committing for a partition it lost.
+//
+// A txn is used by its worker's goroutine only.
+type txn struct {
+	client  *kafka.Client
+	id      string
+	timeout time.Duration
+	pid     int
+	epoch   int
+	// seq is the next sequence number per output partition, since the
+	// producer id was initialised; a batch retried keeps its number.
+	seq map[topicPartition]int32
+	// added holds the partitions added to the open transaction.
+	added map[topicPartition]bool
+	// open: a record was written since the last commit or abort.
+	open    bool
+	started time.Time
+}
+
+type topicPartition struct {
+	topic     string
+	partition int
+}
+
+// fenced reports whether a broker error means the producer lost its
+// transactional id to the partition's next owner (errFenced, as a commit
+// of a newer generation's partition is).
+func fenced(err error) bool {
+	return errors.Is(err, errFenced) || errors.Is(err, kafka.ProducerFenced) || errors.Is(err, kafka.InvalidProducerEpoch) ||
+		errors.Is(err, kafka.InvalidProducerIDMapping) || errors.Is(err, kafka.TransactionCoordinatorFenced) ||
+		// TxnOffsetCommit from a generation the group left behind.
+		errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.FencedInstanceID)
+}
+
+// fence marks err as fencing when it is one.
+func fence(err error) error {
+	if err != nil && fenced(err) && !errors.Is(err, errFenced) {
+		return fmt.Errorf("%w: %w", errFenced, err)
+	}
+	return err
+}
+
+// retriable reports the coordinator answers that a retry after a pause
+// resolves: a coordinator moving or loading, or the previous
+// transaction's end still in progress.
+func retriable(err error) bool {
+	return errors.Is(err, kafka.ConcurrentTransactions) || errors.Is(err, kafka.GroupLoadInProgress) ||
+		errors.Is(err, kafka.GroupCoordinatorNotAvailable) || errors.Is(err, kafka.NotCoordinatorForGroup) || temporary(err)
+}
+
+// retry runs op until it succeeds, fails for good, or ctx ends.
+func retry(ctx context.Context, what string, op func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		err := op(ctx)
+		if err == nil {
+			return nil
+		}
+		if !retriable(err) || attempt+1 == produceAttempts {
+			return fence(fmt.Errorf("%s: %w", what, err))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		case <-time.After(min(time.Duration(attempt+1)*produceBackoffMin, produceBackoffMax)):
+		}
+	}
+}
+
+// init (re)initialises the producer id: the coordinator aborts any
+// transaction the id left open (this member's or a previous owner's) and
+// fences every earlier holder of the id.
+func (t *txn) init(ctx context.Context) error {
+	return retry(ctx, "init producer id "+t.id, func(ctx context.Context) error {
+		res, err := t.client.InitProducerID(ctx, &kafka.InitProducerIDRequest{
+			TransactionalID: t.id, TransactionTimeoutMs: int(t.timeout.Milliseconds()), ProducerID: -1, ProducerEpoch: -1,
+		})
+		if err != nil {
+			return err
+		}
+		if res.Error != nil {
+			return res.Error
+		}
+		t.pid, t.epoch = res.Producer.ProducerID, res.Producer.ProducerEpoch
+		t.seq, t.added, t.open = map[topicPartition]int32{}, map[topicPartition]bool{}, false
+		return nil
+	})
+}
+
+// add makes partition p of topic part of the open transaction (opening
+// one), once per transaction, before the first batch written to it.
+func (t *txn) add(ctx context.Context, topic string, p int) error {
+	tp := topicPartition{topic, p}
+	if t.added[tp] {
+		return nil
+	}
+	err := retry(ctx, "add "+topic+" to the transaction", func(ctx context.Context) error {
+		res, err := t.client.AddPartitionsToTxn(ctx, &kafka.AddPartitionsToTxnRequest{
+			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch,
+			Topics: map[string][]kafka.AddPartitionToTxn{topic: {{Partition: p}}},
+		})
+		if err != nil {
+			return err
+		}
+		for _, parts := range res.Topics {
+			for _, r := range parts {
+				if r.Error != nil {
+					return r.Error
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !t.open {
+		t.open, t.started = true, time.Now()
+	}
+	t.added[tp] = true
+	return nil
+}
+
+// batchID is what a batch written in the open transaction carries.
+func (t *txn) batchID(topic string, p int) batchID {
+	return batchID{producer: int64(t.pid), epoch: int16(t.epoch), seq: t.seq[topicPartition{topic, p}], transactional: true}
+}
+
+// wrote advances partition p's sequence past n records written.
+func (t *txn) wrote(topic string, p, n int) {
+	t.seq[topicPartition{topic, p}] += int32(n)
+}
+
+// commit commits the open transaction together with the consumed
+// offsets, committed for group in its generation gen as member: the
+// offsets become the group's exactly when the records written in the
+// transaction become visible to read_committed consumers.
+func (t *txn) commit(ctx context.Context, group string, gen int, member string, offsets map[string][]kafka.TxnOffsetCommit) error {
+	err := retry(ctx, "add offsets to the transaction", func(ctx context.Context) error {
+		res, err := t.client.AddOffsetsToTxn(ctx, &kafka.AddOffsetsToTxnRequest{
+			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch, GroupID: group,
+		})
+		if err != nil {
+			return err
+		}
+		return res.Error
+	})
+	if err != nil {
+		return err
+	}
+	err = retry(ctx, "commit offsets in the transaction", func(ctx context.Context) error {
+		res, err := t.client.TxnOffsetCommit(ctx, &kafka.TxnOffsetCommitRequest{
+			TransactionalID: t.id, GroupID: group, ProducerID: t.pid, ProducerEpoch: t.epoch,
+			GenerationID: gen, MemberID: member, Topics: offsets,
+		})
+		if err != nil {
+			return err
+		}
+		for _, parts := range res.Topics {
+			for _, r := range parts {
+				if r.Error != nil {
+					return r.Error
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return t.end(ctx, true)
+}
+
+// abort aborts the open transaction: nothing written in it becomes
+// visible to read_committed consumers, and its offsets are not committed.
+func (t *txn) abort(ctx context.Context) error {
+	if !t.open {
+		return nil
+	}
+	return t.end(ctx, false)
+}
+
+func (t *txn) end(ctx context.Context, commit bool) error {
+	what := map[bool]string{true: "commit", false: "abort"}[commit] + " transaction " + t.id
+	err := retry(ctx, what, func(ctx context.Context) error {
+		res, err := t.client.EndTxn(ctx, &kafka.EndTxnRequest{
+			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch, Committed: commit,
+		})
+		if err != nil {
+			return err
+		}
+		return res.Error
+	})
+	t.open, t.added = false, map[topicPartition]bool{}
+	return err
+}
