@@ -54,6 +54,9 @@ type Config struct {
 	// only sets the commit cadence.
 	CheckpointEvery int
 	CheckpointDir   string
+	// ProcessingGuarantee is the member's (pipeline.Config); exactly-once
+	// needs CheckpointDir. Default at-least-once.
+	ProcessingGuarantee string
 	// Progress, if set, is called about once a second while loading
 	// (serving false) and serving, with the records done and the total.
 	Progress func(serving bool, done, total int64)
@@ -184,7 +187,8 @@ func serve(ctx context.Context, addr, out string, cfg Config) (Result, error) {
 		Conn: kafkaconn.Config{Brokers: []string{addr}}, Topic: cfg.Topic, Group: cfg.Topic + "-bench", OutputTopic: out,
 		Learner: cfg.Learner, Kernel: cfg.Kernel, PassThrough: cfg.PassThrough, Metrics: metrics,
 		HeartbeatInterval: 500 * time.Millisecond, Log: zerolog.Nop(), CheckpointEvery: cfg.CheckpointEvery,
-		OnAssign: func(int32, []int) { started <- time.Now() },
+		ProcessingGuarantee: cfg.ProcessingGuarantee,
+		OnAssign:            func(int32, []int) { started <- time.Now() },
 	}
 	if cfg.CheckpointDir != "" {
 		pc.Seed = 1

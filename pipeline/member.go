@@ -94,6 +94,12 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	m := &member{ctx: ctx, cfg: &cfg, dialer: dialer, transport: transport, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, Timeout: 10 * time.Second}}
 	cfg.Metrics.health.after = cfg.StuckAfter
+	if cfg.ProcessingGuarantee == ExactlyOnce {
+		// At 0 from the start, for the alert rules' rates.
+		cfg.Metrics.Transactions.WithLabelValues("committed", "")
+		cfg.Metrics.Transactions.WithLabelValues("aborted", "error")
+		cfg.Metrics.Transactions.WithLabelValues("aborted", "fenced")
+	}
 	if err := m.prepare(ctx); err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/benchrun"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/pipeline"
 	"github.com/streamlearner/streamlearner/progress"
 )
 
@@ -37,7 +38,14 @@ type benchCmd struct {
 	Runs            int    `default:"1" help:"Runs of each mode; the report gives medians."`
 	InProcess       bool   `help:"Run the broker in this process (its CPU and memory then count as the service's)."`
 	LearnOnly       bool   `help:"Skip the pass-through runs (for a memory run, which needs no ratio)."`
+	// ProcessingGuarantee exactly-once alternates learning runs of both
+	// guarantees and reports the ratio against exactlyOnceTarget.
+	ProcessingGuarantee string `default:"at-least-once" enum:"at-least-once,exactly-once" help:"exactly-once: alternate learning runs at-least-once and exactly-once (transactions every 500 ms) and report their ratio of records/s, instead of pass-through beside learning."`
 }
+
+// exactlyOnceTarget: exactly-once keeps at least this share of
+// at-least-once's records/s (B = 100).
+const exactlyOnceTarget = 0.80
 
 // Run measures the service end to end: the embedded broker (a child
 // process, so that CPU and memory figures are the service's own), the data
@@ -62,7 +70,10 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 	var lastLearn benchrun.Result
 	for run := range c.Runs {
 		modes := []string{"passthrough", "learn"}
-		if c.LearnOnly {
+		switch {
+		case c.ProcessingGuarantee == pipeline.ExactlyOnce:
+			modes = []string{"learn", "exactly-once"}
+		case c.LearnOnly:
 			modes = modes[1:]
 		}
 		for _, mode := range modes {
@@ -77,6 +88,14 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 				lastLearn = res
 			}
 		}
+	}
+	if eos, learn := median(rates["exactly-once"]), median(rates["learn"]); c.ProcessingGuarantee == pipeline.ExactlyOnce {
+		verdict := "met"
+		if eos < exactlyOnceTarget*learn {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(out, "exactly-once/at-least-once: %.0f / %.0f records/s = %.2f (target ≥ %.2f: %s)\n", eos, learn, eos/learn, exactlyOnceTarget, verdict)
+		return nil
 	}
 	if learn, pass := median(rates["learn"]), median(rates["passthrough"]); !c.LearnOnly {
 		verdict := "met"
@@ -127,7 +146,8 @@ func (c *benchCmd) runOnce(ctx context.Context, mode string, run int, msgs []kaf
 	return benchrun.Run(ctx, benchrun.Config{
 		Broker: addr, Topic: fmt.Sprintf("bench-%s-%d", mode, run), Partitions: c.Partitions, Records: c.Records, Input: msgs,
 		Learner: c.Learner, Kernel: kern, PassThrough: mode == "passthrough",
-		CheckpointEvery: c.CheckpointEvery, CheckpointDir: dir, SampleRSS: sampleRSS,
+		ProcessingGuarantee: map[bool]string{true: pipeline.ExactlyOnce, false: pipeline.AtLeastOnce}[mode == "exactly-once"],
+		CheckpointEvery:     c.CheckpointEvery, CheckpointDir: dir, SampleRSS: sampleRSS,
 		Progress: func(serving bool, done, total int64) {
 			if serving { // loading is the first half of the bar
 				done += total
