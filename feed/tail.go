@@ -1,6 +1,7 @@
 package feed
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/fetch"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/prequential"
@@ -32,6 +34,11 @@ type TailConfig struct {
 	// Limit stops after this many distinct predictions; 0 follows until
 	// ctx ends (or the end, with ExitAtEnd).
 	Limit int
+	// ReadUncommitted reads what a read_uncommitted consumer sees: the
+	// predictions of open and aborted transactions too (exactly-once
+	// output). Default false: read committed, as a downstream consumer of
+	// exactly-once output must; transaction markers are never shown.
+	ReadUncommitted bool
 	// Skipped, if set, is called for each record that is not a
 	// prediction (an input record, say, when the topic is the wrong one),
 	// with the count so far and why it was skipped.
@@ -141,23 +148,38 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Conn.Brokers, Topic: cfg.Topic, Partition: sp.partition, Dialer: dialer, MaxWait: time.Second, MaxBytes: 16 << 20})
-			defer r.Close()
-			if err := r.SetOffset(sp.start); err != nil {
+			// Package fetch, not kafka-go's Reader: that one reads
+			// uncommitted and hands transaction markers over as messages.
+			r, err := fetch.NewReader(fetch.Config{Addr: client.Addr, Transport: transport, Topic: cfg.Topic, Partition: sp.partition,
+				ReadUncommitted: cfg.ReadUncommitted, MaxBytes: 4 << 20}, sp.start)
+			if err != nil {
 				ch <- item{err: err}
 				return
 			}
 			for {
-				m, err := r.ReadMessage(ctx)
+				b, err := r.Fetch(ctx, time.Second)
+				if ctx.Err() != nil {
+					return
+				}
 				if err != nil {
-					return
+					select { // a broker that answers with errors is not hammered
+					case <-ctx.Done():
+						return
+					case <-time.After(200 * time.Millisecond):
+					}
+					continue
 				}
-				select {
-				case ch <- item{m: m}:
-				case <-ctx.Done():
-					return
+				for _, rec := range b.Records {
+					// The record's bytes are the reader's until its next fetch.
+					m := kafka.Message{Topic: cfg.Topic, Partition: sp.partition, Offset: rec.Offset, Time: rec.Time,
+						Key: bytes.Clone(rec.Key), Value: bytes.Clone(rec.Value)}
+					select {
+					case ch <- item{m: m}:
+					case <-ctx.Done():
+						return
+					}
 				}
-				if sp.end >= 0 && m.Offset+1 >= sp.end {
+				if sp.end >= 0 && b.Next >= sp.end {
 					return
 				}
 			}

@@ -3,6 +3,7 @@ package feed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -156,6 +157,48 @@ func TestRight(t *testing.T) {
 	} {
 		if r, ok := Right(c.p); r != c.right || ok != c.ok {
 			t.Errorf("%+v: right %v ok %v, want %v %v", c.p, r, ok, c.right, c.ok)
+		}
+	}
+}
+
+// TestTailReadsCommitted: the predictions of an aborted transaction (what
+// an exactly-once service leaves when it crashes mid-transaction) are not
+// read, nor are transaction markers shown as records; with
+// ReadUncommitted they are read.
+func TestTailReadsCommitted(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	pred := func(off int64, margin float64) []byte {
+		p := codec.Prediction{Topic: "in", Partition: 0, Offset: off, Predicted: 1, Margin: margin, Learner: "x"}
+		v, _ := codec.AppendPrediction(nil, &p)
+		return v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// Offsets 0–1 aborted (margin 9), then 0–2 committed (margin 1).
+	if err := embedded.ProduceTransaction(ctx, b.Addr(), "out", 0, "t", [][]byte{pred(0, 9), pred(1, 9)}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := embedded.ProduceTransaction(ctx, b.Addr(), "out", 0, "t", [][]byte{pred(0, 1), pred(1, 1), pred(2, 1)}, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, uncommitted := range []bool{false, true} {
+		var margins []float64
+		st, err := Tail(ctx, TailConfig{Conn: kafkaconn.Config{Brokers: []string{b.Addr()}}, Topic: "out", ExitAtEnd: true, ReadUncommitted: uncommitted},
+			func(p codec.Prediction, _ TailStats) error { margins = append(margins, p.Margin); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, dups := []float64{1, 1, 1}, uint64(0)
+		if uncommitted {
+			// The aborted ones come first; the committed 0 and 1 repeat them.
+			want, dups = []float64{9, 9, 1}, 2
+		}
+		if fmt.Sprint(margins) != fmt.Sprint(want) || st.Duplicates != dups || st.Skipped != 0 {
+			t.Errorf("uncommitted %v: margins %v, %d duplicates, %d skipped; want %v, %d, 0", uncommitted, margins, st.Duplicates, st.Skipped, want, dups)
 		}
 	}
 }

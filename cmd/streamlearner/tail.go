@@ -23,6 +23,8 @@ type tailCmd struct {
 	Format    string `default:"table" enum:"table,json" help:"Output: table, or JSON lines: each prediction with right (prediction equals label; null when unlabeled) and the running accuracies."`
 	Window    int    `default:"1000" help:"Labeled predictions in the windowed accuracy."`
 	Limit     int    `help:"Stop after N distinct predictions (0: follow until Ctrl-C, or the end with --exit-at-end)."`
+	// ReadUncommitted shows what a read_uncommitted consumer would see.
+	ReadUncommitted bool `help:"Also read predictions of open and aborted transactions (default: read committed, as consumers of run --processing-guarantee exactly-once must)."`
 }
 
 func (c *tailCmd) Validate() error {
@@ -51,7 +53,11 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 		}
 	}
 	n := 0
+	if c.ReadUncommitted {
+		fmt.Fprintln(warn, "streamlearner: reading uncommitted: predictions of aborted transactions are read too (those repeating an input offset are counted as duplicates, not shown)")
+	}
 	cfg := feed.TailConfig{Conn: c.withBrokers(c.Brokers), Topic: c.Topic, From: c.From, ExitAtEnd: c.ExitAtEnd, Window: c.Window, Limit: c.Limit,
+		ReadUncommitted: c.ReadUncommitted,
 		Skipped: func(n uint64, partition int, offset int64, err error) {
 			if n == 1 {
 				fmt.Fprintf(warn, "streamlearner: warning: %s/%d offset %d is not a prediction (%v); such records are skipped and counted (is %s run's --output-topic?)\n",
