@@ -1,0 +1,146 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/fetch"
+	"github.com/streamlearner/streamlearner/model"
+)
+
+// memCheckpoints keeps snapshots in memory, for the pipeline's own tests
+// (package checkpoint builds on this one).
+type memCheckpoints struct {
+	mu    sync.Mutex
+	snaps map[string]*State
+	n     int
+}
+
+func (c *memCheckpoints) Restore(_ context.Context, _ Partition, _ int64, meta string) (*State, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if meta == "" {
+		return nil, nil
+	}
+	s, ok := c.snaps[meta]
+	if !ok {
+		return nil, fmt.Errorf("no snapshot %q", meta)
+	}
+	b, _ := s.Model.MarshalBinary()
+	m, err := model.Unmarshal(b)
+	if err != nil {
+		return nil, err
+	}
+	return &State{Model: m, NextOffset: s.NextOffset, LabelTopic: s.LabelTopic, LabelOffset: s.LabelOffset}, nil
+}
+
+func (c *memCheckpoints) Save(_ context.Context, p Partition, _ int32, st *State) (string, int, error) {
+	b, err := st.Model.MarshalBinary()
+	if err != nil {
+		return "", 0, err
+	}
+	m, err := model.Unmarshal(b)
+	if err != nil {
+		return "", 0, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snaps == nil {
+		c.snaps = map[string]*State{}
+	}
+	c.n++
+	name := fmt.Sprintf("%s/%d/%d", p.Topic, p.ID, c.n)
+	c.snaps[name] = &State{Model: m, NextOffset: st.NextOffset, LabelTopic: st.LabelTopic, LabelOffset: st.LabelOffset}
+	return name, len(b), nil
+}
+
+func (c *memCheckpoints) Committed(context.Context, Partition, string) {}
+
+// readFetched reads partition p of topic from the start until want
+// records or d, reading committed unless uncommitted.
+func readFetched(t *testing.T, addr, topic string, p, want int, uncommitted bool, d time.Duration) []fetch.Record {
+	t.Helper()
+	r, err := fetch.NewReader(fetch.Config{Addr: kafka.TCP(addr), Topic: topic, Partition: p, ReadUncommitted: uncommitted, MaxBytes: 1 << 20}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []fetch.Record
+	deadline := time.Now().Add(d)
+	for len(out) < want && time.Now().Before(deadline) {
+		b, err := r.Fetch(context.Background(), 200*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range b.Records {
+			rec.Key, rec.Value = append([]byte(nil), rec.Key...), append([]byte(nil), rec.Value...)
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// TestAbortedTransactionRewinds: under exactly-once, a transaction whose
+// commit fails is aborted, the partition's model goes back to the last
+// committed snapshot and the records are read again, so a read_committed
+// consumer sees every prediction once, each the one an uninterrupted run
+// makes, while a read_uncommitted one sees the aborted transaction's too.
+func TestAbortedTransactionRewinds(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	toOne := kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 })
+	msgs := make([]kafka.Message, 400)
+	for i := range msgs {
+		y := 1 - 2*(i%3%2)
+		msgs[i] = kafka.Message{Value: fmt.Appendf(nil, `{"label": %d, "features": {"1": %d, "%d": 1, "%d": 0.5}}`, y, y, 2+i%7, 9+i%5)}
+	}
+	produce(t, b, "in", msgs, toOne)
+	commits := 0
+	failCommit = func() error {
+		if commits++; commits == 2 {
+			return errors.New("broker says no (injected)")
+		}
+		return nil
+	}
+	t.Cleanup(func() { failCommit = nil })
+	cfg := testConfig(t, b, "rbp:budget=20")
+	cfg.ProcessingGuarantee, cfg.Checkpoints, cfg.Metrics = ExactlyOnce, &memCheckpoints{}, NewMetrics(nil)
+	cfg.FlushRecords, cfg.CheckpointEvery, cfg.CommitInterval = 40, 100, 300*time.Millisecond
+	runMember(t, cfg)
+	got := readFetched(t, b.Addr(), "out", 1, len(msgs), false, 30*time.Second)
+	if len(got) != len(msgs) {
+		t.Fatalf("%d committed predictions for %d records", len(got), len(msgs))
+	}
+	twin, err := model.New(cfg.ModelConfig(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, rec := range got {
+		want, _ := twin.Step(msgs[i].Value)
+		p := decodePrediction(t, rec.Value)
+		if p.Offset != int64(i) || p.Margin != want.Margin {
+			t.Fatalf("committed prediction %d: offset %d margin %v; the uninterrupted run's margin %v", i, p.Offset, p.Margin, want.Margin)
+		}
+	}
+	if n := len(readFetched(t, b.Addr(), "out", 1, len(msgs)+1000, true, 2*time.Second)); n <= len(msgs) {
+		t.Errorf("read_uncommitted: %d predictions, want more than %d (the aborted transaction's)", n, len(msgs))
+	}
+	if a := testutil.ToFloat64(cfg.Metrics.Transactions.WithLabelValues("aborted", "error")); a != 1 {
+		t.Errorf("%v aborted transactions counted, want 1", a)
+	}
+}
+
+func decodePrediction(t *testing.T, b []byte) codec.Prediction {
+	t.Helper()
+	p, err := codec.DecodePrediction(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
