@@ -129,7 +129,7 @@ func TestPrometheusEvaluates(t *testing.T) {
 		_, err := executeCtx(t, runCtx, "run", "--brokers", b.Addr(), "--topic", "in", "--group", "g", "--output-topic", "out",
 			"--learner", "rbp:budget=50", "--kernel", "rbf:gamma=0.02", "--log-level", "error", "--flush-interval", "50ms",
 			"--checkpoint-dir", t.TempDir(), "--checkpoint-every", "500", "--checkpoint-interval", "1s", "--metrics-addr", ops,
-			"--delayed-labels", // labeled records learn at once; the pending series exist
+			"--delayed-labels",                       // labeled records learn at once; the pending series exist
 			"--processing-guarantee", "exactly-once") // the transaction series exist
 		done <- err
 	}()
