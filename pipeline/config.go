@@ -496,6 +496,11 @@ func (c *Config) Validate() error {
 	if c.TransactionTimeout <= 0 {
 		c.TransactionTimeout = 10 * time.Second
 	}
+	if c.ProcessingGuarantee == ExactlyOnce && 2*c.CommitInterval > c.TransactionTimeout {
+		// A transaction that outlives the timeout is aborted by the
+		// coordinator and its producer fenced: the partition would stop.
+		return fmt.Errorf("commit interval %v: want at most half the transaction timeout %v, so that a transaction commits before the brokers abort it", c.CommitInterval, c.TransactionTimeout)
+	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
 	}

@@ -47,7 +47,13 @@ func fenced(err error) bool {
 	return errors.Is(err, errFenced) || errors.Is(err, kafka.ProducerFenced) || errors.Is(err, kafka.InvalidProducerEpoch) ||
 		errors.Is(err, kafka.InvalidProducerIDMapping) || errors.Is(err, kafka.TransactionCoordinatorFenced) ||
 		// TxnOffsetCommit from a generation the group left behind.
-		errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.FencedInstanceID)
+		errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.FencedInstanceID) ||
+		// The coordinator ended the transaction under this producer: a
+		// new owner's InitProducerID aborted it (or it outlived the
+		// transaction timeout, which bumps the epoch too). Either way the
+		// id is no longer this member's to use; initialising it again
+		// would fence the partition's rightful owner.
+		errors.Is(err, kafka.InvalidTransactionState)
 }
 
 // fence marks err as fencing when it is one.
@@ -218,6 +224,8 @@ func (t *txn) end(ctx context.Context, commit bool) error {
 		}
 		return res.Error
 	})
-	t.open, t.added = false, map[topicPartition]bool{}
+	if err == nil {
+		t.open, t.added = false, map[topicPartition]bool{}
+	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,4 +144,30 @@ func decodePrediction(t *testing.T, b []byte) codec.Prediction {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func TestExactlyOnceConfig(t *testing.T) {
+	b := startBroker(t)
+	for _, c := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"no store", func(c *Config) { c.Checkpoints = nil }, "needs a checkpoint store"},
+		{"uncommitted input", func(c *Config) { c.ReadUncommitted = true }, "reads committed input only"},
+		{"commit interval", func(c *Config) { c.CommitInterval, c.TransactionTimeout = 6*time.Second, 10*time.Second }, "half the transaction timeout"},
+		{"unknown", func(c *Config) { c.ProcessingGuarantee = "exactly-twice" }, "want at-least-once or exactly-once"},
+	} {
+		cfg := testConfig(t, b, "perceptron")
+		cfg.ProcessingGuarantee, cfg.Checkpoints = ExactlyOnce, &memCheckpoints{}
+		c.edit(&cfg)
+		err := cfg.Validate()
+		if (err != nil) != (c.want != "") || err != nil && !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if c.want == "" && (cfg.TransactionalIDPrefix != "g" || cfg.CommitInterval != 500*time.Millisecond || cfg.TransactionTimeout != 10*time.Second) {
+			t.Errorf("defaults: prefix %q, commit interval %v, timeout %v", cfg.TransactionalIDPrefix, cfg.CommitInterval, cfg.TransactionTimeout)
+		}
+	}
 }

@@ -252,18 +252,26 @@ func (w *worker) run(gen context.Context) {
 				// snapshot and reads the records again.
 				mt.Transactions.WithLabelValues("aborted", "error").Inc()
 				w.log.Warn().Err(err).Msg("transaction aborted; restoring the committed snapshot and reading again from its offset")
-				if err := w.rewind(gctx); err != nil {
+				// Nothing is committed until the rewind is whole: the
+				// model would be ahead of the outputs.
+				for {
+					err := w.rewind(gctx)
+					if err == nil {
+						break
+					}
 					if errors.Is(err, errFenced) || gctx.Err() != nil {
-						w.log.Warn().Err(err).Msg("partition lost while rewinding")
+						mt.Transactions.WithLabelValues("aborted", "fenced").Inc()
+						w.log.Warn().Err(err).Msg("partition lost while rewinding (another member owns the partition now); not serving it")
 						<-gctx.Done()
 						return false
 					}
+					mt.health.stuck(w.label, time.Now())
 					w.log.Error().Err(err).Msg("rewind after an aborted transaction; will retry")
-				}
-				mt.health.stuck(w.label, time.Now())
-				select {
-				case <-gctx.Done():
-				case <-time.After(500 * time.Millisecond):
+					select {
+					case <-gctx.Done():
+						return false
+					case <-time.After(500 * time.Millisecond):
+					}
 				}
 				continue
 			}
@@ -409,15 +417,10 @@ func (w *worker) rewind(ctx context.Context) error {
 	w.preds, w.dead, w.arena = w.preds[:0], w.dead[:0], w.arena[:0]
 	w.txnOldest = time.Time{}
 	if err := w.txn.abort(ctx); err != nil {
-		if errors.Is(err, errFenced) {
-			return err
-		}
-		// The coordinator aborts it at the transaction timeout, or the
-		// next InitProducerID does; start afresh with a new epoch.
-		w.log.Warn().Err(err).Msg("abort transaction; initialising the producer again")
-		if err := w.txn.init(ctx); err != nil {
-			return err
-		}
+		// Never InitProducerID here: if another member owns the partition
+		// now, that would fence it. A fenced abort ends the worker; any
+		// other failure is retried.
+		return err
 	}
 	if err := w.restore(ctx); err != nil {
 		return err

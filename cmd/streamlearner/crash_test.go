@@ -243,7 +243,18 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 		// A member serves every partition, is paused until the others'
 		// sessions took them over, then resumed: a zombie.
 		zombieLog := filepath.Join(dir, "zombie.log")
-		zombie := start(t, zombieLog, bin, args...)
+		// Its transactions stay open for seconds, so that it is paused
+		// with writes of its own in one: resumed, it must find its
+		// transaction fenced, whether it writes again or its generation
+		// ends first and it tries its last commit.
+		zombie := start(t, zombieLog, bin, append(slices.Clone(args), "--commit-interval", "5s", "--checkpoint-every", "1000000")...)
+		t.Cleanup(func() {
+			if t.Failed() {
+				b, _ := os.ReadFile(zombieLog)
+				lines := strings.Split(string(b), "\n")
+				t.Logf("last lines of the zombie's log:\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
+			}
+		})
 		time.Sleep(4 * time.Second)
 		zombie.cmd.Process.Signal(syscall.SIGSTOP)
 		start(t, runLog, bin, args...)
@@ -265,13 +276,6 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 			return false
 		})
 		t.Logf("the zombie: %s", fencedLine)
-		t.Cleanup(func() {
-			if t.Failed() {
-				b, _ := os.ReadFile(zombieLog)
-				lines := strings.Split(string(b), "\n")
-				t.Logf("last lines of the zombie's log:\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
-			}
-		})
 	}
 	for range stream.kills {
 		p := start(t, runLog, bin, args...)
