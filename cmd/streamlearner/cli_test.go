@@ -287,3 +287,13 @@ func TestNegativeValues(t *testing.T) {
 		t.Errorf("rewrote %q", got)
 	}
 }
+
+// TestExactlyOnceNeedsAStore: exactly-once without a checkpoint store is
+// refused at start, saying what to add.
+func TestExactlyOnceNeedsAStore(t *testing.T) {
+	code, _, stderr := runCLI(t, "run", "--brokers", "127.0.0.1:1", "--topic", "t", "--group", "g", "--output-topic", "o",
+		"--learner", "perceptron", "--processing-guarantee", "exactly-once")
+	if code == 0 || !strings.Contains(stderr, "needs --checkpoint-dir or --checkpoint-topic") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
