@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -134,6 +136,31 @@ func TestAbortedTransactionRewinds(t *testing.T) {
 	}
 	if a := testutil.ToFloat64(cfg.Metrics.Transactions.WithLabelValues("aborted", "error")); a != 1 {
 		t.Errorf("%v aborted transactions counted, want 1", a)
+	}
+	// librdkafka agrees: kcat reading committed sees each prediction
+	// once, reading uncommitted the aborted ones too.
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("STREAMLEARNER_REQUIRE_KCAT") != "" {
+			t.Fatal("kcat not installed")
+		}
+		t.Log("kcat not installed: librdkafka's reading not checked")
+		return
+	}
+	for _, iso := range []string{"read_committed", "read_uncommitted"} {
+		out, err := exec.Command(kcat, "-C", "-b", b.Addr(), "-t", "out", "-p", "1", "-o", "beginning", "-e", "-q",
+			"-X", "isolation.level="+iso, "-f", "%k\n").Output()
+		if err != nil {
+			t.Fatalf("kcat %s: %v", iso, err)
+		}
+		keys := strings.Fields(string(out))
+		distinct := map[string]bool{}
+		for _, k := range keys {
+			distinct[k] = true
+		}
+		if len(distinct) != len(msgs) || iso == "read_committed" && len(keys) != len(msgs) || iso == "read_uncommitted" && len(keys) <= len(msgs) {
+			t.Errorf("kcat %s: %d predictions, %d distinct, for %d records", iso, len(keys), len(distinct), len(msgs))
+		}
 	}
 }
 
