@@ -259,7 +259,10 @@ func (w *worker) run(gen context.Context) {
 					if err == nil {
 						break
 					}
-					if errors.Is(err, errFenced) || gctx.Err() != nil {
+					if gctx.Err() != nil {
+						return false // the generation ended; the next owner's InitProducerID aborts what is open
+					}
+					if errors.Is(err, errFenced) {
 						mt.Transactions.WithLabelValues("aborted", "fenced").Inc()
 						w.log.Warn().Err(err).Msg("partition lost while rewinding (another member owns the partition now); not serving it")
 						<-gctx.Done()
@@ -300,9 +303,17 @@ func (w *worker) run(gen context.Context) {
 			if !settle() {
 				return false
 			}
+			if w.rewound {
+				// Both readers went back to the snapshot: the caller
+				// reads the input again from there.
+				return true
+			}
 		}
 	}
 	for {
+		// A rewind (exactly-once) drops what the previous fetch held;
+		// this fetch reads from where it put the reader.
+		w.rewound = false
 		// Wake up for the next flush, and for the next checkpoint while
 		// progress is uncommitted: an idle partition must still commit
 		// what it learned.
@@ -348,6 +359,9 @@ func (w *worker) run(gen context.Context) {
 			for i := range b.Records {
 				if w.labels != nil && !labelsBefore(b.Records[i].Time) {
 					return
+				}
+				if w.rewound {
+					break
 				}
 				if w.txn != nil && w.txnOldest.IsZero() {
 					w.txnOldest = b.Records[i].Time
@@ -402,7 +416,6 @@ func (w *worker) run(gen context.Context) {
 		if !settle() {
 			return
 		}
-		w.rewound = false
 	}
 }
 
