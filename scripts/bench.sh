@@ -3,9 +3,10 @@
 # Usage: scripts/bench.sh [OUTDIR]   (default out/bench)
 # COUNT (default 5) repeats each Go benchmark, E2E_RUNS (default 3) each
 # end-to-end mode, WALL_RUNS (default 7) each whole-process eval; the
-# table gives medians (and, for whole processes, the best run, which is
-# how the peer's times were taken). RSS_RECORDS (default 10000000; 0
-# skips it) sets the memory run's length.
+# table gives medians (and, for whole processes, the best run).
+# RSS_RECORDS (default 10000000; 0 skips it) sets the memory run's length.
+# The C++ peer is measured side by side by scripts/peer.sh (PEER_RUNS,
+# default 5; PEER_COPIES, default 1; skipped, and said, without the peer).
 # Raw outputs land in OUTDIR; the table is printed last and saved as
 # OUTDIR/table.txt.
 set -euo pipefail
@@ -21,7 +22,7 @@ step() { # file, command...
   "$@" 2>&1 | tee -a "$out/$f"
 }
 # The learners the C++ peer has, in its same-work configurations, at B=100
-# and B=500 (offline/bench_test.go says where the peer's times come from).
+# and B=500.
 peer='rbp:budget=100|forgetron:budget=100|projectron:eta=0,max=100|projectron\+\+:eta=0,max=100,u=1.16952'
 b500='rbp:budget=500|forgetron:budget=500|projectron:eta=0,max=500|projectron\+\+:eta=0,max=500,u=2.24431'
 step offline.txt go test -run '^$' -bench "A9APass/(perceptron|$peer|$b500)\$" -benchtime 3x -count "$count" ./offline/
@@ -47,6 +48,7 @@ wall() {
   IFS='|' read -r -a specs <<<"$peer|$b500"
   for spec in "${specs[@]}"; do wall "${spec//\\/}" rbf:gamma=0.01; done
 } | tee "$out/wall.txt"
+RUNS=${PEER_RUNS:-5} COPIES=${PEER_COPIES:-1} step peer.txt scripts/peer.sh
 step e2e.txt bin/streamlearner bench --records 1000000 --runs "${E2E_RUNS:-3}"
 if [ "${RSS_RECORDS:-10000000}" != 0 ]; then
   step rss.txt bin/streamlearner bench --records "${RSS_RECORDS:-10000000}" --learn-only
@@ -65,25 +67,24 @@ ok() { awk -v a="$1" -v b="$2" 'BEGIN {print (a >= b) ? "met" : "NOT met"}'; }
   echo
   echo "speed and memory targets on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores; medians of $count"
   row target required measured "" ratio ""
-  IFS='|' read -r -a specs <<<"$peer"
-  for spec in "${specs[@]}"; do
-    v=$(med "A9APass/$spec-" examples/s "$out/offline.txt"); x=$(med "A9APass/$spec-" x-peer "$out/offline.txt")
-    row "a9a one pass, ${spec//\\/}" ">= 3× peer" "$(printf %.0f "$v")" "/s" "$x× the peer" "$(ok "$x" 3)"
-  done
-  IFS='|' read -r -a specs <<<"perceptron|$b500"
+  IFS='|' read -r -a specs <<<"perceptron|$peer|$b500"
   for spec in "${specs[@]}"; do
     v=$(med "A9APass/$spec-" examples/s "$out/offline.txt")
-    row "a9a one pass, ${spec//\\/}" "(no peer time)" "$(printf %.0f "$v")" "/s" "" ""
+    row "a9a one pass, ${spec//\\/}" "" "$(printf %.0f "$v")" "/s" "" ""
   done
-  # The peer's whole-process seconds (issue 17; offline/bench_test.go),
-  # the B=500 Projectron ones derived (docs/performance.md).
-  for p in "perceptron:max=1 0.046" "rbp:budget=100 0.353" "forgetron:budget=100 0.463" "projectron:eta=0,max=100 0.430" \
-    "projectron++:eta=0,max=100,u=1.16952 0.486" "projectron:eta=0,max=500 2.4" "projectron++:eta=0,max=500,u=2.24431 3.4"; do
-    read -r spec ps <<<"$p"
+  # The peer, side by side in this run (scripts/peer.sh): whole eval
+  # processes, CPU (user + sys) ours/peer, median of the per-pair ratios.
+  if grep -q '^a9a\.x' "$out/peer.txt"; then
+    grep '^a9a\.x' "$out/peer.txt" | while read -r data spec _ _ oc _ _ _ r; do
+      row "eval $data whole process, $spec" "cpu <= 0.33 peer" "$oc" "s cpu" "$r of the peer's cpu" "$(ok 0.33 "$r")"
+    done
+  else
+    row "eval a9a whole process vs the peer" "cpu <= 0.33 peer" "-" "" "no peer (scripts/peer.sh)" ""
+  fi
+  IFS='|' read -r -a specs <<<"perceptron:max=1"
+  for spec in "${specs[@]}"; do
     read -r _ best median < <(grep -F "$spec " "$out/wall.txt")
-    need=3; [ "$spec" = perceptron:max=1 ] && need=1
-    row "eval a9a whole process, $spec" ">= ${need}× peer $ps s" "$best" "s best" \
-      "$(awk -v p="$ps" -v b="$best" -v m="$median" 'BEGIN {printf "%.2f× (median %.3f s: %.2f×)", p/b, m, p/m}')" "$(ok "$(awk -v p="$ps" -v b="$best" 'BEGIN {print p/b}')" "$need")"
+    row "eval a9a whole process, $spec" "" "$best" "s best" "(median $median s)" ""
   done
   lt=$(med LoadA9A ns/op "$out/load.txt")
   row "load a9a in process (gunzip, parse)" "" "$(awk -v t="$lt" 'BEGIN {printf "%.1f", t/1e6}')" ms "" ""
