@@ -125,14 +125,7 @@ func (t *txn) add(ctx context.Context, topic string, p int) error {
 		if err != nil {
 			return err
 		}
-		for _, parts := range res.Topics {
-			for _, r := range parts {
-				if r.Error != nil {
-					return r.Error
-				}
-			}
-		}
-		return nil
+		return partitionError(res.Topics, func(r kafka.AddPartitionToTxnPartition) error { return r.Error })
 	})
 	if err != nil {
 		return err
@@ -141,6 +134,19 @@ func (t *txn) add(ctx context.Context, topic string, p int) error {
 		t.open, t.started = true, time.Now()
 	}
 	t.added[tp] = true
+	return nil
+}
+
+// partitionError is the first per-partition error of a response: kafka-go
+// reports them inside a nil error.
+func partitionError[P any](topics map[string][]P, errOf func(P) error) error {
+	for _, parts := range topics {
+		for _, r := range parts {
+			if err := errOf(r); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
@@ -179,14 +185,7 @@ func (t *txn) commit(ctx context.Context, group string, gen int, member string, 
 		if err != nil {
 			return err
 		}
-		for _, parts := range res.Topics {
-			for _, r := range parts {
-				if r.Error != nil {
-					return r.Error
-				}
-			}
-		}
-		return nil
+		return partitionError(res.Topics, func(r kafka.TxnOffsetCommitPartition) error { return r.Error })
 	})
 	if err != nil {
 		return err
