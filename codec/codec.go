@@ -118,6 +118,10 @@ const (
 	// ReasonKeyTooLarge: a record to hold for its label has a key longer
 	// than the pending store takes (--pending-max-key-bytes).
 	ReasonKeyTooLarge = Reason("key_too_large")
+	// The reasons of records in the Confluent wire format (FramedDecoder).
+	ReasonBadFraming     = Reason("bad_framing")
+	ReasonUnknownSchema  = Reason("unknown_schema")
+	ReasonSchemaMismatch = Reason("schema_mismatch")
 )
 
 // Reasons returns every Reason this package can report, so that metrics can
@@ -145,6 +149,9 @@ func Reasons() []Reason {
 		ReasonLabelEvicted,
 		ReasonLabelNoKey,
 		ReasonKeyTooLarge,
+		ReasonBadFraming,
+		ReasonUnknownSchema,
+		ReasonSchemaMismatch,
 	}
 }
 
@@ -305,6 +312,9 @@ type scratch struct {
 	// For events: flattened field names, and the label and key seen.
 	names              []byte
 	labelSeen, keySeen bool
+	// For protobuf events: occurrences of each field of the messages
+	// being read.
+	counts []int32
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}

@@ -130,6 +130,15 @@
 //	                   of the full pending store
 //	label_without_key  (delayed labels) a label message with no key to
 //	                   match its record by
+//	key_too_large      (delayed labels) a key longer than the pending
+//	                   store takes
+//	bad_framing        (wire format) no magic byte, or fewer than 5 bytes
+//	unknown_schema     (wire format) a schema id the registry does not
+//	                   have, or a schema that cannot be compiled
+//	schema_mismatch    (wire format) a payload that does not follow its
+//	                   schema (truncated, bytes left over, a bad union
+//	                   branch or enum symbol...), or a schema of a type
+//	                   the input does not take
 //
 // The message-level checks come first, in this order: empty_message,
 // too_large, invalid_utf8. Then the record is read once, from the start,

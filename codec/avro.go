@@ -1,0 +1,630 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+
+	"github.com/hamba/avro/v2"
+)
+
+// Avro payloads are read by a walk over the binary encoding that the
+// writer schema guides, field by field into the event: hamba/avro parses
+// and checks the schema, but its generic decoding builds a map and boxes
+// every value (a dozen allocations and several microseconds for an Adult
+// record, against none here; see BenchmarkAvroEvent).
+
+type avroType uint8
+
+const (
+	avNull avroType = iota
+	avBool
+	avInt
+	avLong
+	avFloat
+	avDouble
+	avBytes
+	avString
+	avRecord
+	avEnum
+	avArray
+	avMap
+	avUnion
+	avFixed
+)
+
+var avroTypeNames = [...]string{"null", "boolean", "int", "long", "float", "double", "bytes", "string", "record", "enum", "array", "map", "union", "fixed"}
+
+// avroNode is one schema node, compiled. Named types are compiled once
+// and shared, so a recursive schema is a cyclic graph.
+type avroNode struct {
+	t        avroType
+	fields   []avroField  // record
+	items    *avroNode    // array items, map values
+	branches []*avroNode  // union
+	symbols  [][]byte     // enum
+	size     int          // fixed
+	decimal  bool         // bytes or fixed with the decimal logical type
+	scale    int          // decimal
+	pow      float64      // decimal: 10^scale
+	name     string       // named types, for errors
+}
+
+type avroField struct {
+	name []byte
+	node *avroNode
+}
+
+func compileAvro(text string) (*avroNode, error) {
+	s, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, err
+	}
+	c := avroCompiler{named: map[string]*avroNode{}}
+	n, err := c.node(s)
+	if err != nil {
+		return nil, err
+	}
+	if n.t != avRecord {
+		return nil, fmt.Errorf("the schema is %s; an event is a record", avroTypeNames[n.t])
+	}
+	return n, nil
+}
+
+type avroCompiler struct{ named map[string]*avroNode }
+
+func (c *avroCompiler) node(s avro.Schema) (*avroNode, error) {
+	switch s := s.(type) {
+	case *avro.RefSchema:
+		return c.node(s.Schema())
+	case *avro.NullSchema:
+		return &avroNode{t: avNull}, nil
+	case *avro.PrimitiveSchema:
+		n := &avroNode{}
+		switch s.Type() {
+		case avro.Boolean:
+			n.t = avBool
+		case avro.Int:
+			n.t = avInt
+		case avro.Long:
+			n.t = avLong
+		case avro.Float:
+			n.t = avFloat
+		case avro.Double:
+			n.t = avDouble
+		case avro.Bytes:
+			n.t = avBytes
+			if d, ok := s.Logical().(*avro.DecimalLogicalSchema); ok {
+				n.decimal, n.scale = true, d.Scale()
+			}
+		case avro.String:
+			n.t = avString
+		case avro.Null:
+			n.t = avNull
+		default:
+			return nil, fmt.Errorf("avro type %s is not supported", s.Type())
+		}
+		n.pow = math.Pow10(n.scale)
+		return n, nil
+	case *avro.RecordSchema:
+		if n, ok := c.named[s.FullName()]; ok {
+			return n, nil
+		}
+		n := &avroNode{t: avRecord, name: s.FullName()}
+		c.named[s.FullName()] = n
+		for _, f := range s.Fields() {
+			fn, err := c.node(f.Type())
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.Name(), err)
+			}
+			n.fields = append(n.fields, avroField{name: []byte(f.Name()), node: fn})
+		}
+		return n, nil
+	case *avro.EnumSchema:
+		if n, ok := c.named[s.FullName()]; ok {
+			return n, nil
+		}
+		n := &avroNode{t: avEnum, name: s.FullName()}
+		c.named[s.FullName()] = n
+		for _, sym := range s.Symbols() {
+			n.symbols = append(n.symbols, []byte(sym))
+		}
+		return n, nil
+	case *avro.FixedSchema:
+		if n, ok := c.named[s.FullName()]; ok {
+			return n, nil
+		}
+		n := &avroNode{t: avFixed, size: s.Size(), name: s.FullName()}
+		if d, ok := s.Logical().(*avro.DecimalLogicalSchema); ok {
+			n.decimal, n.scale = true, d.Scale()
+		}
+		n.pow = math.Pow10(n.scale)
+		c.named[s.FullName()] = n
+		return n, nil
+	case *avro.ArraySchema:
+		it, err := c.node(s.Items())
+		if err != nil {
+			return nil, err
+		}
+		return &avroNode{t: avArray, items: it}, nil
+	case *avro.MapSchema:
+		v, err := c.node(s.Values())
+		if err != nil {
+			return nil, err
+		}
+		return &avroNode{t: avMap, items: v}, nil
+	case *avro.UnionSchema:
+		n := &avroNode{t: avUnion}
+		for _, b := range s.Types() {
+			bn, err := c.node(b)
+			if err != nil {
+				return nil, err
+			}
+			n.branches = append(n.branches, bn)
+		}
+		return n, nil
+	}
+	return nil, fmt.Errorf("avro schema %s is not supported", s.Type())
+}
+
+// The binary encoding's primitives.
+
+// long reads a zig-zag varint of at most 10 bytes.
+func (w *walker) long() (int64, *Error) {
+	var u uint64
+	for shift := uint(0); shift < 70; shift += 7 {
+		if w.at >= len(w.p) {
+			return 0, w.truncated()
+		}
+		c := w.p[w.at]
+		w.at++
+		u |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), nil
+		}
+	}
+	return 0, w.mismatch("a varint longer than 10 bytes")
+}
+
+// span reads n bytes.
+func (w *walker) take(n int64) ([]byte, *Error) {
+	if n < 0 {
+		return nil, w.mismatch("a negative length %d", n)
+	}
+	if n > int64(len(w.p)-w.at) {
+		return nil, w.truncated()
+	}
+	b := w.p[w.at : w.at+int(n)]
+	w.at += int(n)
+	return b, nil
+}
+
+func (w *walker) avroBytes() ([]byte, *Error) {
+	n, err := w.long()
+	if err != nil {
+		return nil, err
+	}
+	return w.take(n)
+}
+
+// blockCount reads an array or map block's item count; a negative count
+// is followed by the block's size in bytes.
+func (w *walker) blockCount() (int64, *Error) {
+	n, err := w.long()
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		if n == math.MinInt64 {
+			return 0, w.mismatch("a block count out of range")
+		}
+		n = -n
+		if _, err := w.long(); err != nil {
+			return 0, err
+		}
+	}
+	// Every item takes a byte at least (null items none: bound them by
+	// the field limit instead, which the caller counts).
+	return n, nil
+}
+
+// avroRecord reads the top-level record.
+func (w *walker) avroRecord(n *avroNode) *Error {
+	for i := range n.fields {
+		f := &n.fields[i]
+		if err := w.avroValue(f.node, f.name, 1); err != nil {
+			return err
+		}
+	}
+	if w.at != len(w.p) {
+		return w.mismatch("%d bytes left after the record (written with another schema?)", len(w.p)-w.at)
+	}
+	return nil
+}
+
+// avroValue reads the value of field name, as eventReader.value reads a
+// JSON one.
+func (w *walker) avroValue(n *avroNode, name []byte, depth int) *Error {
+	label, key, kind := w.role(name)
+	switch {
+	case label:
+		return w.avroLabel(n)
+	case key:
+		return w.avroKey(n)
+	case kind == FieldIgnore:
+		return w.avroSkip(n, depth)
+	}
+	return w.avroTyped(n, name, kind, depth)
+}
+
+func (w *walker) avroTyped(n *avroNode, name []byte, kind FieldKind, depth int) *Error {
+	switch n.t {
+	case avNull:
+		return nil
+	case avBool:
+		if w.at >= len(w.p) {
+			return w.truncated()
+		}
+		c := w.p[w.at]
+		w.at++
+		if c > 1 {
+			return w.mismatch("a boolean byte 0x%02x", c)
+		}
+		return w.boolean(name, kind, c == 1)
+	case avInt, avLong:
+		v, err := w.long()
+		if err != nil {
+			return err
+		}
+		if n.t == avInt && int64(int32(v)) != v {
+			return w.mismatch("field %s: an int out of range", quote(name))
+		}
+		return w.number(name, kind, float64(v), strconv.AppendInt(w.num[:0], v, 10))
+	case avFloat, avDouble:
+		v, prec, err := w.avroFloat(n)
+		if err != nil {
+			return err
+		}
+		return w.number(name, kind, v, strconv.AppendFloat(w.num[:0], v, 'g', -1, prec))
+	case avBytes, avFixed:
+		b, err := w.avroFixedOrBytes(n)
+		if err != nil {
+			return err
+		}
+		if n.decimal {
+			v := decimalValue(b, n.pow)
+			return w.number(name, kind, v, strconv.AppendFloat(w.num[:0], v, 'g', -1, 64))
+		}
+		if kind == FieldNumeric {
+			return errorf(ReasonBadField, "payload byte %d: field %s is numeric but holds bytes", w.at, quote(name))
+		}
+		return w.addText(name, FieldCategorical, b)
+	case avString:
+		s, err := w.avroBytes()
+		if err != nil {
+			return err
+		}
+		return w.text(name, kind, s)
+	case avEnum:
+		sym, err := w.avroSymbol(n)
+		if err != nil {
+			return err
+		}
+		return w.text(name, kind, sym)
+	case avRecord:
+		if err := w.container(name, kind, "a record", depth); err != nil {
+			return err
+		}
+		for i := range n.fields {
+			f := &n.fields[i]
+			if err := w.avroValue(f.node, w.s.name(name, f.name), depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case avMap:
+		if err := w.container(name, kind, "a map", depth); err != nil {
+			return err
+		}
+		for items := 0; ; {
+			c, err := w.blockCount()
+			if err != nil || c == 0 {
+				return err
+			}
+			for ; c > 0; c-- {
+				if items++; items > w.lim.MaxNonZeros {
+					return w.tooMany()
+				}
+				k, err := w.avroBytes()
+				if err != nil {
+					return err
+				}
+				if err := w.avroValue(n.items, w.s.name(name, k), depth+1); err != nil {
+					return err
+				}
+			}
+		}
+	case avArray:
+		if depth > maxDepth {
+			return w.mismatch("nesting deeper than %d levels", maxDepth)
+		}
+		i := 0
+		for {
+			c, err := w.blockCount()
+			if err != nil || c == 0 {
+				return err
+			}
+			for ; c > 0; c-- {
+				// Null items take no byte: the count bounds the loop.
+				if i >= w.lim.MaxNonZeros {
+					return w.tooMany()
+				}
+				it := n.items
+				if it.t == avUnion {
+					if it, err = w.avroBranch(it); err != nil {
+						return err
+					}
+				}
+				switch it.t {
+				case avString, avEnum:
+					// Strings are tokens of the field itself, as in JSON.
+					var s []byte
+					if it.t == avString {
+						s, err = w.avroBytes()
+					} else {
+						s, err = w.avroSymbol(it)
+					}
+					if err != nil {
+						return err
+					}
+					if err := w.text(name, kind, s); err != nil {
+						return err
+					}
+				default:
+					if err := w.avroValue(it, w.index(name, i), depth+1); err != nil {
+						return err
+					}
+				}
+				i++
+			}
+		}
+	case avUnion:
+		b, err := w.avroBranch(n)
+		if err != nil {
+			return err
+		}
+		return w.avroTyped(b, name, kind, depth)
+	}
+	return w.mismatch("unknown node")
+}
+
+func (w *walker) avroFloat(n *avroNode) (v float64, prec int, err *Error) {
+	if n.t == avFloat {
+		if len(w.p)-w.at < 4 {
+			return 0, 0, w.truncated()
+		}
+		v = float64(math.Float32frombits(binary.LittleEndian.Uint32(w.p[w.at:])))
+		w.at += 4
+		return v, 32, nil
+	}
+	if len(w.p)-w.at < 8 {
+		return 0, 0, w.truncated()
+	}
+	v = math.Float64frombits(binary.LittleEndian.Uint64(w.p[w.at:]))
+	w.at += 8
+	return v, 64, nil
+}
+
+func (w *walker) avroFixedOrBytes(n *avroNode) ([]byte, *Error) {
+	if n.t == avFixed {
+		return w.take(int64(n.size))
+	}
+	return w.avroBytes()
+}
+
+func (w *walker) avroSymbol(n *avroNode) ([]byte, *Error) {
+	i, err := w.long()
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 || i >= int64(len(n.symbols)) {
+		return nil, w.mismatch("enum %s: symbol %d of %d", n.name, i, len(n.symbols))
+	}
+	return n.symbols[i], nil
+}
+
+func (w *walker) avroBranch(n *avroNode) (*avroNode, *Error) {
+	i, err := w.long()
+	if err != nil {
+		return nil, err
+	}
+	if i < 0 || i >= int64(len(n.branches)) {
+		return nil, w.mismatch("union branch %d of %d", i, len(n.branches))
+	}
+	return n.branches[i], nil
+}
+
+// decimalValue is a decimal's two's-complement big-endian unscaled value
+// over 10^scale.
+func decimalValue(b []byte, pow float64) float64 {
+	if len(b) <= 8 {
+		var u uint64
+		for _, c := range b {
+			u = u<<8 | uint64(c)
+		}
+		if len(b) > 0 && len(b) < 8 && b[0]&0x80 != 0 {
+			u |= ^uint64(0) << (8 * len(b)) // sign-extend
+		}
+		return float64(int64(u)) / pow
+	}
+	v := new(big.Int).SetBytes(b)
+	if b[0]&0x80 != 0 {
+		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), uint(8*len(b))))
+	}
+	f, _ := new(big.Float).SetInt(v).Float64()
+	return f / pow
+}
+
+// avroLabel reads the label field's value.
+func (w *walker) avroLabel(n *avroNode) *Error {
+	if w.s.labelSeen {
+		return errorf(ReasonBadLabel, "payload byte %d: label field %q appears twice", w.at, w.dec.label)
+	}
+	w.s.labelSeen = true
+	for n.t == avUnion {
+		var err *Error
+		if n, err = w.avroBranch(n); err != nil {
+			return err
+		}
+	}
+	switch n.t {
+	case avNull:
+		return nil
+	case avBool:
+		if w.at >= len(w.p) {
+			return w.truncated()
+		}
+		c := w.p[w.at]
+		w.at++
+		return w.labelBool(c == 1)
+	case avInt, avLong:
+		v, err := w.long()
+		if err != nil {
+			return err
+		}
+		return w.labelNum(float64(v))
+	case avFloat, avDouble:
+		v, _, err := w.avroFloat(n)
+		if err != nil {
+			return err
+		}
+		return w.labelNum(v)
+	case avString:
+		s, err := w.avroBytes()
+		if err != nil {
+			return err
+		}
+		return w.labelText(s)
+	case avEnum:
+		s, err := w.avroSymbol(n)
+		if err != nil {
+			return err
+		}
+		return w.labelText(s)
+	}
+	if err := w.avroSkip(n, 1); err != nil {
+		return err
+	}
+	return w.badLabel("an avro " + avroTypeNames[n.t])
+}
+
+// avroKey reads the key field's value.
+func (w *walker) avroKey(n *avroNode) *Error {
+	if w.s.keySeen {
+		return w.badKey("given twice")
+	}
+	w.s.keySeen = true
+	for n.t == avUnion {
+		var err *Error
+		if n, err = w.avroBranch(n); err != nil {
+			return err
+		}
+	}
+	switch n.t {
+	case avNull:
+		return nil
+	case avInt, avLong:
+		v, err := w.long()
+		if err != nil {
+			return err
+		}
+		return w.keyText(strconv.AppendInt(w.num[:0], v, 10))
+	case avFloat, avDouble:
+		v, prec, err := w.avroFloat(n)
+		if err != nil {
+			return err
+		}
+		return w.keyText(strconv.AppendFloat(w.num[:0], v, 'g', -1, prec))
+	case avString:
+		s, err := w.avroBytes()
+		if err != nil {
+			return err
+		}
+		return w.keyText(s)
+	case avEnum:
+		s, err := w.avroSymbol(n)
+		if err != nil {
+			return err
+		}
+		return w.keyText(s)
+	}
+	if err := w.avroSkip(n, 1); err != nil {
+		return err
+	}
+	return w.badKey("an avro " + avroTypeNames[n.t])
+}
+
+// avroSkip steps over a value.
+func (w *walker) avroSkip(n *avroNode, depth int) *Error {
+	if depth > maxDepth {
+		return w.mismatch("nesting deeper than %d levels", maxDepth)
+	}
+	switch n.t {
+	case avNull:
+		return nil
+	case avBool:
+		_, err := w.take(1)
+		return err
+	case avInt, avLong, avEnum:
+		_, err := w.long()
+		return err
+	case avFloat:
+		_, err := w.take(4)
+		return err
+	case avDouble:
+		_, err := w.take(8)
+		return err
+	case avBytes, avString:
+		_, err := w.avroBytes()
+		return err
+	case avFixed:
+		_, err := w.take(int64(n.size))
+		return err
+	case avRecord:
+		for i := range n.fields {
+			if err := w.avroSkip(n.fields[i].node, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	case avUnion:
+		b, err := w.avroBranch(n)
+		if err != nil {
+			return err
+		}
+		return w.avroSkip(b, depth)
+	case avArray, avMap:
+		for items := 0; ; {
+			c, err := w.blockCount()
+			if err != nil || c == 0 {
+				return err
+			}
+			for ; c > 0; c-- {
+				if items++; items > w.lim.MaxNonZeros {
+					return w.tooMany()
+				}
+				if n.t == avMap {
+					if _, err := w.avroBytes(); err != nil {
+						return err
+					}
+				}
+				if err := w.avroSkip(n.items, depth+1); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return w.mismatch("unknown node")
+}
