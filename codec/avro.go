@@ -41,15 +41,15 @@ var avroTypeNames = [...]string{"null", "boolean", "int", "long", "float", "doub
 // and shared, so a recursive schema is a cyclic graph.
 type avroNode struct {
 	t        avroType
-	fields   []avroField  // record
-	items    *avroNode    // array items, map values
-	branches []*avroNode  // union
-	symbols  [][]byte     // enum
-	size     int          // fixed
-	decimal  bool         // bytes or fixed with the decimal logical type
-	scale    int          // decimal
-	pow      float64      // decimal: 10^scale
-	name     string       // named types, for errors
+	fields   []avroField // record
+	items    *avroNode   // array items, map values
+	branches []*avroNode // union
+	symbols  [][]byte    // enum
+	size     int         // fixed
+	decimal  bool        // bytes or fixed with the decimal logical type
+	scale    int         // decimal
+	pow      float64     // decimal: 10^scale
+	name     string      // named types, for errors
 }
 
 type avroField struct {

@@ -262,7 +262,7 @@ func (d *FramedDecoder) DecodePayload(s *Schema, payload []byte, ev *Event) erro
 // eventReader, whose adders it shares: the payload is p, the cursor i.
 type walker struct {
 	eventReader
-	p      []byte
+	p   []byte
 	at  int
 	num [32]byte
 }

@@ -225,7 +225,6 @@ func TestAvroLogicalTypes(t *testing.T) {
 	}
 }
 
-
 const connProto = `syntax = "proto3";
 package test;
 import "google/protobuf/timestamp.proto";
