@@ -47,6 +47,10 @@ type ProduceConfig struct {
 	AutoCreateTopic bool
 	// Progress, if set, is called now and then with the records sent.
 	Progress func(sent int64)
+	// Encode, if set, turns each event (a JSON object) into the bytes
+	// sent, e.g. a record in the wire format; an error stops the load,
+	// naming the line. Indexed records cannot be encoded.
+	Encode func(event []byte) ([]byte, error)
 }
 
 // Produce reads cfg.Data and writes one JSON record per example, in file
@@ -158,7 +162,7 @@ func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
 	}
 	return ProduceExamples(ctx, WriterConfig{
 		Conn: cfg.Conn, Topic: cfg.Topic, Rate: cfg.Rate, Balancer: balancer,
-		AutoCreateTopic: cfg.AutoCreateTopic, Progress: cfg.Progress,
+		AutoCreateTopic: cfg.AutoCreateTopic, Progress: cfg.Progress, Encode: cfg.Encode,
 	}, lines)
 }
 
@@ -181,6 +185,10 @@ type WriterConfig struct {
 	MaxBatchBytes int
 	// Progress, if set, is called now and then with the records sent.
 	Progress func(sent int64)
+	// Encode, if set, turns each event (a JSON object) into the bytes
+	// sent, e.g. a record in the wire format; an error stops the load,
+	// naming the line. Indexed records cannot be encoded.
+	Encode func(event []byte) ([]byte, error)
 }
 
 // Message is one record to produce: the example, written as JSON with
@@ -265,6 +273,14 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 			return sent, err
 		}
 		value := m.Raw
+		if cfg.Encode != nil {
+			if value == nil {
+				return sent, fmt.Errorf("record %d: indexed records (LIBSVM, {\"label\",\"features\"}) cannot be sent in a schema format; those carry named-field events", sent+int64(len(batch))+1)
+			}
+			if value, err = cfg.Encode(value); err != nil {
+				return sent, fmt.Errorf("record %d: %w", sent+int64(len(batch))+1, err)
+			}
+		}
 		if value == nil {
 			value = codec.AppendJSON(nil, m.Example)
 		}

@@ -81,6 +81,10 @@ func (c *Config) clientID() string {
 	return c.ClientID
 }
 
+// TLSConfig is the TLS configuration the flags describe (nil without
+// TLS), for the other services the commands reach (a schema registry).
+func (c *Config) TLSConfig() (*tls.Config, error) { return c.tlsConfig() }
+
 func (c *Config) tlsConfig() (*tls.Config, error) {
 	if !c.TLS {
 		return nil, nil

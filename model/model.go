@@ -142,6 +142,12 @@ type Config struct {
 	// only).
 	Event    codec.EventConfig
 	Features features.Config
+	// Format is how events are written: plain JSON (the zero value), or
+	// framed in the Confluent wire format (Avro, Protobuf, JSON Schema),
+	// their schemas from Schemas, which must not block (the caller fetches
+	// a record's schema before stepping it). Events only.
+	Format  codec.Format
+	Schemas codec.SchemaSource
 	// Labels maps label tokens to +1/−1 in binary mode.
 	Labels codec.LabelMap
 	// Classes selects many-class one-vs-rest: {"auto"} discovers classes
@@ -263,7 +269,7 @@ type Model struct {
 	sel   *selection.Selector // nil without challengers
 	class []string
 	index map[string]int
-	dec   *codec.EventDecoder
+	dec   eventDecoder
 	feat  *features.Featurizer
 	ev    codec.Event
 	// lim is Config.Limits, accepting label-only records when delayed.
@@ -371,7 +377,12 @@ func New(cfg Config) (*Model, error) {
 		ec := cfg.Event
 		ec.Limits = cfg.Limits
 		var err error
-		if m.dec, err = codec.NewEventDecoder(ec); err != nil {
+		if cfg.Format.Framed() {
+			m.dec, err = codec.NewFramedDecoder(ec, cfg.Format, cfg.Schemas)
+		} else {
+			m.dec, err = codec.NewEventDecoder(ec)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 		if m.feat, err = features.New(cfg.Features); err != nil {
@@ -379,6 +390,12 @@ func New(cfg Config) (*Model, error) {
 		}
 	}
 	return m, nil
+}
+
+// eventDecoder reads one message into an event: codec.EventDecoder (JSON)
+// or codec.FramedDecoder (the wire format).
+type eventDecoder interface {
+	Decode(b []byte, ev *codec.Event) error
 }
 
 // buildCandidates makes candidate 0 (Config.Learner) and the challengers,

@@ -15,6 +15,7 @@ import (
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/pending"
+	"github.com/streamlearner/streamlearner/schemareg"
 	"github.com/streamlearner/streamlearner/selection"
 )
 
@@ -46,6 +47,15 @@ type Config struct {
 	Events   bool
 	Event    codec.EventConfig
 	Features features.Config
+	// Format is how events are written (Events only): plain JSON (the
+	// zero value, default), or the Confluent wire format (Avro, Protobuf,
+	// JSON Schema), whose schemas Registry fetches. A registry that cannot
+	// answer stalls the partition (retried with backoff, counted in
+	// streamlearner_schema_registry_errors_total, and stuck past
+	// StuckAfter) rather than dead-lettering anything; a schema id it does
+	// not have is a dead letter (unknown_schema).
+	Format   codec.Format
+	Registry *schemareg.Client
 	// Classes selects many-class one-vs-rest: {"auto"} discovers classes
 	// online up to MaxClasses (default 100), a list fixes them. Empty
 	// (default): binary, through Labels.
@@ -268,8 +278,18 @@ func (c *Config) ModelConfig(p int) model.Config {
 	return model.Config{
 		Learner: c.Learner, Kernel: c.Kernel, Seed: c.Seed + uint64(p), Limits: c.Limits, Labels: c.Labels,
 		Events: c.Events, Event: c.Event, Features: c.Features, Classes: c.Classes, MaxClasses: c.MaxClasses,
+		Format: c.Format, Schemas: c.schemas(),
 		Challengers: c.Challengers, Select: c.Select, Delayed: c.pending(),
 	}
+}
+
+// schemas is the registry as the model's schema source (nil without one:
+// an interface holding a nil client would not be nil).
+func (c *Config) schemas() codec.SchemaSource {
+	if c.Registry == nil {
+		return nil
+	}
+	return c.Registry
 }
 
 // pending is the pending store of delayed labels, nil without them.
@@ -390,6 +410,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := learners.New(c.Learner, c.Kernel, 0); err != nil {
 		return err
+	}
+	if c.Format.Framed() && (!c.Events || c.Registry == nil) {
+		return fmt.Errorf("input format %s needs events and a schema registry", c.Format)
 	}
 	if c.PendingMaxAge < 0 || c.PendingMaxRecords < 0 || c.PendingMaxBytes < 0 || c.PendingMaxKeyBytes < 0 {
 		return fmt.Errorf("pending max records %d, max age %v, max bytes %d, max key bytes %d: want positive bounds",

@@ -64,6 +64,9 @@ type Metrics struct {
 	// visible to read_committed consumers (the worst of the transaction).
 	VisibleLatency prometheus.Histogram // streamlearner_prediction_visible_latency_seconds
 
+	// RegistryErrors counts requests to the schema registry that got no
+	// answer (unreachable, 5xx): the partition waits meanwhile.
+	RegistryErrors *prometheus.CounterVec // streamlearner_schema_registry_errors_total{partition}
 	// Skipped counts records read but never handed to the decoder:
 	// transaction markers and, reading committed, aborted records.
 	Skipped *prometheus.CounterVec // streamlearner_records_skipped_total{partition}
@@ -167,8 +170,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.VisibleLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_prediction_visible_latency_seconds",
 		Help:    "Per committed transaction: time from its oldest record's timestamp to the commit that made its predictions visible (read_committed).",
 		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)})
+	m.RegistryErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_schema_registry_errors_total",
+		Help: "Schema registry requests that got no answer (unreachable, 5xx); the partition waits and retries meanwhile, dead-lettering nothing."}, part)
 	m.health.gauge, m.health.after, m.health.degradedGauge = m.Stuck, time.Minute, m.Degraded
 	if reg != nil {
+		reg.MustRegister(m.RegistryErrors)
 		reg.MustRegister(m.PendingRecords, m.LabelDelay, m.PendingExpired, m.PendingEvicted, m.OrphanLabels)
 		reg.MustRegister(m.Transactions, m.TransactionDuration, m.VisibleLatency)
 		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck, m.Degraded,

@@ -163,6 +163,9 @@ func (w *worker) run(gen context.Context) {
 	mt.Champion.WithLabelValues(w.label, w.names[w.st.Model.Champion()]).Set(1)
 	w.learnerGauges()
 	mt.assigned(w.label, w.m.cfg.Reasons())
+	if cfg.Registry != nil {
+		mt.RegistryErrors.WithLabelValues(w.label)
+	}
 	w.hwm = -1
 	_, none := cfg.Checkpoints.(NoCheckpoints)
 	w.keeps = !none
@@ -363,6 +366,12 @@ func (w *worker) run(gen context.Context) {
 				if w.rewound {
 					break
 				}
+				if cfg.Registry != nil && !w.schemaReady(gctx, b.Records[i].Value, settle) {
+					return
+				}
+				if w.rewound {
+					break
+				}
 				if w.txn != nil && w.txnOldest.IsZero() {
 					w.txnOldest = b.Records[i].Time
 				}
@@ -551,6 +560,40 @@ func (w *worker) resetOffset(r *fetch.Reader, oor *fetch.OutOfRangeError, next *
 	w.pending++
 }
 
+// schemaReady makes sure the schema of record value v is at hand (see
+// schemareg.Client.Ensure). While the registry cannot answer, the
+// partition first commits what it has done (a transaction must not stay
+// open through an outage), then waits, counted and shown as stuck; no
+// record is dead-lettered for it. false means the generation ended.
+func (w *worker) schemaReady(ctx context.Context, v []byte, settle func() bool) bool {
+	settled := false
+	err := w.m.cfg.Registry.Ensure(ctx, v, func(err error, attempt int) {
+		w.registryWait(err, attempt)
+		if !settled && (w.pending > 0 || len(w.preds)+len(w.dead) > 0) {
+			settled = true
+			settle()
+		}
+	})
+	if err != nil {
+		w.stop()
+		return false
+	}
+	if settled {
+		w.m.cfg.Metrics.health.ok(w.label)
+	}
+	return true
+}
+
+// registryWait counts and reports a registry that could not answer.
+func (w *worker) registryWait(err error, attempt int) {
+	mt := w.m.cfg.Metrics
+	mt.RegistryErrors.WithLabelValues(w.label).Inc()
+	mt.health.stuck(w.label, time.Now())
+	if attempt == 1 || attempt%20 == 0 {
+		w.log.Warn().Err(err).Int("attempt", attempt).Msg("schema registry unavailable; the partition waits for it (nothing is dead-lettered for this)")
+	}
+}
+
 // handle plays one record: dead-letter it, or predict, learn and buffer
 // the prediction. The record's bytes belong to the reader; whatever is
 // kept is copied.
@@ -726,6 +769,14 @@ func (w *worker) playLabels(ctx context.Context, before time.Time) int {
 		n := 0
 		full := false
 		for n < len(ls.queue) && (before.IsZero() || ls.queue[n].Time.Before(before)) && !full {
+			if reg := w.m.cfg.Registry; reg != nil {
+				// A label message waits for the registry in place (no
+				// settling: the caller settles between batches).
+				if reg.Ensure(ctx, ls.queue[n].Value, func(err error, attempt int) { w.registryWait(err, attempt) }) != nil {
+					return labelsStopped
+				}
+				w.m.cfg.Metrics.health.ok(w.label)
+			}
 			w.play(&ls.queue[n], true)
 			n++
 			full = len(w.preds)+len(w.dead) >= w.m.cfg.FlushRecords

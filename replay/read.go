@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/streamlearner/streamlearner/fetch"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/pending"
+	"github.com/streamlearner/streamlearner/schemareg"
 	"github.com/streamlearner/streamlearner/sparse"
 	"github.com/streamlearner/streamlearner/synth"
 )
@@ -60,6 +62,11 @@ type Source struct {
 	// be either (an object of a "label" alone) is passed over and the next
 	// one decides.
 	DetectInput bool
+	// Registry fetches the schemas of records in the wire format
+	// (Config.Model.Format Avro, Protobuf or JSON Schema; DetectInput
+	// also recognises them when it is set). A registry that cannot answer
+	// is waited for, record by record, as the service waits.
+	Registry *schemareg.Client
 	// LabelTopic, if set, is where the labels of Topic's records come
 	// from, as label messages (a key and a label, no feature). It must be
 	// co-partitioned with Topic: as many partitions, and each label keyed
@@ -129,8 +136,13 @@ func Run(ctx context.Context, src Source, cfg Config) (Report, error) {
 		total += s.size()
 	}
 	if src.DetectInput {
-		if cfg.Model.Events, _, err = detect(ctx, src, spans, cfg.Model.Delayed != nil); err != nil {
+		k, _, err := detectKind(ctx, src, spans, cfg.Model.Delayed != nil)
+		if err != nil {
 			return Report{}, err
+		}
+		cfg.Model.Events = k != KindRecords
+		if k == KindFramed {
+			cfg.Model.Format, cfg.Model.Schemas = codec.FormatRegistry, src.Registry
 		}
 		if err := cfg.Validate(); err != nil {
 			return Report{}, err
@@ -371,11 +383,17 @@ func readSpan(ctx context.Context, src Source, sp span, st *Stream, dec *decoder
 		case a == nil && b == nil:
 			return send()
 		case b == nil || a != nil && a.Time.UnixMilli() <= b.Time.UnixMilli():
+			if err := src.ensure(ctx, a.Value); err != nil {
+				return err
+			}
 			// decode copies what it keeps: the record's bytes are the
 			// reader's until the next fetch.
 			rec = dec.decode(kafka.Message{Topic: src.Topic, Partition: sp.partition, Offset: a.Offset, Key: a.Key, Value: a.Value, Headers: a.Headers, Time: a.Time})
 			in.take()
 		default:
+			if err := src.ensure(ctx, b.Value); err != nil {
+				return err
+			}
 			rec = dec.decode(kafka.Message{Topic: src.LabelTopic, Partition: sp.partition, Offset: b.Offset, Key: b.Key, Value: b.Value, Headers: b.Headers, Time: b.Time})
 			rec.FromLabels = true
 			labels.take()
@@ -391,9 +409,11 @@ func readSpan(ctx context.Context, src Source, sp span, st *Stream, dec *decoder
 
 // decoder turns messages into records as the models will read them.
 type decoder struct {
-	src     Source
-	lim     codec.Limits
-	events  *codec.EventDecoder  // event models
+	src    Source
+	lim    codec.Limits
+	events interface { // event models: JSON or wire format
+		Decode(b []byte, ev *codec.Event) error
+	}
 	ev      codec.Event          // reused by each decode
 	feat    *features.Featurizer // unscaled events: refuses empty ones up front
 	multi   bool
@@ -407,7 +427,12 @@ func newDecoder(src Source, cfg Config) (*decoder, error) {
 		return d, nil
 	}
 	var err error
-	if d.events, err = codec.NewEventDecoder(cfg.Model.Event); err != nil {
+	if cfg.Model.Format.Framed() {
+		d.events, err = codec.NewFramedDecoder(cfg.Model.Event, cfg.Model.Format, cfg.Model.Schemas)
+	} else {
+		d.events, err = codec.NewEventDecoder(cfg.Model.Event)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
 	if cfg.Model.Features.Scale == features.ScaleNone {
@@ -482,6 +507,19 @@ func (d *decoder) decode(m kafka.Message) Record {
 	return rec
 }
 
+// ensure fetches the schema of a record in the wire format, waiting for
+// a registry that cannot answer (see schemareg.Client.Ensure).
+func (src *Source) ensure(ctx context.Context, v []byte) error {
+	if src.Registry == nil {
+		return nil
+	}
+	return src.Registry.Ensure(ctx, v, func(err error, attempt int) {
+		if attempt == 1 {
+			fmt.Fprintf(os.Stderr, "replay: schema registry: %v; waiting for it\n", err)
+		}
+	})
+}
+
 // detectReads bounds how many messages detect passes over as undecided.
 const detectReads = 1000
 
@@ -492,32 +530,54 @@ const detectReads = 1000
 // decided is false when no message decided (an empty topic, or only
 // ambiguous label messages).
 func detect(ctx context.Context, src Source, spans []span, delayed bool) (events, decided bool, err error) {
+	k, decided, err := detectKind(ctx, src, spans, delayed)
+	return k != KindRecords, decided, err
+}
+
+// Kind is what a topic holds.
+type Kind int
+
+// The kinds of topics: indexed records, JSON events, or events in the
+// wire format (recognised only when a registry is configured).
+const (
+	KindRecords Kind = iota
+	KindEvents
+	KindFramed
+)
+
+func detectKind(ctx context.Context, src Source, spans []span, delayed bool) (kind Kind, decided bool, err error) {
 	seen := 0
 	for _, sp := range spans {
 		c, err := newCursor(&src, src.Topic, sp.partition, sp.start, sp.end)
 		if err != nil {
-			return false, false, err
+			return KindRecords, false, err
 		}
 		fctx, cancel := context.WithTimeout(ctx, src.IdleTimeout)
 		defer cancel()
 		for ; seen < detectReads; seen++ {
 			m, err := c.peek(fctx)
 			if err != nil {
-				return false, false, fmt.Errorf("%s/%d: reading the first record: %w", src.Topic, sp.partition, err)
+				return KindRecords, false, fmt.Errorf("%s/%d: reading the first record: %w", src.Topic, sp.partition, err)
 			}
 			if m == nil {
 				break
 			}
 			c.take()
+			if src.Registry != nil && len(m.Value) >= 5 && m.Value[0] == 0 {
+				return KindFramed, true, nil
+			}
 			_, err = codec.Decode(m.Value, src.Limits)
 			var ce *codec.Error
 			events := errors.As(err, &ce) && ce.Reason == codec.ReasonMissingFeatures
 			if !delayed || !events || !labelAlone(m.Value) {
-				return events, true, nil
+				if events {
+					return KindEvents, true, nil
+				}
+				return KindRecords, true, nil
 			}
 		}
 	}
-	return false, false, nil
+	return KindRecords, false, nil
 }
 
 // DetectEvents says whether the topic of src holds named-field events or
@@ -526,6 +586,13 @@ func detect(ctx context.Context, src Source, spans []span, delayed bool) (events
 // nothing that decides. For run --input auto, which must fix the kind
 // before it serves a partition.
 func DetectEvents(ctx context.Context, src Source, delayed bool) (events, decided bool, err error) {
+	k, decided, err := DetectKind(ctx, src, delayed)
+	return k != KindRecords, decided, err
+}
+
+// DetectKind is DetectEvents, telling events in the wire format apart
+// (when src.Registry is set).
+func DetectKind(ctx context.Context, src Source, delayed bool) (Kind, bool, error) {
 	if src.From == "" {
 		src.From = "earliest"
 	}
@@ -537,9 +604,9 @@ func DetectEvents(ctx context.Context, src Source, delayed bool) (events, decide
 	}
 	spans, err := resolve(ctx, src)
 	if err != nil {
-		return false, false, err
+		return KindRecords, false, err
 	}
-	return detect(ctx, src, spans, delayed)
+	return detectKind(ctx, src, spans, delayed)
 }
 
 // labelAlone says whether a message is a JSON object of one "label" key.

@@ -17,8 +17,9 @@ const envPrefix = "STREAMLEARNER"
 // "brokers"); every other flag is the command's own.
 var sharedFlags = func() map[string]bool {
 	var shared struct {
-		connFlags `embed:""`
-		logFlags  `embed:""`
+		connFlags     `embed:""`
+		logFlags      `embed:""`
+		registryFlags `embed:""`
 	}
 	k, err := kong.New(&shared)
 	if err != nil {

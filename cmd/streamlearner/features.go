@@ -14,6 +14,8 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/features"
+	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/schemareg"
 	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/selection"
 )
@@ -66,7 +68,7 @@ func (f fieldFlags) featureConfig(scale string) (features.Config, error) {
 // modelFlags choose the input kind, scaling and classes of the commands
 // that run partition models.
 type modelFlags struct {
-	Input      string `default:"auto" enum:"auto,records,events" help:"Input kind: records (LIBSVM, {\"label\",\"features\"} JSON), events (JSON objects of named fields), or auto (events when the first record is a JSON object without a \"features\" key)."`
+	Input      string `default:"auto" enum:"auto,records,events,avro,protobuf,json-schema" help:"Input kind: records (LIBSVM, {\"label\",\"features\"} JSON), events (JSON objects of named fields), avro, protobuf or json-schema (events in the Confluent wire format, schemas from --schema-registry), or auto (events when the first record is a JSON object without a \"features\" key; with --schema-registry, the wire format when it starts with its magic byte)."`
 	Scale      string `default:"none" enum:"none,online" help:"Events: scale numeric fields online (running mean and variance of the records before each one)."`
 	Classes    string `placeholder:"auto|A,B,..." help:"Many-class one-vs-rest: auto discovers classes online, or list them (default: binary, see --positive)."`
 	MaxClasses int    `default:"100" help:"Most classes --classes auto discovers; a record with one more class is refused (too_many_classes)."`
@@ -317,4 +319,60 @@ func showRecord(out io.Writer, ev *codec.Event, x interface{ Len() int }, fz *fe
 		}
 	}
 	tw.Flush()
+}
+
+// registryFlags reach a Schema Registry, for records in the wire format
+// (Avro, Protobuf, JSON Schema). They are shared flags: one environment
+// variable each, STREAMLEARNER_SCHEMA_REGISTRY and
+// STREAMLEARNER_SCHEMA_REGISTRY_USERNAME / _PASSWORD. https URLs use the
+// --tls-* files.
+type registryFlags struct {
+	SchemaRegistry         string `placeholder:"URL" help:"Schema Registry base URL (several: comma-separated), for --input avro, protobuf, json-schema, or auto with framed records."`
+	SchemaRegistryUsername string `placeholder:"USER" help:"Schema Registry basic-auth user."`
+	SchemaRegistryPassword string `placeholder:"PASSWORD" help:"Schema Registry basic-auth password (prefer the environment variable)."`
+}
+
+// client is the registry the flags name, nil without --schema-registry.
+func (f registryFlags) client(conn kafkaconn.Config) (*schemareg.Client, error) {
+	if f.SchemaRegistry == "" {
+		return nil, nil
+	}
+	cfg := schemareg.Config{URL: f.SchemaRegistry, Username: f.SchemaRegistryUsername, Password: f.SchemaRegistryPassword}
+	if strings.Contains(f.SchemaRegistry, "https://") {
+		t, err := conn.TLSConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--schema-registry: %w", err)
+		}
+		cfg.TLS = t
+	}
+	c, err := schemareg.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--schema-registry: %w", err)
+	}
+	return c, nil
+}
+
+// wireFormat is the codec format of an --input value, and whether it is
+// one of the wire formats.
+func wireFormat(input string) (codec.Format, bool) {
+	switch input {
+	case "avro", "protobuf", "json-schema":
+		f, err := codec.ParseFormat(input)
+		return f, err == nil
+	}
+	return codec.FormatJSON, false
+}
+
+// applyFormat sets the model's format from --input and the registry; a
+// wire format without a registry is refused.
+func applyFormat(mc *model.Config, input string, reg *schemareg.Client) error {
+	f, framed := wireFormat(input)
+	if !framed {
+		return nil
+	}
+	if reg == nil {
+		return fmt.Errorf("--input %s: records in the wire format need --schema-registry URL", input)
+	}
+	mc.Events, mc.Format, mc.Schemas = true, f, reg
+	return nil
 }

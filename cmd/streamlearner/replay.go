@@ -18,6 +18,7 @@ import (
 
 type replayCmd struct {
 	connFlags         `embed:""`
+	registryFlags     `embed:""`
 	fieldFlags        `embed:""`
 	modelFlags        `embed:""`
 	selectFlags       `embed:""`
@@ -116,6 +117,13 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 	if c.delayedLabels() {
 		mc.Delayed = &pending.Config{MaxRecords: c.PendingMaxRecords, MaxAge: c.PendingMaxAge.Milliseconds()}
 	}
+	reg, err := c.registryFlags.client(c.config())
+	if err != nil {
+		return err
+	}
+	if err := applyFormat(&mc, c.Input, reg); err != nil {
+		return err
+	}
 	cfg := replay.Config{Learners: c.Learner, Kernel: kern, Seed: c.Seed, Window: c.Window,
 		RecoveryWindow: c.RecoveryWindow, Tolerance: c.Tolerance, Detectors: detectors,
 		ShiftOffsets: offsets, ShiftsFromSegments: fromHeaders, Model: mc, Delay: c.Delay}
@@ -125,7 +133,7 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 	bar := progress.New(os.Stderr, "replay")
 	src := replay.Source{Conn: c.config(), Topic: c.Topic, Partitions: c.Partition, From: c.From, To: c.To,
 		Labels: labels, Progress: bar.Update, DetectInput: c.Input == "auto", ReadUncommitted: c.ReadUncommitted,
-		LabelTopic: c.LabelTopic}
+		LabelTopic: c.LabelTopic, Registry: reg}
 	rep, err := replay.Run(ctx, src, cfg)
 	bar.Done()
 	if err != nil && len(rep.Partitions) == 0 {

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +24,7 @@ import (
 	"github.com/streamlearner/streamlearner/pipeline"
 	"github.com/streamlearner/streamlearner/progress"
 	"github.com/streamlearner/streamlearner/replay"
+	"github.com/streamlearner/streamlearner/schemareg"
 )
 
 // connFlags are the connection options every Kafka-facing command shares.
@@ -81,6 +85,9 @@ type brokerCmd struct {
 	Port       int    `default:"9092" help:"Port on 127.0.0.1 (0: any free port)."`
 	DataDir    string `placeholder:"DIR" help:"Persist topics and group offsets here (default: in memory)."`
 	Partitions int    `default:"4" help:"Partitions of auto-created topics."`
+	// A port, not a flag that enables one: the Confluent default 8081 is
+	// often taken on a developer machine.
+	SchemaRegistryPort int `placeholder:"PORT" help:"Also serve a development Schema Registry on 127.0.0.1:PORT (register, get by id, subject versions; kept in --data-dir/registry when given). 0 or unset: none; -1: any free port."`
 }
 
 func (c *brokerCmd) Run(ctx context.Context, out io.Writer) error {
@@ -89,6 +96,19 @@ func (c *brokerCmd) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "broker listening on %s (Ctrl-C to stop)\n", b.Addr())
+	if c.SchemaRegistryPort != 0 {
+		rc := embedded.RegistryConfig{Port: max(c.SchemaRegistryPort, 0)}
+		if c.DataDir != "" {
+			rc.DataDir = filepath.Join(c.DataDir, "registry")
+		}
+		reg, err := embedded.StartRegistry(rc)
+		if err != nil {
+			b.Close()
+			return err
+		}
+		defer reg.Close()
+		fmt.Fprintf(out, "schema registry listening on %s\n", reg.URL())
+	}
 	<-ctx.Done()
 	b.Close()
 	fmt.Fprintln(out, "broker stopped")
@@ -98,6 +118,7 @@ func (c *brokerCmd) Run(ctx context.Context, out io.Writer) error {
 type runCmd struct {
 	connFlags        `embed:""`
 	logFlags         `embed:""`
+	registryFlags    `embed:""`
 	Topic            string `required:"" help:"Input topic of labeled (or unlabeled) records."`
 	Group            string `required:"" help:"Consumer group id; members of one group share the partitions."`
 	OutputTopic      string `required:"" help:"Topic for predictions (keyed topic/partition/offset)."`
@@ -251,7 +272,13 @@ func (c *runCmd) Run(ctx context.Context) error {
 		return err
 	}
 	cfg.Event, cfg.Features, cfg.Classes, cfg.MaxClasses = mc.Event, mc.Features, mc.Classes, mc.MaxClasses
-	cfg.Events = c.Input == "events"
+	if cfg.Registry, err = c.registryFlags.client(c.config()); err != nil {
+		return err
+	}
+	if err := applyFormat(&mc, c.Input, cfg.Registry); err != nil {
+		return err
+	}
+	cfg.Events, cfg.Format = c.Input == "events" || mc.Events, mc.Format
 	sel, challengers, err := c.selection()
 	if err != nil {
 		return err
@@ -280,8 +307,13 @@ func (c *runCmd) Run(ctx context.Context) error {
 	}
 	// Last, as it reads the topic: what is wrong with the flags is said
 	// first, without waiting for the brokers.
-	if cfg.Events, err = c.inputKind(ctx, log); err != nil {
+	var kind replay.Kind
+	if kind, err = c.inputKind(ctx, log, cfg.Registry); err != nil {
 		return err
+	}
+	cfg.Events = kind != replay.KindRecords
+	if kind == replay.KindFramed && !cfg.Format.Framed() {
+		cfg.Format = codec.FormatRegistry
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -354,26 +386,27 @@ func round2(x float64) float64 { return math.Round(100*x) / 100 }
 // decides. A topic with nothing that decides yet is read as records,
 // unless flags that only events use are given; either way the member says
 // which it chose. Flags that only events use are refused with records.
-func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger) (bool, error) {
+func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger, reg *schemareg.Client) (replay.Kind, error) {
 	only := c.eventOnly(c.Scale)
 	switch c.Input {
-	case "events":
-		return true, nil
+	case "events", "avro", "protobuf", "json-schema":
+		return replay.KindEvents, nil
 	case "records":
 		if len(only) > 0 {
-			return false, fmt.Errorf("%s: only named-field events use them, and --input records reads indexed records (LIBSVM or {\"label\",\"features\"}); remove them or set --input events", strings.Join(only, ", "))
+			return replay.KindRecords, fmt.Errorf("%s: only named-field events use them, and --input records reads indexed records (LIBSVM or {\"label\",\"features\"}); remove them or set --input events", strings.Join(only, ", "))
 		}
-		return false, nil
+		return replay.KindRecords, nil
 	}
 	// Brokers still starting are waited for, as the member's own start-up
 	// waits (--connect-timeout); a topic not created yet decides nothing.
 	dctx, cancel := context.WithTimeout(ctx, c.ConnectTimeout)
 	defer cancel()
-	var events, decided bool
+	var kind replay.Kind
+	var decided bool
 	var err error
 	for {
-		events, decided, err = replay.DetectEvents(dctx, replay.Source{Conn: c.config(), Topic: c.Topic,
-			Limits: codec.Limits{MaxBytes: c.MaxRecordBytes}, IdleTimeout: 5 * time.Second}, c.DelayedLabels)
+		kind, decided, err = replay.DetectKind(dctx, replay.Source{Conn: c.config(), Topic: c.Topic,
+			Limits: codec.Limits{MaxBytes: c.MaxRecordBytes}, IdleTimeout: 5 * time.Second, Registry: reg}, c.DelayedLabels)
 		if err == nil || errors.Is(err, feed.ErrNoTopic) || dctx.Err() != nil {
 			break
 		}
@@ -383,35 +416,46 @@ func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger) (bool, error
 		}
 	}
 	if err != nil && !errors.Is(err, feed.ErrNoTopic) {
-		return false, fmt.Errorf("--input auto: looking at the first records of %s: %w (or set --input records or events)", c.Topic, err)
+		return replay.KindRecords, fmt.Errorf("--input auto: looking at the first records of %s: %w (or set --input records or events)", c.Topic, err)
 	}
+	events := kind != replay.KindRecords
 	if !decided {
 		events = len(only) > 0
-		kind := "indexed records (LIBSVM, {\"label\",\"features\"})"
+		what := "indexed records (LIBSVM, {\"label\",\"features\"})"
 		if events {
-			kind = "named-field events, as " + strings.Join(only, ", ") + " say"
+			what = "named-field events, as " + strings.Join(only, ", ") + " say"
 		}
-		log.Warn().Str("topic", c.Topic).Msg("--input auto: the input topic holds no record yet to tell its kind; reading " + kind + " (set --input records or events to say which)")
-		return events, nil
+		log.Warn().Str("topic", c.Topic).Msg("--input auto: the input topic holds no record yet to tell its kind; reading " + what + " (set --input records or events to say which)")
+		if events {
+			return replay.KindEvents, nil
+		}
+		return replay.KindRecords, nil
 	}
-	kind := "indexed records"
-	if events {
-		kind = "named-field events"
-	} else if len(only) > 0 {
-		return false, fmt.Errorf("--input auto: the first records of %s are indexed records, but %s only apply to named-field events; remove them, or set --input events if the topic is meant to hold events", c.Topic, strings.Join(only, ", "))
+	what := "indexed records"
+	switch {
+	case kind == replay.KindFramed:
+		what = "named-field events in the wire format (schemas from the registry)"
+	case events:
+		what = "named-field events"
+	case len(only) > 0:
+		return replay.KindRecords, fmt.Errorf("--input auto: the first records of %s are indexed records, but %s only apply to named-field events; remove them, or set --input events if the topic is meant to hold events", c.Topic, strings.Join(only, ", "))
 	}
-	log.Info().Str("topic", c.Topic).Msg("--input auto: the topic's first records are " + kind)
-	return events, nil
+	log.Info().Str("topic", c.Topic).Msg("--input auto: the topic's first records are " + what)
+	return kind, nil
 }
 
 type produceCmd struct {
-	connFlags  `embed:""`
-	Topic      string  `required:"" help:"Topic to write to."`
-	Data       string  `required:"" type:"existingfile" placeholder:"FILE" help:"LIBSVM, JSON lines, or CSV with a header row (.csv: each row sent as a JSON event; true/false as booleans, empty cells missing); gzip allowed."`
-	Rate       float64 `help:"Records per second (0: as fast as possible)."`
-	Key        string  `default:"round-robin" placeholder:"FIELD|round-robin|line" help:"Record keys: round-robin (none), line (line number) or a JSON field."`
-	Limit      int     `help:"Stop after N records (0: the whole file)."`
-	AutoCreate bool    `help:"Create the topic if missing."`
+	connFlags     `embed:""`
+	Topic         string  `required:"" help:"Topic to write to."`
+	Data          string  `required:"" type:"existingfile" placeholder:"FILE" help:"LIBSVM, JSON lines, or CSV with a header row (.csv: each row sent as a JSON event; true/false as booleans, empty cells missing); gzip allowed."`
+	Rate          float64 `help:"Records per second (0: as fast as possible)."`
+	Key           string  `default:"round-robin" placeholder:"FIELD|round-robin|line" help:"Record keys: round-robin (none), line (line number) or a JSON field."`
+	Limit         int     `help:"Stop after N records (0: the whole file)."`
+	AutoCreate    bool    `help:"Create the topic if missing."`
+	registryFlags `embed:""`
+	Format        string `default:"json" enum:"json,avro,protobuf,json-schema" help:"How events are written: json (as they are), or avro, protobuf, json-schema in the Confluent wire format with --schema, registered in --schema-registry (fields filled by name, '-' read as '_'; missing or null fields left null or unset)."`
+	Schema        string `type:"existingfile" placeholder:"FILE" help:"The schema for --format: an Avro .avsc, a .proto (its first message) or a JSON Schema."`
+	Subject       string `placeholder:"SUBJECT" help:"Registry subject the schema is registered under (default: TOPIC-value, the topic-name strategy)."`
 }
 
 func (c *produceCmd) Run(ctx context.Context, out io.Writer) error {
@@ -420,9 +464,13 @@ func (c *produceCmd) Run(ctx context.Context, out io.Writer) error {
 	if c.Limit > 0 {
 		total = int64(c.Limit)
 	}
+	encode, err := c.encoder(ctx)
+	if err != nil {
+		return err
+	}
 	n, err := feed.Produce(ctx, feed.ProduceConfig{
 		Conn: c.config(), Topic: c.Topic, Data: c.Data, Rate: c.Rate, Key: c.Key, Limit: c.Limit, AutoCreateTopic: c.AutoCreate,
-		Progress: func(sent int64) { bar.Update(sent, max(total, sent)) },
+		Progress: func(sent int64) { bar.Update(sent, max(total, sent)) }, Encode: encode,
 	})
 	bar.Done()
 	switch {
@@ -433,6 +481,49 @@ func (c *produceCmd) Run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "sent %d records to %s before the error\n", n, c.Topic)
 	}
 	return err
+}
+
+// encoder registers --schema and returns the encoding of events into the
+// wire format (nil for --format json).
+func (c *produceCmd) encoder(ctx context.Context) (func([]byte) ([]byte, error), error) {
+	if c.Format == "json" {
+		if c.Schema != "" {
+			return nil, errors.New("--schema needs --format avro, protobuf or json-schema")
+		}
+		return nil, nil
+	}
+	if c.Schema == "" || c.SchemaRegistry == "" {
+		return nil, fmt.Errorf("--format %s needs --schema FILE and --schema-registry URL", c.Format)
+	}
+	text, err := os.ReadFile(c.Schema)
+	if err != nil {
+		return nil, err
+	}
+	typ := map[string]codec.SchemaType{"avro": codec.SchemaAvro, "protobuf": codec.SchemaProtobuf, "json-schema": codec.SchemaJSON}[c.Format]
+	reg, err := c.registryFlags.client(c.config())
+	if err != nil {
+		return nil, err
+	}
+	subject := c.Subject
+	if subject == "" {
+		subject = c.Topic + "-value"
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	s, err := reg.Register(rctx, subject, typ, string(text))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Schema, err)
+	}
+	fmt.Fprintf(os.Stderr, "produce: %s registered under %s as schema id %d\n", c.Schema, subject, s.ID)
+	return func(event []byte) ([]byte, error) {
+		var obj map[string]any
+		d := json.NewDecoder(bytes.NewReader(event))
+		d.UseNumber()
+		if err := d.Decode(&obj); err != nil {
+			return nil, fmt.Errorf("not a JSON object: %w", err)
+		}
+		return s.AppendEncoded(nil, obj)
+	}, nil
 }
 
 func isTerminal(f *os.File) bool { return progress.IsTerminal(f) }
