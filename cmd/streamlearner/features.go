@@ -15,8 +15,8 @@ import (
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/kafkaconn"
-	"github.com/streamlearner/streamlearner/schemareg"
 	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/schemareg"
 	"github.com/streamlearner/streamlearner/selection"
 )
 

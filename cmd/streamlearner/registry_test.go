@@ -249,8 +249,8 @@ func TestSchemaRegistryOutageAndBadRecords(t *testing.T) {
 	good, _ := v1.AppendEncoded(nil, map[string]any{"id": "x", "a": json.Number("1"), "urgent": true, "label": json.Number("1")})
 	bad := []kafka.Message{
 		{Key: []byte("b1"), Value: []byte(`{"id":"plain json"}`)},                         // bad_framing
-		{Key: []byte("b2"), Value: append(codec.AppendFrame(nil, 999), good[5:]...)},       // unknown_schema
-		{Key: []byte("b3"), Value: good[:len(good)-2]},                                     // schema_mismatch (truncated)
+		{Key: []byte("b2"), Value: append(codec.AppendFrame(nil, 999), good[5:]...)},      // unknown_schema
+		{Key: []byte("b3"), Value: good[:len(good)-2]},                                    // schema_mismatch (truncated)
 		{Key: []byte("b4"), Value: append(codec.AppendFrame(nil, pbID), 0, 0x0a, 1, 'q')}, // schema_mismatch (protobuf for --input avro)
 	}
 	if err := w.WriteMessages(context.Background(), bad...); err != nil {
