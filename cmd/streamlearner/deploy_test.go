@@ -216,7 +216,7 @@ func TestDeployFiles(t *testing.T) {
 	if !strings.Contains(compose, "create --topic "+run.CheckpointTopic+" --partitions 1 --config cleanup.policy=compact") {
 		t.Errorf("checkpoint topic %q is not compacted", run.CheckpointTopic)
 	}
-	services := []string{"grafana", "init-topics", "kafka", "member-1", "member-2", "producer", "prometheus"}
+	services := []string{"grafana", "init-topics", "kafka", "member-1", "member-2", "producer", "prometheus", "schema-registry"}
 	for _, s := range services {
 		if !strings.Contains(compose, "\n  "+s+":\n") {
 			t.Errorf("compose file has no service %s", s)
