@@ -201,7 +201,7 @@ func fits(n *avroNode, v any) bool {
 		return n.t == avNull
 	case bool:
 		return n.t == avBool
-	case json.Number, float64:
+	case json.Number, float64, int, int32, int64:
 		if _, ok := integer(v); ok && (n.t == avInt || n.t == avLong) {
 			return true
 		}
@@ -221,6 +221,12 @@ func fits(n *avroNode, v any) bool {
 
 func integer(v any) (int64, bool) {
 	switch v := v.(type) {
+	case int:
+		return int64(v), true
+	case int32:
+		return int64(v), true
+	case int64:
+		return v, true
 	case json.Number:
 		if i, err := v.Int64(); err == nil {
 			return i, true
@@ -238,6 +244,11 @@ func integer(v any) (int64, bool) {
 }
 
 func float(v any) (float64, bool) {
+	if i, ok := integer(v); ok {
+		if _, isNum := v.(json.Number); !isNum {
+			return float64(i), true
+		}
+	}
 	switch v := v.(type) {
 	case json.Number:
 		f, err := v.Float64()
