@@ -17,7 +17,8 @@
 # A block that exits 0 but prints a wrong answer (0.00 % mistakes, support
 # 0, fewer predictions than records) must fail, so every block whose
 # output says how well something worked states what it should say.
-# The ports the docs use, 9092 (broker), 19392 (drift broker) and 9464
+# The ports the docs use, 9092 (broker), 19392 (drift broker), 18081
+# (schema registry) and 9464
 # (metrics), are replaced by free ones so that the check can run beside a
 # developer's own broker.
 #
@@ -99,10 +100,11 @@ for f in "${files[@]}"; do
         text=${text//"$old"/"$new"}
       fi
     done <<< "$directives"
-    broker=$(free_port) drift=$(free_port) metrics=$(free_port)
+    broker=$(free_port) drift=$(free_port) metrics=$(free_port) registry=$(free_port)
     text=${text//9092/$broker}
     text=${text//19392/$drift}
     text=${text//9464/$metrics}
+    text=${text//18081/$registry}
     echo "== $f block $n: $first"
     log=${logs:-$work}/$(tr / _ <<< "$f")-$n.log
     start=$SECONDS
