@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/pipeline"
@@ -322,5 +323,53 @@ func TestUndecodableModelFallsBack(t *testing.T) {
 	p.Store.Delete(ctx, good)
 	if _, err := p.Restore(ctx, part, 20, snap.Name()); err == nil || !strings.Contains(err.Error(), "checkpoint list") || !strings.Contains(err.Error(), "--reset-model") {
 		t.Fatalf("no intact snapshot: %v", err)
+	}
+}
+
+// TestRestoredModelReadsTheConfiguredFormat: a snapshot does not carry how
+// records are written (the features of a record are the same in every
+// format); a model restored for a service reading Avro must read Avro, as
+// the one it replaces did. (It read JSON before: after a crash every
+// record of an Avro topic was a dead letter.)
+func TestRestoredModelReadsTheConfiguredFormat(t *testing.T) {
+	ctx := context.Background()
+	k, _ := learners.ParseKernel("rbf:gamma=0.5")
+	s, err := codec.CompileSchema(7, codec.SchemaAvro, `{"type":"record","name":"R","fields":[{"name":"a","type":"double"},{"name":"label","type":"int"}]}`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Protocol{Store: DirStore{Dir: t.TempDir()}, Log: zerolog.New(zerolog.NewTestWriter(t)), Model: func(i int) model.Config {
+		return model.Config{Learner: "rbp:budget=4", Kernel: k, Seed: 1, Events: true, Format: codec.FormatAvro, Schemas: codec.StaticSchemas{7: s}}
+	}}
+	part := pipeline.Partition{Topic: "in", ID: 0}
+	m, err := model.New(p.Model(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(i int) []byte {
+		b, err := s.AppendEncoded(nil, map[string]any{"a": float64(i%3 + 1), "label": 1 - 2*(i%2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for i := range 5 {
+		if _, err := m.Step(rec(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name, _, err := p.Save(ctx, part, 1, &pipeline.State{Model: m, NextOffset: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Restore(ctx, part, 5, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Model.Step(rec(5)); err != nil {
+		t.Fatalf("the restored model cannot read the Avro record: %v", err)
+	}
+	if f := st.Model.Config().Format; f != codec.FormatAvro {
+		t.Fatalf("restored model's format %s", f)
 	}
 }

@@ -203,7 +203,17 @@ func specDiff(stored, configured string) string {
 // binary record model they were.
 func (p *Protocol) decodeModel(snap *Snapshot) (*model.Model, error) {
 	if snap.Version >= 2 {
-		return model.Unmarshal(snap.Model)
+		m, err := model.Unmarshal(snap.Model)
+		if err != nil {
+			return nil, err
+		}
+		// How records are written is the configuration's, not the
+		// snapshot's (see model.ReadAs).
+		cfg := p.Model(snap.Partition)
+		if err := m.ReadAs(cfg.Format, cfg.Schemas); err != nil {
+			return nil, err
+		}
+		return m, nil
 	}
 	l, err := learners.Unmarshal(snap.Model)
 	if err != nil {

@@ -372,24 +372,45 @@ func New(cfg Config) (*Model, error) {
 			cfg.Features.AllowEmpty = true
 			m.cfg.Features.AllowEmpty = true
 		}
-		// The record limits (--max-record-bytes, --max-nonzeros,
-		// --max-abs-value) bound events as they bound records.
-		ec := cfg.Event
-		ec.Limits = cfg.Limits
+		if err := m.ReadAs(cfg.Format, cfg.Schemas); err != nil {
+			return nil, err
+		}
 		var err error
-		if cfg.Format.Framed() {
-			m.dec, err = codec.NewFramedDecoder(ec, cfg.Format, cfg.Schemas)
-		} else {
-			m.dec, err = codec.NewEventDecoder(ec)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("model: %w", err)
-		}
 		if m.feat, err = features.New(cfg.Features); err != nil {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 	}
 	return m, nil
+}
+
+// ReadAs makes an event model read its messages in format f, their
+// schemas from src. A snapshot does not say how the records were written:
+// the same values give the same features in every format, so a model may
+// go on from a JSON topic to an Avro one; whoever restores a model gives it
+// the format of the configuration it serves.
+func (m *Model) ReadAs(f codec.Format, src codec.SchemaSource) error {
+	if !m.cfg.Events {
+		if f.Framed() {
+			return fmt.Errorf("model: format %s is for events, not records", f)
+		}
+		return nil
+	}
+	// The record limits (--max-record-bytes, --max-nonzeros,
+	// --max-abs-value) bound events as they bound records.
+	ec := m.cfg.Event
+	ec.Limits = m.cfg.Limits
+	var dec eventDecoder
+	var err error
+	if f.Framed() {
+		dec, err = codec.NewFramedDecoder(ec, f, src)
+	} else {
+		dec, err = codec.NewEventDecoder(ec)
+	}
+	if err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	m.dec, m.cfg.Format, m.cfg.Schemas = dec, f, src
+	return nil
 }
 
 // eventDecoder reads one message into an event: codec.EventDecoder (JSON)
