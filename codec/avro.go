@@ -628,3 +628,19 @@ func (w *walker) avroSkip(n *avroNode, depth int) *Error {
 	}
 	return w.mismatch("unknown node")
 }
+
+// AvroDatumLen is the length of the datum of Avro schema s that b starts
+// with: how an object container file's block, a run of data without
+// lengths, is cut into records. Array and map items count against lim's
+// MaxNonZeros, as they do when decoded. A block that ends inside the datum,
+// or that does not follow s, is a schema_mismatch.
+func (s *Schema) AvroDatumLen(b []byte, lim Limits) (int, error) {
+	if s.avro == nil {
+		return 0, fmt.Errorf("schema %d is %s, not Avro", s.ID, s.Type)
+	}
+	w := walker{eventReader: eventReader{jsonDecoder: jsonDecoder{lim: lim.withDefaults()}}, p: b}
+	if err := w.avroSkip(s.avro, 0); err != nil {
+		return 0, err
+	}
+	return w.at, nil
+}

@@ -16,9 +16,9 @@ import (
 // process-level tests kill it, which an in-process command cannot survive.
 // startBroker runs `streamlearner broker` on port with dataDir and waits
 // until it accepts connections.
-func startBroker(t *testing.T, bin, logPath string, port int, dataDir string) *proc {
+func startBroker(t *testing.T, bin, logPath string, port int, dataDir string, extra ...string) *proc {
 	t.Helper()
-	p := start(t, logPath, bin, "broker", "--port", strconv.Itoa(port), "--data-dir", dataDir, "--partitions", "4")
+	p := start(t, logPath, bin, append([]string{"broker", "--port", strconv.Itoa(port), "--data-dir", dataDir, "--partitions", "4"}, extra...)...)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	waitFor(t, "the broker", 10*time.Second, func() bool {
 		c, err := net.Dial("tcp", addr)

@@ -29,7 +29,8 @@ type evalCmd struct {
 	fieldFlags  `embed:""`
 	modelFlags  `embed:""`
 	selectFlags `embed:""`
-	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM, JSON records, JSON events (named fields), or CSV with a header row (.csv: named-field events, true/false as booleans, empty cells missing); gzip allowed."`
+	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM, JSON records, JSON events (named fields), CSV with a header row (.csv: named-field events, true/false as booleans, empty cells missing), an Avro object container file (.avro, its schema in the file), or length-delimited Protobuf messages (--input protobuf --schema FILE); gzip allowed but for Avro, which has its own block compression."`
+	Schema      string   `type:"existingfile" placeholder:"FILE" help:"With --input protobuf: the .proto file of --data's length-delimited messages, each a message of the file's first message type."`
 	Test        string   `type:"existingfile" placeholder:"FILE" help:"Test file: accuracy of the final model."`
 	Learner     []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec name[:key=value,...], repeatable (see 'streamlearner learners')."`
 	Kernel      string   `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`
@@ -125,7 +126,7 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if mc.Events, err = isEvents(ctx, c.Input, c.Data); err != nil {
+	if err := c.dataFormat(ctx, &mc); err != nil {
 		return err
 	}
 	if mc.Events && c.Standardize {
@@ -245,6 +246,8 @@ func (c *evalCmd) load(ctx context.Context, path string, mc model.Config, labels
 	defer bar.Done()
 	c.loading = func(n int) { bar.Update(int64(n), 0) }
 	switch {
+	case mc.Format.Framed():
+		return c.loadFramed(ctx, path, mc, limit)
 	case mc.Events:
 		d := &offline.Data{Events: [][]byte{}}
 		// The first records say whether a field looks like free text.

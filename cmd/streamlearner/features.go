@@ -68,7 +68,7 @@ func (f fieldFlags) featureConfig(scale string) (features.Config, error) {
 // modelFlags choose the input kind, scaling and classes of the commands
 // that run partition models.
 type modelFlags struct {
-	Input      string `default:"auto" enum:"auto,records,events,avro,protobuf,json-schema" help:"Input kind: records (LIBSVM, {\"label\",\"features\"} JSON), events (JSON objects of named fields), avro, protobuf or json-schema (events in the Confluent wire format, schemas from --schema-registry), or auto (events when the first record is a JSON object without a \"features\" key; with --schema-registry, the wire format when it starts with its magic byte)."`
+	Input      string `default:"auto" enum:"auto,records,events,avro,protobuf,json-schema" help:"Input kind: records (LIBSVM, {\"label\",\"features\"} JSON), events (JSON objects of named fields), avro, protobuf or json-schema (events in the Confluent wire format, schemas from --schema-registry), or auto (events when the first record is a JSON object without a \"features\" key; with --schema-registry, the wire format when it starts with its magic byte; eval: Avro for an object container file). eval reads Avro from object container files and Protobuf from length-delimited messages (--schema)."`
 	Scale      string `default:"none" enum:"none,online" help:"Events: scale numeric fields online (running mean and variance of the records before each one)."`
 	Classes    string `placeholder:"auto|A,B,..." help:"Many-class one-vs-rest: auto discovers classes online, or list them (default: binary, see --positive)."`
 	MaxClasses int    `default:"100" help:"Most classes --classes auto discovers; a record with one more class is refused (too_many_classes)."`

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,9 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hamba/avro/v2/ocf"
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/offline"
+	"github.com/streamlearner/streamlearner/replay"
 )
 
 // adultUnderscored writes the first n Adult events with '_' for '-' in
@@ -55,6 +59,31 @@ func adultUnderscored(t *testing.T, path string, n int) {
 	}
 }
 
+// brokerWithRegistry starts the development broker with partitions per
+// topic and its schema registry, and returns their addresses once the
+// registry answers; the broker is killed when the test ends.
+func brokerWithRegistry(t *testing.T, bin, dir string, partitions int) (addr, regURL string) {
+	t.Helper()
+	port, rport := freePort(t), freePort(t)
+	addr, regURL = fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", rport)
+	p := start(t, filepath.Join(dir, "broker.log"), bin, "broker", "--port", strconv.Itoa(port), "--partitions", strconv.Itoa(partitions),
+		"--schema-registry-port", strconv.Itoa(rport))
+	t.Cleanup(p.kill)
+	waitForRegistry(t, regURL)
+	return addr, regURL
+}
+
+func waitForRegistry(t *testing.T, regURL string) {
+	t.Helper()
+	waitFor(t, "the registry", 10*time.Second, func() bool {
+		r, err := http.Get(regURL + "/subjects")
+		if err == nil {
+			r.Body.Close()
+		}
+		return err == nil
+	})
+}
+
 // TestSchemaRegistryFormats writes the same 1500 Adult events as JSON,
 // Avro and protobuf (produce --format, the development registry of
 // broker --schema-registry-port) and, when python3 has confluent_kafka and
@@ -67,18 +96,7 @@ func TestSchemaRegistryFormats(t *testing.T) {
 	t.Parallel()
 	bin := testBinary(t)
 	dir := t.TempDir()
-	port, rport := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	regURL := fmt.Sprintf("http://127.0.0.1:%d", rport)
-	p := start(t, filepath.Join(dir, "broker.log"), bin, "broker", "--port", strconv.Itoa(port), "--partitions", "4", "--schema-registry-port", strconv.Itoa(rport))
-	defer p.kill()
-	waitFor(t, "the registry", 10*time.Second, func() bool {
-		r, err := http.Get(regURL + "/subjects")
-		if err == nil {
-			r.Body.Close()
-		}
-		return err == nil
-	})
+	addr, regURL := brokerWithRegistry(t, bin, dir, 4)
 	data := filepath.Join(dir, "adult.jsonl")
 	adultUnderscored(t, data, 1500)
 	produce := func(topic string, extra ...string) {
@@ -150,13 +168,7 @@ func TestSchemaRegistryOutageAndBadRecords(t *testing.T) {
 	startRegistry := func() *proc {
 		p := start(t, filepath.Join(dir, "registry.log"), bin, "broker", "--port", strconv.Itoa(freePort(t)), "--data-dir", filepath.Join(dir, "reg"),
 			"--schema-registry-port", strconv.Itoa(rport))
-		waitFor(t, "the registry", 10*time.Second, func() bool {
-			r, err := http.Get(regURL + "/subjects")
-			if err == nil {
-				r.Body.Close()
-			}
-			return err == nil
-		})
+		waitForRegistry(t, regURL)
 		return p
 	}
 	reg := startRegistry()
@@ -296,4 +308,222 @@ func pythonHas(t *testing.T, modules ...string) bool {
 		t.Logf("python3 cannot import %s: the independent encoder is skipped", strings.Join(modules, ", "))
 	}
 	return err == nil
+}
+
+// TestAvroEvalReplayRunAgree: the same 1500 Adult records as a JSON file,
+// as Avro object container files (written by hamba/avro's container
+// writer and, when python3 has it, by the Apache Avro library), as
+// length-delimited Protobuf messages, and as an Avro topic: eval of each
+// file, replay of the topic and the service's predictions on it are one
+// run, margin for margin.
+func TestAvroEvalReplayRunAgree(t *testing.T) {
+	t.Parallel()
+	bin := testBinary(t)
+	dir := t.TempDir()
+	addr, regURL := brokerWithRegistry(t, bin, dir, 1)
+	const n = 1500
+	data := filepath.Join(dir, "adult.jsonl")
+	adultUnderscored(t, data, n)
+	if out, err := exec.Command(bin, "produce", "--brokers", addr, "--topic", "in", "--data", data, "--key", "id", "--auto-create",
+		"--format", "avro", "--schema", "../../testdata/schemas/adult.avsc", "--schema-registry", regURL).CombinedOutput(); err != nil {
+		t.Fatalf("produce: %v\n%s", err, out)
+	}
+
+	// The files: the JSON events encoded record by record.
+	avsc, _ := os.ReadFile("../../testdata/schemas/adult.avsc")
+	proto, _ := os.ReadFile("../../testdata/schemas/adult.proto")
+	as, err := codec.CompileSchema(1, codec.SchemaAvro, string(avsc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := codec.CompileSchema(1, codec.SchemaProtobuf, string(proto), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goAvro, pbFile := filepath.Join(dir, "go.avro"), filepath.Join(dir, "adult.pb")
+	f, _ := os.Create(goAvro)
+	enc, err := ocf.NewEncoder(string(avsc), f, ocf.WithBlockLength(100), ocf.WithCodec(ocf.Snappy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var delimited []byte
+	lines, _ := os.ReadFile(data)
+	for _, line := range bytes.Split(bytes.TrimSpace(lines), []byte("\n")) {
+		d := json.NewDecoder(bytes.NewReader(line))
+		d.UseNumber()
+		var obj map[string]any
+		if err := d.Decode(&obj); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := as.AppendEncoded(nil, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := enc.Write(rec[5:]); err != nil {
+			t.Fatal(err)
+		}
+		if rec, err = ps.AppendEncoded(nil, obj); err != nil {
+			t.Fatal(err)
+		}
+		delimited = append(binary.AppendUvarint(delimited, uint64(len(rec)-6)), rec[6:]...)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	os.WriteFile(pbFile, delimited, 0o600)
+
+	learn := []string{"--learner", "projectron++:max=100", "--kernel", "rbf:gamma=0.5", "--label-field", "income", "--key-field", "id",
+		"--positive", ">50K", "--scale", "online", "--seed", "3"}
+	evals := map[string][]string{
+		"json":     {"--data", data},
+		"go-avro":  {"--data", goAvro},
+		"protobuf": {"--data", pbFile, "--input", "protobuf", "--schema", "../../testdata/schemas/adult.proto"},
+	}
+	if pythonHas(t, "avro") {
+		pyAvro := filepath.Join(dir, "py.avro")
+		if out, err := exec.Command(python(), "testdata/avro_interop.py", "container", data, "../../testdata/schemas/adult.avsc", pyAvro).CombinedOutput(); err != nil {
+			t.Fatalf("python container: %v\n%s", err, out)
+		}
+		evals["python-avro"] = []string{"--data", pyAvro, "--input", "avro"}
+	}
+	var want offline.Result
+	var wantPreds []byte
+	for _, name := range []string{"json", "go-avro", "protobuf", "python-avro"} {
+		if evals[name] == nil {
+			continue
+		}
+		preds := filepath.Join(dir, name+".csv")
+		args := append(append([]string{"eval", "--keep-order", "--format", "json", "--predictions", preds}, learn...), evals[name]...)
+		res := evalJSON(t, args...)
+		got, _ := os.ReadFile(preds)
+		if len(res) != 1 || res[0].Examples != n || bytes.Count(got, []byte("\n")) != n+1 {
+			t.Fatalf("eval %s: %+v, %d prediction lines", name, res, bytes.Count(got, []byte("\n")))
+		}
+		if wantPreds == nil {
+			want, wantPreds = res[0], got
+			continue
+		}
+		if res[0].MistakeRate != want.MistakeRate || res[0].Support != want.Support || res[0].Kappa != want.Kappa {
+			t.Errorf("eval %s: %+v, the JSON file's %+v", name, res[0], want)
+		}
+		if !bytes.Equal(got, wantPreds) {
+			t.Errorf("eval %s: predictions differ from the JSON file's", name)
+		}
+	}
+	margins := map[int64]float64{} // by offset: line - 1
+	for _, row := range bytes.Split(wantPreds, []byte("\n"))[1 : n+1] {
+		cols := strings.Split(string(row), ",")
+		line, _ := strconv.Atoi(cols[0])
+		m, err := strconv.ParseFloat(cols[3], 64)
+		if err != nil {
+			t.Fatalf("prediction %q: %v", row, err)
+		}
+		margins[int64(line-1)] = m
+	}
+
+	// replay of the Avro topic.
+	report := filepath.Join(dir, "replay.json")
+	if _, err := execute(t, append([]string{"replay", "--brokers", addr, "--topic", "in", "--schema-registry", regURL, "--report", report, "--detector", "none"}, learn...)...); err != nil {
+		t.Fatal(err)
+	}
+	var rep replay.Report
+	if raw, err := os.ReadFile(report); err != nil || json.Unmarshal(raw, &rep) != nil || len(rep.Partitions) != 1 {
+		t.Fatalf("replay report: %v", err)
+	}
+	if r := rep.Partitions[0].Learners[0]; r.MistakeRate != want.MistakeRate || float64(r.Support) != want.Support {
+		t.Errorf("replay: mistakes %v support %d; eval: %v, %v", r.MistakeRate, r.Support, want.MistakeRate, want.Support)
+	}
+
+	// The service on the Avro topic.
+	run := start(t, filepath.Join(dir, "run.log"), bin, append([]string{"run", "--brokers", addr, "--topic", "in", "--group", "g", "--output-topic", "out",
+		"--input", "avro", "--schema-registry", regURL, "--metrics-addr", "", "--flush-interval", "50ms", "--auto-create"}, learn...)...)
+	defer run.kill()
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "run.log"))
+			t.Logf("run.log:\n%s", b)
+		}
+	})
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "out", Partition: 0, MaxWait: 200 * time.Millisecond})
+	defer rd.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := 0; i < n; i++ {
+		m, err := rd.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("prediction %d: %v", i, err)
+		}
+		p, err := codec.DecodePrediction(m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w, ok := margins[p.Offset]; !ok || p.Margin != w {
+			t.Fatalf("run: offset %d margin %v, eval's %v", p.Offset, p.Margin, w)
+		}
+	}
+	run.stop(t, 20*time.Second)
+}
+
+// registered is the newest schema of subject in the registry at url, as
+// a schema source of its id.
+func registered(t *testing.T, url, subject string) codec.StaticSchemas {
+	t.Helper()
+	r, err := http.Get(url + "/subjects/" + subject + "/versions/latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var got struct {
+		ID         uint32
+		Schema     string
+		SchemaType string
+	}
+	if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	typ, err := codec.ParseSchemaType(got.SchemaType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := codec.CompileSchema(got.ID, typ, got.Schema, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return codec.StaticSchemas{got.ID: s}
+}
+
+// TestEvalBinaryFilesRefuseWhatTheyCannotRead: flags that do not fit the
+// file, and a damaged container file, are errors that say why, before or
+// instead of any result.
+func TestEvalBinaryFilesRefuseWhatTheyCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	good, err := os.ReadFile("../../testdata/adult.test.1000.avro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncated := filepath.Join(dir, "truncated.avro")
+	os.WriteFile(truncated, good[:len(good)/2], 0o600)
+	base := []string{"eval", "--learner", "perceptron", "--label-field", "income", "--positive", ">50K", "--keep-order"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--data", "../../testdata/adult.test.1000.jsonl.gz", "--input", "avro"}, "not an Avro object container file"},
+		{[]string{"--data", "../../testdata/adult.test.1000.avro", "--test", "../../testdata/adult.test.1000.jsonl.gz"}, "not an Avro object container file"},
+		{[]string{"--data", "../../testdata/adult.test.1000.avro", "--schema", "../../testdata/schemas/adult.proto"}, "needs --input protobuf"},
+		{[]string{"--data", "../../testdata/adult.test.1000.avro", "--input", "protobuf"}, "--schema FILE"},
+		{[]string{"--data", "../../testdata/adult.test.1000.avro", "--input", "protobuf", "--schema", "../../testdata/schemas/adult.avsc"}, "--schema"},
+		{[]string{"--data", truncated}, "truncated"},
+	} {
+		out, err := execute(t, append(base, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v (want an error saying %q)\n%s", c.args, err, c.want, out)
+		}
+	}
+	// The protobuf schema read as delimited messages of an Avro file:
+	// refused record by record, not a crash.
+	if _, err := execute(t, append(base, "--data", "../../testdata/adult.test.1000.avro", "--input", "protobuf", "--schema", "../../testdata/schemas/adult.proto")...); err == nil {
+		t.Error("an Avro file read as delimited Protobuf gave results")
+	}
 }

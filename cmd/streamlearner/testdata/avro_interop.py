@@ -11,6 +11,10 @@ and the registry client of confluent_kafka.avro.
   avro_interop.py check BROKER REGISTRY TOPIC JSONL
       Decodes every record of TOPIC with this decoder and compares it with
       its JSON line (by key): prints "N records equal" or fails.
+  avro_interop.py container JSONL AVSC OUT
+      Writes every event of JSONL, in file order, to the Avro object
+      container file OUT (deflate blocks), with the Apache Avro library's
+      DataFileWriter.
 """
 import json
 import sys
@@ -44,7 +48,22 @@ def read_topic(broker, topic):
     return out
 
 
+def container(jsonl, avsc, out):
+    from avro.datafile import DataFileWriter
+    from avro.io import DatumWriter
+    schema = avro.schema.parse(open(avsc).read())
+    n = 0
+    with DataFileWriter(open(out, "wb"), DatumWriter(), schema, codec="deflate") as w:
+        for line in open(jsonl):
+            w.append(json.loads(line))
+            n += 1
+    print("%d records written" % n)
+
+
 def main():
+    if sys.argv[1] == "container":
+        container(*sys.argv[2:5])
+        return
     mode, broker, registry, topic, jsonl = sys.argv[1:6]
     reg = CachedSchemaRegistryClient({"url": registry})
     ser = MessageSerializer(reg)
