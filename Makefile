@@ -41,6 +41,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzEventDecode$$' -fuzztime $(FUZZTIME) ./codec/
 	$(GO) test -run '^$$' -fuzz '^FuzzModelUnmarshal$$' -fuzztime $(FUZZTIME) ./model/
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) ./pending/
+	$(GO) test -run '^$$' -fuzz '^FuzzAvroFile$$' -fuzztime $(FUZZTIME) ./dataset/
 
 ## bench: every speed and memory target beside its measured value and ratio (scripts/bench.sh; raw outputs in out/bench; COUNT, E2E_RUNS, RSS_RECORDS=0 to skip the 10M-record memory run), then the other benchmarks.
 bench:

@@ -13,8 +13,6 @@ import (
 	"os"
 
 	"github.com/golang/snappy"
-	"github.com/hamba/avro/v2"
-	"github.com/hamba/avro/v2/ocf"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -28,7 +26,8 @@ import (
 // MaxBlockBytes bounds an object container file's block, compressed and
 // decompressed, and a delimited message: a size read from a corrupted or
 // forged file must not become an allocation of gigabytes. Writers keep
-// blocks near 64 KiB (Avro's default sync interval is 16 KiB to 2 MiB).
+// blocks far smaller (the Java writer's default sync interval is 64,000
+// bytes).
 const MaxBlockBytes = 64 << 20
 
 var avroMagic = []byte("Obj\x01")
@@ -56,7 +55,7 @@ type AvroFile struct {
 
 	path string
 	f    *os.File
-	r    *avro.Reader
+	r    *bufio.Reader
 	sync [16]byte
 	zstd *zstd.Decoder
 }
@@ -78,34 +77,106 @@ func OpenAvro(path string, id uint32) (*AvroFile, error) {
 }
 
 func openAvro(r io.Reader, path string, id uint32) (*AvroFile, error) {
-	a := &AvroFile{path: path, r: avro.NewReader(r, 1<<16)}
-	var h ocf.Header
-	a.r.ReadVal(ocf.HeaderSchema, &h)
-	if a.r.Error != nil || !bytes.Equal(h.Magic[:], avroMagic) {
-		return nil, fmt.Errorf("%s: not an Avro object container file (no valid header)", path)
+	a := &AvroFile{path: path, r: bufio.NewReaderSize(r, 1<<16)}
+	meta, err := a.header()
+	if err != nil {
+		return nil, fmt.Errorf("%s: not an Avro object container file (its header: %w)", path, err)
 	}
-	a.sync = h.Sync
-	a.Codec = string(h.Meta["avro.codec"])
+	a.Codec = string(meta["avro.codec"])
 	switch a.Codec {
 	case "":
 		a.Codec = "null"
 	case "null", "deflate", "snappy":
 	case "zstandard":
 		// One decoder for the whole file, its window bounded like a block.
-		var err error
 		if a.zstd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxBlockBytes)); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	default:
 		return nil, fmt.Errorf("%s: block codec %q is not supported (null, deflate, snappy, zstandard are)", path, a.Codec)
 	}
-	s, err := codec.CompileSchema(id, codec.SchemaAvro, string(h.Meta["avro.schema"]), nil)
+	s, err := codec.CompileSchema(id, codec.SchemaAvro, string(meta["avro.schema"]), nil)
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("%s: the header's schema: %w", path, err)
 	}
 	a.Schema = s
 	return a, nil
+}
+
+// Header bounds: a header is a few kilobytes (the schema, the codec, a
+// writer's own keys).
+const (
+	maxHeaderBytes   = 1 << 20
+	maxHeaderEntries = 1000
+)
+
+// header reads the file header: the magic, the metadata map (string keys,
+// bytes values, in blocks as an Avro map), the sync marker. Every count
+// and length is checked against the bounds above before anything is
+// allocated or looped over, so a forged header costs at most a megabyte.
+func (a *AvroFile) header() (map[string][]byte, error) {
+	var magic [4]byte
+	if _, err := io.ReadFull(a.r, magic[:]); err != nil || !bytes.Equal(magic[:], avroMagic) {
+		return nil, errors.New(`it does not start with "Obj" 1`)
+	}
+	meta := map[string][]byte{}
+	total := 0
+	for {
+		n, err := a.long()
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			break
+		}
+		if n < 0 {
+			// A negative count is followed by the block's size in bytes.
+			if n = -n; n < 0 {
+				return nil, errors.New("a metadata count out of range")
+			}
+			if _, err := a.long(); err != nil {
+				return nil, err
+			}
+		}
+		if n > maxHeaderEntries-int64(len(meta)) {
+			return nil, fmt.Errorf("more than %d metadata entries", maxHeaderEntries)
+		}
+		for range n {
+			var kv [2][]byte
+			for i := range kv {
+				m, err := a.long()
+				if err != nil {
+					return nil, err
+				}
+				if m < 0 || m > int64(maxHeaderBytes-total) {
+					return nil, fmt.Errorf("metadata of more than %d bytes", maxHeaderBytes)
+				}
+				total += int(m)
+				kv[i] = make([]byte, m)
+				if _, err := io.ReadFull(a.r, kv[i]); err != nil {
+					return nil, fmt.Errorf("metadata: %w", err)
+				}
+			}
+			meta[string(kv[0])] = kv[1]
+		}
+	}
+	if _, err := io.ReadFull(a.r, a.sync[:]); err != nil {
+		return nil, fmt.Errorf("sync marker: %w", err)
+	}
+	return meta, nil
+}
+
+// long reads a zig-zag varint (Avro's int and long).
+func (a *AvroFile) long() (int64, error) {
+	u, err := binary.ReadUvarint(a.r)
+	if errors.Is(err, io.EOF) {
+		return 0, io.EOF
+	}
+	if err != nil {
+		return 0, fmt.Errorf("a varint: %w", err)
+	}
+	return int64(u>>1) ^ -int64(u&1), nil
 }
 
 // Close closes the file.
@@ -126,35 +197,41 @@ func (a *AvroFile) Close() error {
 // data of the schema, ends the read with an error naming the block: past
 // it nothing in the file can be trusted to start on a record.
 func (a *AvroFile) Each(ctx context.Context, lim codec.Limits, fn func(n int, datum []byte) (more bool, err error)) error {
-	var raw, plain []byte
+	var raw bytes.Buffer
+	var plain []byte
 	n := 0
 	for block := 1; ; block++ {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if a.r.Peek(); errors.Is(a.r.Error, io.EOF) {
+		count, err := a.long()
+		if errors.Is(err, io.EOF) {
 			return nil // the end of the file, between blocks
 		}
-		count := a.r.ReadLong()
-		size := a.r.ReadLong()
-		if a.r.Error != nil {
-			return fmt.Errorf("%s: block %d: %w", a.path, block, a.r.Error)
+		var size int64
+		if err == nil {
+			size, err = a.long()
+		}
+		if err != nil {
+			return fmt.Errorf("%s: block %d is truncated: %w", a.path, block, noEOF(err))
 		}
 		if count < 0 || size < 0 || size > MaxBlockBytes || count > MaxBlockBytes {
 			return fmt.Errorf("%s: block %d: %d records in %d bytes (corrupted? a block holds at most %d bytes)", a.path, block, count, size, MaxBlockBytes)
 		}
-		raw = grow(raw, int(size))
-		a.r.Read(raw)
+		// The buffer grows with the bytes that are there, not with the
+		// size the file claims.
+		raw.Reset()
+		if _, err := io.CopyN(&raw, a.r, size); err != nil {
+			return fmt.Errorf("%s: block %d is truncated: %w", a.path, block, noEOF(err))
+		}
 		var sync [16]byte
-		a.r.Read(sync[:])
-		if a.r.Error != nil {
-			return fmt.Errorf("%s: block %d is truncated: %w", a.path, block, a.r.Error)
+		if _, err := io.ReadFull(a.r, sync[:]); err != nil {
+			return fmt.Errorf("%s: block %d is truncated: %w", a.path, block, noEOF(err))
 		}
 		if sync != a.sync {
 			return fmt.Errorf("%s: block %d: wrong sync marker (corrupted file)", a.path, block)
 		}
-		var err error
-		if plain, err = a.decompress(raw, plain); err != nil {
+		if plain, err = a.decompress(raw.Bytes(), plain); err != nil {
 			return fmt.Errorf("%s: block %d (%s): %w", a.path, block, a.Codec, err)
 		}
 		for at, i := 0, int64(0); i < count; i++ {
@@ -213,6 +290,15 @@ func (a *AvroFile) decompress(raw, buf []byte) ([]byte, error) {
 		return a.zstd.DecodeAll(raw, buf[:0])
 	}
 	return raw, nil
+}
+
+// noEOF is io.ErrUnexpectedEOF for io.EOF: a file that ends inside a
+// block.
+func noEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 func grow(b []byte, n int) []byte {

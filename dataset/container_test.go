@@ -165,3 +165,22 @@ func TestDelimited(t *testing.T) {
 		t.Errorf("over the limit: %v", err)
 	}
 }
+
+// FuzzAvroFile: any bytes, read as a container file, are records or an
+// error, never a panic, a hang or an allocation past MaxBlockBytes.
+func FuzzAvroFile(f *testing.F) {
+	good, err := os.ReadFile("../testdata/adult.test.1000.avro")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good[:4000])
+	f.Add(good[:200])
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := openAvro(bytes.NewReader(b), "fuzz", 1)
+		if err != nil {
+			return
+		}
+		defer a.Close()
+		a.Each(context.Background(), codec.Limits{}, func(int, []byte) (bool, error) { return true, nil })
+	})
+}

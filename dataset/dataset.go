@@ -7,7 +7,9 @@
 // gzip-compressed (detected by its magic bytes, not its name). Blank lines
 // and lines starting with '#' are skipped. A malformed line is an error
 // naming the file and line: an experiment should not silently run on
-// different data than its command says.
+// different data than its command says. Records in binary files (Avro
+// object container files, length-delimited Protobuf) are read by
+// AvroFile and Delimited as the wire format's payloads.
 package dataset
 
 import (
