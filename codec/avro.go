@@ -467,17 +467,34 @@ func decimalValue(b []byte, pow float64) float64 {
 	return f / pow
 }
 
+// avroResolved follows a union's branches to the value's own type.
+func (w *walker) avroResolved(n *avroNode) (*avroNode, *Error) {
+	for n.t == avUnion {
+		var err *Error
+		if n, err = w.avroBranch(n); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// avroText reads a string's bytes or an enum's symbol.
+func (w *walker) avroText(n *avroNode) ([]byte, *Error) {
+	if n.t == avEnum {
+		return w.avroSymbol(n)
+	}
+	return w.avroBytes()
+}
+
 // avroLabel reads the label field's value.
 func (w *walker) avroLabel(n *avroNode) *Error {
 	if w.s.labelSeen {
 		return errorf(ReasonBadLabel, "payload byte %d: label field %q appears twice", w.at, w.dec.label)
 	}
 	w.s.labelSeen = true
-	for n.t == avUnion {
-		var err *Error
-		if n, err = w.avroBranch(n); err != nil {
-			return err
-		}
+	n, err := w.avroResolved(n)
+	if err != nil {
+		return err
 	}
 	switch n.t {
 	case avNull:
@@ -501,14 +518,8 @@ func (w *walker) avroLabel(n *avroNode) *Error {
 			return err
 		}
 		return w.labelNum(v)
-	case avString:
-		s, err := w.avroBytes()
-		if err != nil {
-			return err
-		}
-		return w.labelText(s)
-	case avEnum:
-		s, err := w.avroSymbol(n)
+	case avString, avEnum:
+		s, err := w.avroText(n)
 		if err != nil {
 			return err
 		}
@@ -526,11 +537,9 @@ func (w *walker) avroKey(n *avroNode) *Error {
 		return w.badKey("given twice")
 	}
 	w.s.keySeen = true
-	for n.t == avUnion {
-		var err *Error
-		if n, err = w.avroBranch(n); err != nil {
-			return err
-		}
+	n, err := w.avroResolved(n)
+	if err != nil {
+		return err
 	}
 	switch n.t {
 	case avNull:
@@ -547,14 +556,8 @@ func (w *walker) avroKey(n *avroNode) *Error {
 			return err
 		}
 		return w.keyText(strconv.AppendFloat(w.num[:0], v, 'g', -1, prec))
-	case avString:
-		s, err := w.avroBytes()
-		if err != nil {
-			return err
-		}
-		return w.keyText(s)
-	case avEnum:
-		s, err := w.avroSymbol(n)
+	case avString, avEnum:
+		s, err := w.avroText(n)
 		if err != nil {
 			return err
 		}
