@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -136,8 +137,34 @@ func Each(ctx context.Context, path string, opts Options, fn func(line int, x sp
 	return dropped, nil
 }
 
+// EachUntil is Each whose fn may stop the reading with an error, which it
+// returns as it is.
+func EachUntil(ctx context.Context, path string, opts Options, fn func(line int, x sparse.Vector, y int) error) (dropped int, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("load data: %w", err)
+	}
+	defer f.Close()
+	var stop error
+	dropped, err = eachUntil(ctx, f, opts, func(line int, x sparse.Vector, y int) error {
+		stop = fn(line, x, y)
+		return stop
+	})
+	if err != nil && (stop == nil || !errors.Is(err, stop)) {
+		return dropped, fmt.Errorf("load %s: %w", path, err)
+	}
+	return dropped, err
+}
+
 // each is Each on an open reader.
 func each(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sparse.Vector, y int)) (dropped int, err error) {
+	return eachUntil(ctx, r, opts, func(line int, x sparse.Vector, y int) error {
+		fn(line, x, y)
+		return nil
+	})
+}
+
+func eachUntil(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sparse.Vector, y int) error) (dropped int, err error) {
 	kept, skipped := 0, 0
 	bad := func(line int, err error) error { return opts.skip(&skipped, line, err) }
 	err = scan(ctx, r, opts.Limits, bad, func(line int, ex codec.Example) (bool, error) {
@@ -149,7 +176,9 @@ func each(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sp
 			dropped++
 			return true, nil
 		}
-		fn(line, ex.X, y)
+		if err := fn(line, ex.X, y); err != nil {
+			return false, err
+		}
 		kept++
 		if opts.Progress != nil && kept%progressEvery == 0 {
 			opts.Progress(kept)
@@ -182,21 +211,51 @@ func LoadRaw(ctx context.Context, path string, opts Options) (*RawSet, error) {
 	}
 	defer f.Close()
 	s := &RawSet{Path: path}
-	skipped := 0
-	err = scan(ctx, f, opts.Limits, func(line int, err error) error { return opts.skip(&skipped, line, err) }, func(line int, ex codec.Example) (bool, error) {
-		s.X = append(s.X, ex.X)
-		s.Labels = append(s.Labels, ex.Label)
+	err = eachRaw(ctx, f, opts, func(line int, x sparse.Vector, label string) error {
+		s.X = append(s.X, x)
+		s.Labels = append(s.Labels, label)
 		s.Lines = append(s.Lines, line)
-		s.Dim = max(s.Dim, int(ex.X.MaxIndex()))
-		if opts.Progress != nil && len(s.X)%progressEvery == 0 {
-			opts.Progress(len(s.X))
-		}
-		return opts.Limit <= 0 || len(s.X) < opts.Limit, nil
+		s.Dim = max(s.Dim, int(x.MaxIndex()))
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// EachRaw calls fn with each record LoadRaw would keep, in file order, as
+// soon as it is decoded, until fn returns an error (returned as it is),
+// the file ends or ctx ends.
+func EachRaw(ctx context.Context, path string, opts Options, fn func(line int, x sparse.Vector, label string) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("load data: %w", err)
+	}
+	defer f.Close()
+	var stop error
+	err = eachRaw(ctx, f, opts, func(line int, x sparse.Vector, label string) error {
+		stop = fn(line, x, label)
+		return stop
+	})
+	if err != nil && (stop == nil || !errors.Is(err, stop)) {
+		return fmt.Errorf("load %s: %w", path, err)
+	}
+	return err
+}
+
+func eachRaw(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sparse.Vector, label string) error) error {
+	kept, skipped := 0, 0
+	return scan(ctx, r, opts.Limits, func(line int, err error) error { return opts.skip(&skipped, line, err) }, func(line int, ex codec.Example) (bool, error) {
+		if err := fn(line, ex.X, ex.Label); err != nil {
+			return false, err
+		}
+		kept++
+		if opts.Progress != nil && kept%progressEvery == 0 {
+			opts.Progress(kept)
+		}
+		return opts.Limit <= 0 || kept < opts.Limit, nil
+	})
 }
 
 // scan decodes every record of r, gunzipping it if needed, and passes it

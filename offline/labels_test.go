@@ -39,11 +39,6 @@ func TestClassListsAreMappedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		feed := NewFeed()
-		for i := range set.Len() {
-			feed.Add(set.X[i], set.Y[i])
-		}
-		feed.End(nil)
 		// By hand: the learner on the ±1 targets.
 		l, err := learners.New("perceptron", kern, 0)
 		if err != nil {
@@ -55,7 +50,7 @@ func TestClassListsAreMappedOnce(t *testing.T) {
 				mistakes++
 			}
 		}
-		for name, d := range map[string]*Data{"set": FromSet(set), "feed": feed.Data()} {
+		for name, d := range map[string]*Data{"set": FromSet(set), "stream": streamOf(set, 1, nil)} {
 			cfg := Config{Learners: []string{"perceptron"}, Kernel: kern, KeepOrder: true, Model: model.Config{Labels: labels}}
 			res, err := RunData(context.Background(), d, nil, cfg)
 			if err != nil {

@@ -151,13 +151,13 @@ type Data struct {
 	Lines []int
 
 	// mapped says Labels hold the ±1 tokens of labels already mapped to
-	// binary targets (FromSet, a Feed): the runs then read them with the
+	// binary targets (FromSet, a stream's): the runs then read them with the
 	// binary label map whatever Config.Model.Labels says, since mapping
 	// them again through a --positive list would find "1" and "-1" in
 	// neither class and leave every record unlabeled.
 	mapped bool
 
-	live *live // a Feed's, until RunData has it complete
+	stream *streamed // FromStream's: its batches are read by each run
 }
 
 // Len is the number of records.
@@ -176,7 +176,7 @@ func FromSet(s *dataset.Set) *Data {
 	}
 	d := &Data{X: s.X, Labels: make([]string, len(s.Y)), Lines: s.Lines, mapped: true}
 	for i, y := range s.Y {
-		d.Labels[i] = binaryToken(y)
+		d.Labels[i] = LabelToken(y)
 	}
 	return d
 }
@@ -305,12 +305,9 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 	if len(cfg.Learners) == 0 {
 		return nil, errors.New("no learner given")
 	}
-	streaming := train.live != nil && cfg.KeepOrder && cfg.Delay == 0
-	if train.live != nil && !streaming {
-		var err error
-		if train, err = train.complete(ctx); err != nil {
-			return nil, err
-		}
+	streaming := train.stream != nil
+	if streaming && (!cfg.KeepOrder || cfg.Delay != 0) {
+		return nil, errors.New("a stream is read in file order without a delay: load the data for random orders or a delay")
 	}
 	if !streaming && train.Len() == 0 {
 		return nil, errors.New("no training examples")
@@ -397,18 +394,11 @@ feed:
 	wg.Wait()
 	n := train.Len()
 	if streaming {
-		// The loader's error comes first, as when the data was loaded
-		// before the runs.
-		full, err := train.complete(parent)
-		switch {
-		case err != nil && parent.Err() == nil:
-			return nil, err
-		case err != nil:
-			n = -1 // stopped before the data's end: no run is whole
-		case full.Len() == 0:
+		// -1: stopped before any reading reached the data's end, so no
+		// run is whole.
+		n = int(train.stream.records.Load())
+		if n == 0 && firstErr == nil && parent.Err() == nil {
 			return nil, errors.New("no training examples")
-		default:
-			n = full.Len()
 		}
 	}
 	if firstErr != nil {
@@ -438,6 +428,9 @@ func (cfg Config) modelConfig(l int, seed uint64) model.Config {
 	}
 	return mc
 }
+
+// errStopped is how a run's loop says that its context ended.
+var errStopped = errors.New("stopped")
 
 // step plays record j of d through m, learning or (test) only predicting.
 func step(m *model.Model, d *Data, j int, learn bool) (model.Result, error) {
@@ -487,16 +480,10 @@ func predictionOf(m *model.Model, d *Data, j int, r model.Result) Prediction {
 }
 
 // total is the records runs passes over d play, for a progress line: 0
-// while a Feed is still being read, whose length is not known yet.
+// until a stream has been read to its end once, when its length is known.
 func (d *Data) total(runs int) int64 {
-	if d.live != nil {
-		d.live.mu.Lock()
-		n, ended := len(d.live.x), d.live.ended
-		d.live.mu.Unlock()
-		if !ended {
-			return 0
-		}
-		return int64(runs * n)
+	if d.stream != nil {
+		return int64(runs) * max(d.stream.records.Load(), 0)
 	}
 	return int64(runs * d.Len())
 }
@@ -632,42 +619,18 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 	if cfg.Trace != nil {
 		r.margins = make([]float64, 0, train.Len())
 	}
-	// The examples/s figure is the learner's: time spent waiting for a
-	// Feed's loader does not count.
-	start, waited := time.Now(), time.Duration(0)
-	elapsed := func() float64 { return (time.Since(start) - waited).Seconds() }
 	const chunk = 1024
-	// data is train as far as it is loaded (all of it, but for a Feed's).
-	data := &Data{}
-	for i := 0; ; i++ {
-		if i == data.Len() {
-			t := time.Now()
-			data = train.upTo(ctx, i)
-			waited += time.Since(t)
-			if i == data.Len() {
-				if err := ctx.Err(); err != nil && train.live != nil {
-					// Stopped while waiting for the loader.
-					r.seconds = elapsed()
-					return errors.Join(err, tr.flush())
-				}
-				break
-			}
-		}
+	// one plays record j of data, the run's i-th record. It returns
+	// errStopped when ctx ends (checked every chunk records).
+	one := func(data *Data, i, j int) error {
 		if i%chunk == chunk-1 {
 			if ctx.Err() != nil {
-				r.seconds = elapsed()
-				// The statistics kept are those of the records seen,
-				// their delayed labels included.
-				return errors.Join(ctx.Err(), tr.flush())
+				return errStopped
 			}
 			n := done.Add(chunk)
 			if cfg.Progress != nil {
 				cfg.Progress(n, train.total(runs))
 			}
-		}
-		j := i
-		if perm != nil {
-			j = perm[i]
 		}
 		res, err := tr.step(data, j)
 		margin := res.Margin
@@ -680,7 +643,7 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 			if cfg.Bad != nil && r.learner == 0 && r.order == 0 {
 				cfg.Bad(err)
 			}
-			continue
+			return nil
 		}
 		if err != nil {
 			if cfg.MaxBad > 0 && ce != nil {
@@ -700,12 +663,54 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 		if cfg.Every > 0 && r.seen%cfg.Every == 0 && (cfg.Delay == 0 || r.seen < data.Len()) {
 			point(r.seen)
 		}
+		return nil
+	}
+	// The examples/s figure is the learner's: the time a stream spends
+	// reading and decoding does not count.
+	var learning time.Duration
+	records := 0
+	if train.stream != nil {
+		err = train.stream.read(ctx, r.learner == 0 && r.order == 0, func(b *Data) error {
+			start := time.Now()
+			defer func() { learning += time.Since(start) }()
+			for j := range b.Len() {
+				if err := one(b, records, j); err != nil {
+					return err
+				}
+				records++
+			}
+			return nil
+		})
+		if err == nil {
+			train.stream.records.Store(int64(records))
+		}
+	} else {
+		start := time.Now()
+		for records < train.Len() {
+			j := records
+			if perm != nil {
+				j = perm[records]
+			}
+			if err = one(train, records, j); err != nil {
+				break
+			}
+			records++
+		}
+		learning = time.Since(start)
+	}
+	r.seconds = learning.Seconds()
+	if errors.Is(err, errStopped) || err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Stopped: the statistics kept are those of the records seen,
+		// their delayed labels included.
+		return errors.Join(ctx.Err(), tr.flush())
+	}
+	if err != nil {
+		return err
 	}
 	if err := tr.flush(); err != nil {
 		return err
 	}
-	r.seconds = elapsed()
-	if n := done.Add(int64(data.Len() % chunk)); cfg.Progress != nil {
+	if n := done.Add(int64(records % chunk)); cfg.Progress != nil {
 		cfg.Progress(n, train.total(runs))
 	}
 	if cfg.Every > 0 && (r.seen%cfg.Every != 0 || cfg.Delay > 0) {

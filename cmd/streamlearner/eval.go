@@ -36,7 +36,7 @@ type evalCmd struct {
 	Kernel      string   `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`
 	Orders      int      `default:"1" help:"Random orders of the data, one pass each; results are mean ± std."`
 	Seed        uint64   `default:"1" help:"Seed of the orders and of randomized learners (with --keep-order, the learners' seed itself, as run's --seed for partition 0)."`
-	KeepOrder   bool     `help:"One pass in file order instead of random orders."`
+	KeepOrder   bool     `help:"One pass in file order instead of random orders. Each learner's run reads the file as it learns, a batch at a time, so memory does not grow with the file (unless --delay or --standardize, which need it whole); random orders and --test keep the data in memory."`
 	Limit       int      `help:"Use only the first N examples of the data file (0: all)."`
 	Standardize bool     `help:"Scale features to mean 0, std 1 with training-set statistics (also applied to --test)."`
 	Positive    string   `placeholder:"LABELS" help:"Comma-separated labels mapped to +1; the others to -1."`
@@ -133,8 +133,8 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 		return errors.New("--standardize is for records; events scale with --scale online")
 	}
 	var train *offline.Data
-	if c.streams(mc) {
-		train = c.stream(ctx, labels)
+	if c.streams() {
+		train = c.stream(mc, labels)
 	} else if train, err = c.load(ctx, c.Data, mc, labels, c.Limit); err != nil {
 		return err
 	}
@@ -215,25 +215,12 @@ func relaxGC(path string) func() {
 	return func() { debug.SetGCPercent(old) }
 }
 
-// streams reports whether the training file can be learned while it is
-// parsed: one pass in file order over binary records, without a delay
-// (whose last points need the record count) or --standardize (whose
-// statistics need the whole set).
-func (c *evalCmd) streams(mc model.Config) bool {
-	return c.KeepOrder && c.Delay == 0 && !c.Standardize && !mc.Events && len(mc.Classes) == 0
-}
-
-// stream loads the training file into a Feed on a goroutine of its own
-// and returns the feed's data; the loading error, if any, is RunData's.
-func (c *evalCmd) stream(ctx context.Context, labels codec.LabelMap) *offline.Data {
-	feed := offline.NewFeed()
-	restore := relaxGC(c.Data)
-	go func() {
-		defer restore()
-		_, err := dataset.Each(ctx, c.Data, c.loadOptions(labels, c.Limit), feed.AddAt)
-		feed.End(err)
-	}()
-	return feed.Data()
+// streams reports whether each run can read the training file as it
+// learns, holding a batch of it at a time: one pass in file order,
+// without a delay (whose last points need the record count) or
+// --standardize (whose statistics need the whole set).
+func (c *evalCmd) streams() bool {
+	return c.KeepOrder && c.Delay == 0 && !c.Standardize
 }
 
 // load reads a data file as mc says: events as raw lines, binary records
@@ -246,33 +233,18 @@ func (c *evalCmd) load(ctx context.Context, path string, mc model.Config, labels
 	defer bar.Done()
 	c.loading = func(n int) { bar.Update(int64(n), 0) }
 	switch {
-	case mc.Format.Framed():
-		return c.loadFramed(ctx, path, mc, limit)
 	case mc.Events:
 		d := &offline.Data{Events: [][]byte{}}
-		// The first records say whether a field looks like free text.
-		dec, err := codec.NewEventDecoder(mc.Event)
-		if err != nil {
-			return nil, err
-		}
-		var ev codec.Event
-		var text textFields
-		err = dataset.LinesOf(ctx, path, func(line int, b []byte) (bool, error) {
+		err := c.eachEvent(ctx, path, mc, limit, true, func(line int, b []byte) error {
 			d.Events = append(d.Events, bytes.Clone(b))
 			d.Lines = append(d.Lines, line)
 			if len(d.Events)%(1<<14) == 0 {
 				c.loading(len(d.Events))
 			}
-			if len(d.Events) <= 1000 && dec.Decode(b, &ev) == nil {
-				text.see(&ev)
-			}
-			return limit <= 0 || len(d.Events) < limit, nil
+			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("load %s: %w", path, err)
-		}
-		if w := text.warning(); w != "" && path == c.Data {
-			fmt.Fprintln(os.Stderr, "streamlearner: warning:", w)
+			return nil, err
 		}
 		return d, nil
 	case len(mc.Classes) > 0:

@@ -10,7 +10,6 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/offline"
 )
 
 // Binary record files in eval: an Avro object container file carries its
@@ -39,11 +38,24 @@ func (c *evalCmd) dataFormat(ctx context.Context, mc *model.Config) error {
 	}
 	switch input {
 	case "avro":
-		for _, path := range []string{c.Data, c.Test} {
-			if path != "" && !dataset.IsAvroFile(path) {
+		// Each file's writer schema, under an id of its own, before any
+		// run reads a record.
+		schemas := codec.StaticSchemas{}
+		for id, path := range map[uint32]string{trainSchemaID: c.Data, testSchemaID: c.Test} {
+			if path == "" {
+				continue
+			}
+			if !dataset.IsAvroFile(path) {
 				return fmt.Errorf("--input avro: %s is not an Avro object container file (it does not start with \"Obj\" 1)", path)
 			}
+			a, err := dataset.OpenAvro(path, id)
+			if err != nil {
+				return err
+			}
+			a.Close()
+			schemas[id] = a.Schema
 		}
+		mc.Schemas = schemas
 	case "protobuf":
 		if c.Schema == "" {
 			return errors.New("--input protobuf: eval reads length-delimited messages, whose type --schema FILE (a .proto) gives")
@@ -69,65 +81,38 @@ func (c *evalCmd) dataFormat(ctx context.Context, mc *model.Config) error {
 	}
 	f, _ := wireFormat(input)
 	mc.Events, mc.Format = true, f
-	if mc.Schemas == nil {
-		mc.Schemas = codec.StaticSchemas{} // filled as the files are opened
-	}
 	return nil
 }
 
-// loadFramed reads an Avro container file or a file of length-delimited
-// Protobuf messages into framed records; a record's line is its number in
-// the file.
-func (c *evalCmd) loadFramed(ctx context.Context, path string, mc model.Config, limit int) (*offline.Data, error) {
-	d := &offline.Data{Events: [][]byte{}}
-	schemas := mc.Schemas.(codec.StaticSchemas)
-	dec, err := codec.NewFramedDecoder(mc.Event, mc.Format, schemas)
-	if err != nil {
-		return nil, err
-	}
-	var ev codec.Event
-	var text textFields
-	id := uint32(trainSchemaID)
-	add := func(n int, payload []byte, index ...byte) (bool, error) {
-		rec := make([]byte, 0, 5+len(index)+len(payload))
-		rec = append(append(codec.AppendFrame(rec, id), index...), payload...)
-		d.Events = append(d.Events, rec)
-		d.Lines = append(d.Lines, n)
-		if len(d.Events)%(1<<14) == 0 {
-			c.loading(len(d.Events))
-		}
-		if len(d.Events) <= 1000 && dec.Decode(rec, &ev) == nil {
-			text.see(&ev)
-		}
-		return limit <= 0 || len(d.Events) < limit, nil
+// eachFramed calls fn with each record of an Avro container file or a
+// file of length-delimited Protobuf messages, framed as the wire format
+// carries it (the header naming the file's schema), and its number in
+// the file, which stands for its line.
+func (c *evalCmd) eachFramed(ctx context.Context, path string, mc model.Config, fn func(n int, rec []byte) (bool, error)) error {
+	var rec []byte
+	frame := func(id uint32, n int, payload []byte, index ...byte) (bool, error) {
+		rec = append(append(codec.AppendFrame(rec[:0], id), index...), payload...)
+		return fn(n, rec)
 	}
 	if mc.Format == codec.FormatAvro {
+		id := uint32(trainSchemaID)
 		if path != c.Data {
 			id = testSchemaID
 		}
 		a, err := dataset.OpenAvro(path, id)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		defer a.Close()
-		schemas[id] = a.Schema
-		err = a.Each(ctx, mc.Event.Limits, func(n int, datum []byte) (bool, error) { return add(n, datum) })
-		if err != nil {
-			return nil, fmt.Errorf("load: %w", err) // it names the file
-		}
-	} else {
-		// The wire format's message index [0], in its short form: the
-		// file's first message type.
-		err := dataset.DelimitedOf(ctx, path, mc.Event.Limits.WithDefaults().MaxBytes, func(n int, msg []byte) (bool, error) { return add(n, msg, 0) })
-		if err != nil {
-			return nil, fmt.Errorf("load %s: %w", path, err)
-		}
+		return a.Each(ctx, mc.Event.Limits, func(n int, datum []byte) (bool, error) { return frame(id, n, datum) })
 	}
-	if w := text.warning(); w != "" && path == c.Data {
-		fmt.Fprintln(os.Stderr, "streamlearner: warning:", w)
+	// The wire format's message index [0], in its short form: the file's
+	// first message type.
+	err := dataset.DelimitedOf(ctx, path, mc.Event.Limits.WithDefaults().MaxBytes, func(n int, msg []byte) (bool, error) {
+		return frame(trainSchemaID, n, msg, 0)
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
 	}
-	if len(d.Events) == 0 {
-		return nil, fmt.Errorf("load %s: no records", filepath.Base(path))
-	}
-	return d, nil
+	return nil
 }
