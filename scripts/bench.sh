@@ -49,6 +49,23 @@ wall() {
   for spec in "${specs[@]}"; do wall "${spec//\\/}" rbf:gamma=0.01; done
 } | tee "$out/wall.txt"
 RUNS=${PEER_RUNS:-5} COPIES=${PEER_COPIES:-1} step peer.txt scripts/peer.sh
+# Start-up: the CPU (user + sys) of `streamlearner --version`, per run,
+# over 50 runs.
+{
+  echo "\$ streamlearner --version, 50 runs, CPU per run (ms)"
+  TIMEFORMAT='%U %S'
+  { time (for _ in $(seq 50); do bin/streamlearner --version >/dev/null; done); } 2>&1 | awk '{printf "%.2f\n", ($1 + $2) * 1000 / 50}'
+} | tee "$out/startup.txt"
+# eval's single pass streams: peak RSS over a9a, and over a9a copied 100
+# times (3.26 million records), in KiB.
+{
+  echo "\$ eval --keep-order, perceptron:max=1 linear, peak RSS (KiB): a9a, a9a x100"
+  big=${TMPDIR:-/tmp}/streamlearner-a9a-x100
+  [ -s "$big" ] || for _ in $(seq 100); do gzip -dc testdata/a9a.gz; done >"$big"
+  for f in testdata/a9a.gz "$big"; do
+    /usr/bin/time -f '%M' bin/streamlearner eval --data "$f" --keep-order --learner perceptron:max=1 --kernel linear 2>&1 >/dev/null | tail -1
+  done
+} | tee "$out/stream.txt"
 step e2e.txt bin/streamlearner bench --records 1000000 --runs "${E2E_RUNS:-3}"
 if [ "${RSS_RECORDS:-10000000}" != 0 ]; then
   step rss.txt bin/streamlearner bench --records "${RSS_RECORDS:-10000000}" --learn-only
@@ -86,6 +103,10 @@ ok() { awk -v a="$1" -v b="$2" 'BEGIN {print (a >= b) ? "met" : "NOT met"}'; }
     read -r _ best median < <(grep -F "$spec " "$out/wall.txt")
     row "eval a9a whole process, $spec" "" "$best" "s best" "(median $median s)" ""
   done
+  st=$(tail -1 "$out/startup.txt")
+  row "start-up, streamlearner --version" "<= 10 ms cpu" "$st" "ms cpu" "" "$(ok 10 "$st")"
+  read -r small large < <(tail -2 "$out/stream.txt" | tr '\n' ' ')
+  row "eval one pass, 3.26M records, peak RSS" "<= 100 MB" "$((large / 1024))" "MB" "a9a alone: $((small / 1024)) MB" "$(ok 102400 "$large")"
   lt=$(med LoadA9A ns/op "$out/load.txt")
   row "load a9a in process (gunzip, parse)" "" "$(awk -v t="$lt" 'BEGIN {printf "%.1f", t/1e6}')" ms "" ""
   k=$(med KernelRowDense GFLOP/s "$out/dense.txt"); d=$(med DotDense GFLOP/s "$out/dense.txt")

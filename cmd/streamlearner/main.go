@@ -140,7 +140,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (code
 // start-up; a command parses the same either way. The whole tree is
 // needed to list the commands (no command, --help, help, completion), to
 // check a --config file's sections against every command, and to name a
-// command the arguments misspell.
+// command the arguments misspell. --version alone needs no command.
 func grammar(args []string) any {
 	whole := &cli{}
 	configured := os.Getenv(envName(envPrefix, "config")) != "" ||
@@ -165,6 +165,9 @@ func grammar(args []string) any {
 		if name == args[0] && name != "help" && name != "completion" {
 			fields, found = append(fields, f), true
 		}
+	}
+	if len(args) == 1 && args[0] == "--version" {
+		found = true // the flags every command has: --version among them
 	}
 	if !found {
 		return whole
