@@ -83,6 +83,10 @@ type Batch struct {
 	// Skipped counts records left out: aborted transactions' records and
 	// transaction markers.
 	Skipped int
+	// Stale says that no answer came within the wait (a Partition's
+	// Fetch only): the partition's ends are as last seen, and records may
+	// be on their way. A Reader's batches are never stale.
+	Stale bool
 }
 
 // OutOfRangeError says the offset asked for is not in the partition's
@@ -154,24 +158,32 @@ func (r *Reader) isolation() kafka.IsolationLevel {
 // Bounds returns the partition's log start offset and its end: the
 // high-water mark, or with read committed the last stable offset.
 func (r *Reader) Bounds(ctx context.Context) (start, end int64, err error) {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.RequestTimeout)
+	return bounds(ctx, r.client, r.cfg.Topic, r.cfg.Partition, r.cfg.ReadUncommitted, r.cfg.RequestTimeout)
+}
+
+func bounds(ctx context.Context, client *kafka.Client, topic string, partition int, uncommitted bool, timeout time.Duration) (start, end int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := r.client.ListOffsets(ctx, &kafka.ListOffsetsRequest{
-		Topics:         map[string][]kafka.OffsetRequest{r.cfg.Topic: {kafka.FirstOffsetOf(r.cfg.Partition), kafka.LastOffsetOf(r.cfg.Partition)}},
-		IsolationLevel: r.isolation(),
+	isolation := kafka.ReadCommitted
+	if uncommitted {
+		isolation = kafka.ReadUncommitted
+	}
+	resp, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{
+		Topics:         map[string][]kafka.OffsetRequest{topic: {kafka.FirstOffsetOf(partition), kafka.LastOffsetOf(partition)}},
+		IsolationLevel: isolation,
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("list offsets of %s/%d: %w", r.cfg.Topic, r.cfg.Partition, err)
+		return 0, 0, fmt.Errorf("list offsets of %s/%d: %w", topic, partition, err)
 	}
-	for _, p := range resp.Topics[r.cfg.Topic] {
-		if p.Partition == r.cfg.Partition {
+	for _, p := range resp.Topics[topic] {
+		if p.Partition == partition {
 			if p.Error != nil {
-				return 0, 0, fmt.Errorf("list offsets of %s/%d: %w", r.cfg.Topic, r.cfg.Partition, p.Error)
+				return 0, 0, fmt.Errorf("list offsets of %s/%d: %w", topic, partition, p.Error)
 			}
 			return p.FirstOffset, p.LastOffset, nil
 		}
 	}
-	return 0, 0, fmt.Errorf("list offsets of %s/%d: partition missing from the answer", r.cfg.Topic, r.cfg.Partition)
+	return 0, 0, fmt.Errorf("list offsets of %s/%d: partition missing from the answer", topic, partition)
 }
 
 // Fetch returns the next records, waiting up to maxWait for some to
@@ -252,9 +264,50 @@ func (r *Reader) Fetch(ctx context.Context, maxWait time.Duration) (*Batch, erro
 func (r *Reader) collect(p *fetchapi.ResponsePartition, b *Batch) error {
 	r.arena.reset()
 	r.recs, r.hdrs = r.recs[:0], r.hdrs[:0]
-	clear(r.aborted)
-	aborted := p.AbortedTransactions // ordered by first offset
-	readCommitted := !r.cfg.ReadUncommitted
+	next, skipped, err := walk(p, r.offset, !r.cfg.ReadUncommitted, r.aborted, func(rec *protocol.Record) {
+		// Chunks never move, so a record points into the arena as soon
+		// as it is copied there.
+		out := Record{Offset: rec.Offset, Time: rec.Time}
+		if rec.Key != nil {
+			out.Key = r.arena.copy(rec.Key)
+		}
+		out.Value = r.arena.copy(rec.Value)
+		if len(rec.Headers) > 0 {
+			from := len(r.hdrs)
+			for _, h := range rec.Headers {
+				r.hdrs = append(r.hdrs, kafka.Header{Key: h.Key, Value: r.arena.copyBytes(h.Value)})
+			}
+			out.Headers = r.hdrs[from:len(r.hdrs):len(r.hdrs)]
+		}
+		if len(r.recs) == cap(r.recs) {
+			// Doubling, not append's 1.25× for large slices: a first
+			// response of a backlog holds tens of thousands of records,
+			// and every growth copies them all.
+			r.recs = slices.Grow(r.recs, max(len(r.recs), 256))
+		}
+		r.recs = append(r.recs, out)
+		closeRecord(rec)
+	})
+	if next > b.Next {
+		b.Next = next
+	}
+	b.Skipped += skipped
+	b.Records = r.recs
+	return err
+}
+
+// walk reads a response partition's records from offset from on, in
+// order, and hands each deliverable one to keep, which must close it (the
+// record itself is reused by the next read; its Key, Value and header
+// values are not). Aborted transactions' records and markers are
+// skipped and closed here (with read committed; the transaction list is
+// the response's, its open producers are tracked in aborted, which walk
+// clears first). next is past everything the response covered, skipped
+// how many records were left out; from when nothing was covered.
+func walk(p *fetchapi.ResponsePartition, from int64, readCommitted bool, aborted map[int64]struct{}, keep func(*protocol.Record)) (next int64, skipped int, err error) {
+	next = from
+	clear(aborted)
+	txns := p.AbortedTransactions // ordered by first offset
 	var batches []protocol.RecordReader
 	switch rs := p.RecordSet.Records.(type) {
 	case nil:
@@ -278,12 +331,12 @@ func (r *Reader) collect(p *fetchapi.ResponsePartition, b *Batch) error {
 			base = bt.BaseOffset
 		}
 		if readCommitted {
-			for len(aborted) > 0 && aborted[0].FirstOffset <= base {
-				r.aborted[aborted[0].ProducerID] = struct{}{}
-				aborted = aborted[1:]
+			for len(txns) > 0 && txns[0].FirstOffset <= base {
+				aborted[txns[0].ProducerID] = struct{}{}
+				txns = txns[1:]
 			}
 		}
-		_, abortedBatch := r.aborted[producer]
+		_, abortedBatch := aborted[producer]
 		skip := ctrl || (readCommitted && txn && abortedBatch)
 		for {
 			rec, err := batch.ReadRecord()
@@ -291,48 +344,26 @@ func (r *Reader) collect(p *fetchapi.ResponsePartition, b *Batch) error {
 				break
 			}
 			if err != nil {
-				return err
+				return next, skipped, err
 			}
-			if rec.Offset < r.offset {
+			if rec.Offset < from {
 				closeRecord(rec)
 				continue // brokers may answer from the start of a batch
 			}
-			b.Next = rec.Offset + 1
+			next = rec.Offset + 1
 			if skip {
 				if ctrl && readCommitted && abortedBatch && isAbortMarker(rec) {
-					delete(r.aborted, producer) // the transaction ends here
+					delete(aborted, producer) // the transaction ends here
 				} else {
 					closeRecord(rec)
 				}
-				b.Skipped++
+				skipped++
 				continue
 			}
-			// Chunks never move, so a record points into the arena as soon
-			// as it is copied there.
-			out := Record{Offset: rec.Offset, Time: rec.Time}
-			if rec.Key != nil {
-				out.Key = r.arena.copy(rec.Key)
-			}
-			out.Value = r.arena.copy(rec.Value)
-			if len(rec.Headers) > 0 {
-				from := len(r.hdrs)
-				for _, h := range rec.Headers {
-					r.hdrs = append(r.hdrs, kafka.Header{Key: h.Key, Value: r.arena.copyBytes(h.Value)})
-				}
-				out.Headers = r.hdrs[from:len(r.hdrs):len(r.hdrs)]
-			}
-			if len(r.recs) == cap(r.recs) {
-				// Doubling, not append's 1.25× for large slices: a first
-				// response of a backlog holds tens of thousands of records,
-				// and every growth copies them all.
-				r.recs = slices.Grow(r.recs, max(len(r.recs), 256))
-			}
-			r.recs = append(r.recs, out)
-			closeRecord(rec)
+			keep(rec)
 		}
 	}
-	b.Records = r.recs
-	return nil
+	return next, skipped, nil
 }
 
 // isAbortMarker reads a control record's key: version, then type (0 abort,

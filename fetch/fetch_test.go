@@ -39,6 +39,20 @@ func txn(t *testing.T, addr, topic, id string, commit bool, values ...string) {
 	}
 }
 
+// transactions writes to partition 0 of "t" plain records and committed
+// and aborted transactions, interleaved: read committed, the values are
+// p1 p2 b1 b2 p3 c1 p4, with 5 aborted records and 4 markers skipped.
+func transactions(t *testing.T, addr string) {
+	t.Helper()
+	produce(t, addr, "t", "p1", "p2")
+	txn(t, addr, "t", "tx-a", false, "a1", "a2")
+	txn(t, addr, "t", "tx-b", true, "b1", "b2")
+	produce(t, addr, "t", "p3")
+	txn(t, addr, "t", "tx-a", true, "c1")
+	txn(t, addr, "t", "tx-b", false, "d1", "d2", "d3")
+	produce(t, addr, "t", "p4")
+}
+
 // readAll reads partition 0 from the start to its end.
 func readAll(t *testing.T, addr, topic string, uncommitted bool) (values []string, skipped int) {
 	t.Helper()
@@ -77,13 +91,7 @@ func TestReadCommittedSkipsAbortedTransactionsAndMarkers(t *testing.T) {
 	}
 	defer b.Close()
 	addr := b.Addr()
-	produce(t, addr, "t", "p1", "p2")
-	txn(t, addr, "t", "tx-a", false, "a1", "a2")
-	txn(t, addr, "t", "tx-b", true, "b1", "b2")
-	produce(t, addr, "t", "p3")
-	txn(t, addr, "t", "tx-a", true, "c1")
-	txn(t, addr, "t", "tx-b", false, "d1", "d2", "d3")
-	produce(t, addr, "t", "p4")
+	transactions(t, addr)
 
 	got, skipped := readAll(t, addr, "t", false)
 	want := []string{"p1", "p2", "b1", "b2", "p3", "c1", "p4"}

@@ -169,6 +169,26 @@ type Config struct {
 	// commit its offset before /readyz says 503; default 1 min.
 	StuckAfter time.Duration
 
+	// FetchMaxBytes bounds the input bytes the member holds for all its
+	// partitions together: asked for in fetches in flight, fetched ahead
+	// and being worked on. Default 16 MiB. The member sends one fetch per
+	// broker for every partition that broker leads, giving each a share of
+	// what is left (at most FetchPartitionMaxBytes, at least 16 KiB; the
+	// partitions beyond wait their turn), so memory does not grow with the
+	// partitions assigned. Too small for the partitions serving at once and
+	// records come a few at a time; a batch larger than a share is still
+	// read whole, once it comes first in a fetch.
+	FetchMaxBytes int
+	// FetchPartitionMaxBytes bounds one partition's share of a fetch.
+	// Default max(2 MiB, twice the largest record Limits admits): a
+	// partition decodes one batch while the next is fetched, and larger
+	// batches cost more CPU a record (decoded out of cache) and memory.
+	FetchPartitionMaxBytes int
+	// FetchMaxWait is how long a broker may hold a fetch that finds no
+	// records. Default 500 ms. A partition whose worker was busy when the
+	// fetch left may wait this long for records that arrive meanwhile.
+	FetchMaxWait time.Duration
+
 	// FlushRecords and FlushInterval bound how many predictions a worker
 	// buffers and for how long before it writes them (synchronously, with
 	// acknowledgement from all in-sync replicas) and commits; defaults 1000
@@ -464,6 +484,15 @@ func (c *Config) Validate() error {
 	if c.FlushRecords <= 0 {
 		c.FlushRecords = 1000
 	}
+	if c.FetchMaxBytes < 0 || c.FetchPartitionMaxBytes < 0 {
+		return fmt.Errorf("fetch max bytes %d, partition max bytes %d: negative", c.FetchMaxBytes, c.FetchPartitionMaxBytes)
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = 16 << 20
+	}
+	if c.FetchPartitionMaxBytes == 0 {
+		c.FetchPartitionMaxBytes = max(2<<20, 2*c.Limits.WithDefaults().MaxBytes)
+	}
 	if c.CheckpointEvery <= 0 {
 		c.CheckpointEvery = 10000
 	}
@@ -473,6 +502,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	def(&c.FlushInterval, 200*time.Millisecond)
+	def(&c.FetchMaxWait, 500*time.Millisecond)
 	def(&c.CheckpointInterval, 10*time.Second)
 	def(&c.HeartbeatInterval, time.Second)
 	def(&c.SessionTimeout, 10*time.Second)

@@ -31,6 +31,8 @@ import (
 
 	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/fetch"
 )
 
 type member struct {
@@ -39,8 +41,11 @@ type member struct {
 	dialer    *kafka.Dialer
 	transport *kafka.Transport
 	client    *kafka.Client
-	out       *producer
-	dlq       *producer
+	// fetcher reads the input partitions, one fetch per broker for all
+	// of them.
+	fetcher *fetch.Fetcher
+	out     *producer
+	dlq     *producer
 	// outLimit and dlqLimit are the largest record each topic takes.
 	outLimit, dlqLimit int
 
@@ -103,6 +108,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := m.prepare(ctx); err != nil {
 		return err
 	}
+	m.fetcher, err = fetch.NewFetcher(fetch.FetcherConfig{
+		Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, ReadUncommitted: cfg.ReadUncommitted,
+		MaxBytes: cfg.FetchMaxBytes, PartitionMaxBytes: cfg.FetchPartitionMaxBytes, MaxWait: cfg.FetchMaxWait,
+	})
+	if err != nil {
+		return err
+	}
+	// Closed after the workers' last commits (below), which may still
+	// read.
+	defer m.fetcher.Close()
 	newProducer := func(topic string, limit int) *producer {
 		return &producer{client: &kafka.Client{Addr: m.client.Addr, Transport: transport}, topic: topic, limit: limit, autoCreate: cfg.AutoCreateTopics}
 	}

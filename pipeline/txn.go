@@ -191,7 +191,7 @@ func (t *txn) commit(ctx context.Context, group string, gen int, member string, 
 		return err
 	}
 	if failCommit != nil {
-		if err := failCommit(); err != nil {
+		if err := failCommit(t.id); err != nil {
 			return err
 		}
 	}
@@ -200,8 +200,8 @@ func (t *txn) commit(ctx context.Context, group string, gen int, member string, 
 
 // failCommit, when set, runs before a transaction's EndTxn and fails the
 // commit with its error: a variable so that a test can make a commit fail
-// the way a broker error would.
-var failCommit func() error
+// the way a broker error would; id is the transactional id.
+var failCommit func(id string) error
 
 // abort aborts the open transaction: nothing written in it becomes
 // visible to read_committed consumers, and its offsets are not committed.

@@ -65,7 +65,7 @@ type worker struct {
 	// it holds were dropped by a rewind. txnOldest is the timestamp of the
 	// oldest record whose output is in the open transaction.
 	txn       *txn
-	reader    *fetch.Reader
+	reader    *fetch.Partition
 	rewound   bool
 	txnOldest time.Time
 	// reset is the --reset-offsets value last applied to the partition,
@@ -196,24 +196,16 @@ func (w *worker) run(gen context.Context) {
 	mt.ReadyGauge.Inc()
 	defer mt.ReadyGauge.Dec()
 
-	// A few MiB a response, as Kafka's own consumer fetches: a backlog read
-	// 16 MiB at a time cost more CPU a record (records copied and decoded
-	// out of cache, a larger arena to fault in) and more memory.
-	fetchBytes := max(2<<20, 2*cfg.Limits.MaxBytes)
-	r, err := fetch.NewReader(fetch.Config{
-		Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: w.m.transport, Topic: w.part.Topic, Partition: w.part.ID,
-		ReadUncommitted: cfg.ReadUncommitted, MaxBytes: fetchBytes,
-	}, w.st.NextOffset)
-	if err != nil {
-		w.log.Error().Err(err).Msg("partition reader")
-		<-gctx.Done()
-		return
-	}
+	// The member's fetcher reads the partition with all the others; the
+	// label topic's partition, read on demand between records, has a
+	// reader of its own.
+	r := w.m.fetcher.Open(w.part.Topic, w.part.ID, w.st.NextOffset)
+	defer r.Close()
 	w.reader = r
 	if cfg.LabelTopic != "" {
 		lr, err := fetch.NewReader(fetch.Config{
 			Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: w.m.transport, Topic: cfg.LabelTopic, Partition: w.part.ID,
-			ReadUncommitted: cfg.ReadUncommitted, MaxBytes: fetchBytes,
+			ReadUncommitted: cfg.ReadUncommitted, MaxBytes: cfg.FetchPartitionMaxBytes,
 		}, w.st.LabelOffset)
 		if err != nil {
 			w.log.Error().Err(err).Msg("label partition reader")
@@ -399,7 +391,7 @@ func (w *worker) run(gen context.Context) {
 				w.st.NextOffset = b.Next
 				w.pending++
 			}
-			if w.labels != nil && w.st.NextOffset >= b.HighWatermark && !labelsBefore(time.Time{}) {
+			if w.labels != nil && !b.Stale && w.st.NextOffset >= b.HighWatermark && !labelsBefore(time.Time{}) {
 				// All of the input there is has been read: the labels left
 				// have no record still to come before them.
 				return
@@ -547,7 +539,7 @@ func (w *worker) restore(ctx context.Context) error {
 // log's start or end, as Config.StartOffset says, loudly: the model is
 // kept (it is still what was learned), the records in between are not
 // there to learn.
-func (w *worker) resetOffset(r *fetch.Reader, oor *fetch.OutOfRangeError, next *int64) {
+func (w *worker) resetOffset(r interface{ SetOffset(int64) }, oor *fetch.OutOfRangeError, next *int64) {
 	to := oor.LogStart
 	if w.m.cfg.StartOffset == "latest" {
 		to = oor.LogEnd

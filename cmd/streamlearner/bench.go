@@ -31,7 +31,7 @@ const (
 type benchCmd struct {
 	Data            string `default:"testdata/a9a.gz" type:"existingfile" help:"Records to replicate (LIBSVM or JSON lines)."`
 	Records         int    `default:"1000000" help:"Records per run: the data over and over. From 10,000,000 on, resident memory is sampled and judged."`
-	Partitions      int    `default:"4" help:"Partitions of the input topic."`
+	Partitions      []int  `default:"4" sep:"," help:"Partitions of the input topic; several (4,64,256) run each and judge how CPU and memory scale with them."`
 	Learner         string `default:"rbp:budget=100" placeholder:"SPEC" help:"Learner spec."`
 	Kernel          string `default:"rbf:gamma=0.01" placeholder:"SPEC" help:"Kernel spec."`
 	CheckpointEvery int    `default:"10000" help:"Snapshot and commit every this many records of a partition."`
@@ -42,6 +42,15 @@ type benchCmd struct {
 	// guarantees and reports the ratio against exactlyOnceTarget.
 	ProcessingGuarantee string `default:"at-least-once" enum:"at-least-once,exactly-once" help:"exactly-once: alternate learning runs at-least-once and exactly-once (transactions every 500 ms) and report their ratio of records/s, instead of pass-through beside learning."`
 }
+
+// The targets of a member with many partitions (issue 25): CPU per record
+// at the most partitions within partitionCPUTarget times that at the
+// fewest, and peak RSS growing by no more than the models and
+// partitionRSSTarget bytes a partition.
+const (
+	partitionCPUTarget = 1.3
+	partitionRSSTarget = 100_000
+)
 
 // exactlyOnceTarget: exactly-once keeps at least this share of
 // at-least-once's records/s (B = 100).
@@ -63,31 +72,72 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	sampleRSS := c.Records >= 10_000_000
-	fmt.Fprintf(out, "end to end: %s ×%.1f = %d records over %d partitions, %s %s, checkpoint every %d; broker %s\n",
+	for _, n := range c.Partitions {
+		if n <= 0 {
+			return fmt.Errorf("--partitions %d: want a positive count", n)
+		}
+	}
+	fmt.Fprintf(out, "end to end: %s ×%.1f = %d records over %v partitions, %s %s, checkpoint every %d; broker %s\n",
 		c.Data, float64(c.Records)/float64(len(msgs)), c.Records, c.Partitions, c.Learner, kern, c.CheckpointEvery, brokerWhere(c.InProcess))
-	fmt.Fprintf(out, "%-12s %12s %14s %12s\n", "mode", "records/s", "cpu µs/record", "peak RSS MB")
+	fmt.Fprintf(out, "%-12s %10s %12s %14s %12s\n", "mode", "partitions", "records/s", "cpu µs/record", "peak RSS MB")
 	rates, cpus := map[string][]float64{}, map[string][]float64{}
 	var lastLearn benchrun.Result
+	// scale holds, per partition count, the learning runs' CPU per record
+	// and peak RSS.
+	type scaleRow struct{ cpu, rss []float64 }
+	scale := map[int]*scaleRow{}
 	for run := range c.Runs {
-		modes := []string{"passthrough", "learn"}
-		switch {
-		case c.ProcessingGuarantee == pipeline.ExactlyOnce:
-			modes = []string{"learn", "exactly-once"}
-		case c.LearnOnly:
-			modes = modes[1:]
-		}
-		for _, mode := range modes {
-			res, err := c.runOnce(ctx, mode, run, msgs, kern, sampleRSS && mode == "learn")
-			if err != nil {
-				return err
+		for _, parts := range c.Partitions {
+			modes := []string{"passthrough", "learn"}
+			switch {
+			case c.ProcessingGuarantee == pipeline.ExactlyOnce:
+				modes = []string{"learn", "exactly-once"}
+			case c.LearnOnly:
+				modes = modes[1:]
 			}
-			rates[mode] = append(rates[mode], res.RecordsPerSecond())
-			cpus[mode] = append(cpus[mode], float64(res.CPUPerRecord()))
-			fmt.Fprintf(out, "%-12s %12.0f %14.2f %12.0f\n", mode, res.RecordsPerSecond(), float64(res.CPUPerRecord().Nanoseconds())/1e3, float64(res.PeakRSS)/(1<<20))
-			if mode == "learn" {
-				lastLearn = res
+			for _, mode := range modes {
+				res, err := c.runOnce(ctx, mode, run, parts, msgs, kern, sampleRSS && mode == "learn")
+				if err != nil {
+					return err
+				}
+				if parts == c.Partitions[0] {
+					rates[mode] = append(rates[mode], res.RecordsPerSecond())
+					cpus[mode] = append(cpus[mode], float64(res.CPUPerRecord()))
+				}
+				fmt.Fprintf(out, "%-12s %10d %12.0f %14.2f %12.0f\n", mode, parts, res.RecordsPerSecond(), float64(res.CPUPerRecord().Nanoseconds())/1e3, float64(res.PeakRSS)/(1<<20))
+				if mode == "learn" {
+					lastLearn = res
+					if scale[parts] == nil {
+						scale[parts] = &scaleRow{}
+					}
+					scale[parts].cpu = append(scale[parts].cpu, float64(res.CPUPerRecord()))
+					scale[parts].rss = append(scale[parts].rss, float64(res.PeakRSS))
+				}
 			}
 		}
+	}
+	if lo, hi := slices.Min(c.Partitions), slices.Max(c.Partitions); lo < hi && scale[lo] != nil {
+		// Many partitions per member (issue 25): CPU per record within
+		// partitionCPUTarget of the fewest partitions', and memory within
+		// the models plus partitionRSSTarget a partition more.
+		mem, err := learners.EstimateMemory(c.Learner, kern, learners.Data{NNZ: 14})
+		if err != nil {
+			return err
+		}
+		cl, ch := median(scale[lo].cpu), median(scale[hi].cpu)
+		verdict := "met"
+		if ch > partitionCPUTarget*cl {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(out, "CPU per record, %d partitions / %d: %.2f / %.2f µs = %.2f (target ≤ %.1f: %s)\n", hi, lo, ch/1e3, cl/1e3, ch/cl, partitionCPUTarget, verdict)
+		rl, rh := median(scale[lo].rss), median(scale[hi].rss)
+		allowed := float64(hi-lo) * float64(mem.Held+partitionRSSTarget)
+		verdict = "met"
+		if rh-rl > allowed {
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(out, "peak RSS, %d partitions − %d: %.0f − %.0f MB = %+.1f MB (target ≤ %d × (model %.0f kB + %d kB) = %.1f MB: %s)\n",
+			hi, lo, rh/(1<<20), rl/(1<<20), (rh-rl)/(1<<20), hi-lo, float64(mem.Held)/1e3, partitionRSSTarget/1000, allowed/(1<<20), verdict)
 	}
 	if eos, learn := median(rates["exactly-once"]), median(rates["learn"]); c.ProcessingGuarantee == pipeline.ExactlyOnce {
 		verdict := "met"
@@ -126,10 +176,10 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 
 // runOnce serves the records once in one mode, on a broker of its own (a
 // fresh child process unless --in-process), with progress on a terminal.
-func (c *benchCmd) runOnce(ctx context.Context, mode string, run int, msgs []kafka.Message, kern learners.Kernel, sampleRSS bool) (benchrun.Result, error) {
+func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int, msgs []kafka.Message, kern learners.Kernel, sampleRSS bool) (benchrun.Result, error) {
 	addr := ""
 	if !c.InProcess {
-		stop, a, err := childBroker(ctx, c.Partitions)
+		stop, a, err := childBroker(ctx, partitions)
 		if err != nil {
 			return benchrun.Result{}, err
 		}
@@ -144,7 +194,7 @@ func (c *benchCmd) runOnce(ctx context.Context, mode string, run int, msgs []kaf
 	bar := progress.New(os.Stderr, mode)
 	defer bar.Done()
 	return benchrun.Run(ctx, benchrun.Config{
-		Broker: addr, Topic: fmt.Sprintf("bench-%s-%d", mode, run), Partitions: c.Partitions, Records: c.Records, Input: msgs,
+		Broker: addr, Topic: fmt.Sprintf("bench-%s-%d-%d", mode, partitions, run), Partitions: partitions, Records: c.Records, Input: msgs,
 		Learner: c.Learner, Kernel: kern, PassThrough: mode == "passthrough",
 		ProcessingGuarantee: map[bool]string{true: pipeline.ExactlyOnce, false: pipeline.AtLeastOnce}[mode == "exactly-once"],
 		CheckpointEvery:     c.CheckpointEvery, CheckpointDir: dir, SampleRSS: sampleRSS,

@@ -116,36 +116,39 @@ func (c *brokerCmd) Run(ctx context.Context, out io.Writer) error {
 }
 
 type runCmd struct {
-	connFlags        `embed:""`
-	logFlags         `embed:""`
-	registryFlags    `embed:""`
-	Topic            string `required:"" help:"Input topic of labeled (or unlabeled) records."`
-	Group            string `required:"" help:"Consumer group id; members of one group share the partitions."`
-	OutputTopic      string `required:"" help:"Topic for predictions (keyed topic/partition/offset)."`
-	DLQTopic         string `name:"dlq-topic" help:"Dead-letter topic for bad records (default: <topic>.dlq)."`
-	Learner          string `required:"" placeholder:"SPEC" help:"Learner spec, e.g. rbp:budget=100 (see 'streamlearner learners')."`
-	fieldFlags       `embed:""`
-	modelFlags       `embed:""`
-	selectFlags      `embed:""`
-	Kernel           string        `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`
-	Seed             uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p)."`
-	Start            string        `default:"earliest" enum:"earliest,latest" help:"Where a partition with no committed offset starts."`
-	Positive         string        `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
-	Negative         string        `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`
-	MaxRecordBytes   int           `default:"1048576" help:"Largest record accepted; larger ones are dead-lettered."`
-	MaxFeatureIndex  uint32        `default:"16777216" help:"Largest feature index accepted."`
-	MaxNonZeros      int           `default:"65536" help:"Most features in one record."`
-	MaxAbsValue      float64       `default:"1e15" help:"Largest feature magnitude accepted; larger values (which overflow kernels) are dead-lettered as value_too_large."`
-	ReadUncommitted  bool          `help:"Also read records of open and aborted transactions (default: read committed; transaction markers are never decoded)."`
-	ConnectTimeout   time.Duration `default:"30s" help:"How long to try reaching the brokers and checking the topics at start before giving up."`
-	MaxMessageBytes  int           `default:"1048576" help:"Largest record the output and dead-letter topics take, when the brokers do not say (their max.message.bytes is read at start)."`
-	MaxKeyBytes      int           `default:"1024" help:"Longest input key a prediction carries; longer keys are cut, with their size and SHA-256."`
-	StuckAfter       time.Duration `default:"1m" help:"A partition unable to flush or commit for this long makes /readyz answer 503."`
-	MaxModelBytes    int64         `default:"1073741824" help:"Refuse a learner whose model would need more memory than this per partition (estimated at start)."`
-	ExpectedNonZeros int           `default:"100" help:"Average non-zero features per record, for the model memory estimate."`
-	FlushRecords     int           `default:"1000" help:"Predictions buffered per partition before a flush and commit."`
-	FlushInterval    time.Duration `default:"200ms" help:"Longest time a prediction waits before a flush and commit."`
-	AutoCreate       bool          `help:"Create missing output and dead-letter topics."`
+	connFlags              `embed:""`
+	logFlags               `embed:""`
+	registryFlags          `embed:""`
+	Topic                  string `required:"" help:"Input topic of labeled (or unlabeled) records."`
+	Group                  string `required:"" help:"Consumer group id; members of one group share the partitions."`
+	OutputTopic            string `required:"" help:"Topic for predictions (keyed topic/partition/offset)."`
+	DLQTopic               string `name:"dlq-topic" help:"Dead-letter topic for bad records (default: <topic>.dlq)."`
+	Learner                string `required:"" placeholder:"SPEC" help:"Learner spec, e.g. rbp:budget=100 (see 'streamlearner learners')."`
+	fieldFlags             `embed:""`
+	modelFlags             `embed:""`
+	selectFlags            `embed:""`
+	Kernel                 string        `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`
+	Seed                   uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p)."`
+	Start                  string        `default:"earliest" enum:"earliest,latest" help:"Where a partition with no committed offset starts."`
+	Positive               string        `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
+	Negative               string        `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`
+	MaxRecordBytes         int           `default:"1048576" help:"Largest record accepted; larger ones are dead-lettered."`
+	MaxFeatureIndex        uint32        `default:"16777216" help:"Largest feature index accepted."`
+	MaxNonZeros            int           `default:"65536" help:"Most features in one record."`
+	MaxAbsValue            float64       `default:"1e15" help:"Largest feature magnitude accepted; larger values (which overflow kernels) are dead-lettered as value_too_large."`
+	ReadUncommitted        bool          `help:"Also read records of open and aborted transactions (default: read committed; transaction markers are never decoded)."`
+	ConnectTimeout         time.Duration `default:"30s" help:"How long to try reaching the brokers and checking the topics at start before giving up."`
+	MaxMessageBytes        int           `default:"1048576" help:"Largest record the output and dead-letter topics take, when the brokers do not say (their max.message.bytes is read at start)."`
+	MaxKeyBytes            int           `default:"1024" help:"Longest input key a prediction carries; longer keys are cut, with their size and SHA-256."`
+	StuckAfter             time.Duration `default:"1m" help:"A partition unable to flush or commit for this long makes /readyz answer 503."`
+	MaxModelBytes          int64         `default:"1073741824" help:"Refuse a learner whose model would need more memory than this per partition (estimated at start)."`
+	ExpectedNonZeros       int           `default:"100" help:"Average non-zero features per record, for the model memory estimate."`
+	FetchMaxBytes          int           `default:"16777216" help:"Input bytes the member holds for all its partitions together (fetched, fetched ahead, being worked on): one fetch per broker gives each partition a share of it, so memory does not grow with the partitions."`
+	FetchPartitionMaxBytes int           `help:"Largest share of a fetch for one partition. Default: 2 MiB, or twice --max-record-bytes if larger."`
+	FetchMaxWait           time.Duration `default:"500ms" help:"How long a broker may hold a fetch that finds no records; records that reach a partition whose worker was busy when the fetch left may wait this long."`
+	FlushRecords           int           `default:"1000" help:"Predictions buffered per partition before a flush and commit."`
+	FlushInterval          time.Duration `default:"200ms" help:"Longest time a prediction waits before a flush and commit."`
+	AutoCreate             bool          `help:"Create missing output and dead-letter topics."`
 
 	CheckpointDir         string        `placeholder:"DIR" help:"Save partition models here, so a partition's next owner continues the same model (one node, or a shared disk)."`
 	CheckpointTopic       string        `placeholder:"TOPIC" help:"Save partition models in this compacted topic (created if missing), for members on several machines."`
@@ -194,6 +197,7 @@ func (c *runCmd) Validate() error {
 		v    int64
 	}{
 		{"--flush-records", int64(c.FlushRecords)}, {"--flush-interval", int64(c.FlushInterval)},
+		{"--fetch-max-bytes", int64(c.FetchMaxBytes)}, {"--fetch-max-wait", int64(c.FetchMaxWait)},
 		{"--checkpoint-every", int64(c.CheckpointEvery)}, {"--checkpoint-interval", int64(c.CheckpointInterval)},
 		{"--heartbeat-interval", int64(c.HeartbeatInterval)}, {"--session-timeout", int64(c.SessionTimeout)},
 		{"--rebalance-timeout", int64(c.RebalanceTimeout)}, {"--max-record-bytes", int64(c.MaxRecordBytes)},
@@ -259,6 +263,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		ReadUncommitted: c.ReadUncommitted, ConnectTimeout: c.ConnectTimeout, MaxMessageBytes: c.MaxMessageBytes,
 		MaxKeyBytes: c.MaxKeyBytes, StuckAfter: c.StuckAfter, MaxModelBytes: c.MaxModelBytes, ExpectedNonZeros: c.ExpectedNonZeros,
 		FlushRecords: c.FlushRecords, FlushInterval: c.FlushInterval, AutoCreateTopics: c.AutoCreate,
+		FetchMaxBytes: c.FetchMaxBytes, FetchPartitionMaxBytes: c.FetchPartitionMaxBytes, FetchMaxWait: c.FetchMaxWait,
 		CheckpointEvery: c.CheckpointEvery, CheckpointInterval: c.CheckpointInterval, Checkpoints: cp,
 		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
 		DelayedLabels: c.DelayedLabels, LabelTopic: c.LabelTopic, PendingMaxRecords: c.PendingMaxRecords, PendingMaxAge: c.PendingMaxAge,
