@@ -195,6 +195,13 @@ type Config struct {
 	// and 200 ms.
 	FlushRecords  int
 	FlushInterval time.Duration
+	// FlushMaxBytes bounds the predictions the member buffers for all its
+	// partitions together: a partition flushes too when its buffered
+	// predictions reach FlushMaxBytes divided by the partitions assigned
+	// (at least 16 KiB). Default 8 MiB. With a few partitions FlushRecords
+	// binds first; with hundreds this does, so that output buffers do not
+	// grow with the partitions.
+	FlushMaxBytes int
 	// CheckpointEvery and CheckpointInterval say how often a worker saves
 	// its partition's state and commits its offset (whichever comes
 	// first, at a flush); defaults 10,000 records and 10 s. Between
@@ -483,6 +490,9 @@ func (c *Config) Validate() error {
 	}
 	if c.FlushRecords <= 0 {
 		c.FlushRecords = 1000
+	}
+	if c.FlushMaxBytes <= 0 {
+		c.FlushMaxBytes = 8 << 20
 	}
 	if c.FetchMaxBytes < 0 || c.FetchPartitionMaxBytes < 0 {
 		return fmt.Errorf("fetch max bytes %d, partition max bytes %d: negative", c.FetchMaxBytes, c.FetchPartitionMaxBytes)

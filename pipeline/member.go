@@ -25,12 +25,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
+	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
 
 	"github.com/streamlearner/streamlearner/fetch"
 )
@@ -57,6 +59,9 @@ type member struct {
 	kept map[Partition]*State
 	// positions are the assigned partitions' next offsets, for pollLag.
 	positions map[int]*atomic.Int64
+	// flushBytes is a partition's part of Config.FlushMaxBytes in the
+	// current generation.
+	flushBytes atomic.Int64
 	// drained counts the workers that have not yet made their last
 	// commit; Run waits for it before it leaves the group.
 	drained sync.WaitGroup
@@ -97,7 +102,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	m := &member{ctx: ctx, cfg: &cfg, dialer: dialer, transport: transport, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, Timeout: 10 * time.Second}}
+	// The member's requests (produce, commit, offsets) share a few
+	// connections; the fetcher's long polls do not wait behind them.
+	limited := &limitedTransport{rt: transport, slots: make(chan struct{}, requestsInFlight)}
+	m := &member{ctx: ctx, cfg: &cfg, dialer: dialer, transport: transport, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: limited, Timeout: 10 * time.Second}}
 	cfg.Metrics.health.after = cfg.StuckAfter
 	if cfg.ProcessingGuarantee == ExactlyOnce {
 		// At 0 from the start, for the alert rules' rates.
@@ -109,7 +117,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	m.fetcher, err = fetch.NewFetcher(fetch.FetcherConfig{
-		Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport, ReadUncommitted: cfg.ReadUncommitted,
+		// Limited too: every partition asks for its log's bounds at once
+		// when a member starts (256 partitions opened 256 connections).
+		Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: limited, ReadUncommitted: cfg.ReadUncommitted,
 		MaxBytes: cfg.FetchMaxBytes, PartitionMaxBytes: cfg.FetchPartitionMaxBytes, MaxWait: cfg.FetchMaxWait,
 	})
 	if err != nil {
@@ -119,7 +129,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// read.
 	defer m.fetcher.Close()
 	newProducer := func(topic string, limit int) *producer {
-		return &producer{client: &kafka.Client{Addr: m.client.Addr, Transport: transport}, topic: topic, limit: limit, autoCreate: cfg.AutoCreateTopics}
+		return &producer{client: &kafka.Client{Addr: m.client.Addr, Transport: limited}, topic: topic, limit: limit, autoCreate: cfg.AutoCreateTopics}
 	}
 	m.out, m.dlq = newProducer(cfg.OutputTopic, m.outLimit), newProducer(cfg.DLQTopic, m.dlqLimit)
 
@@ -170,6 +180,7 @@ func Run(ctx context.Context, cfg Config) error {
 			ids = append(ids, a.ID)
 		}
 		cfg.Metrics.AssignedGauge.Set(float64(len(ids)))
+		m.flushBytes.Store(int64(max(16<<10, cfg.FlushMaxBytes/max(len(ids), 1))))
 		cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
 		for _, id := range ids {
 			w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
@@ -263,6 +274,34 @@ func (m *member) commit(ctx context.Context, gen *kafka.Generation, p Partition,
 		m.cfg.Metrics.Commits.WithLabelValues("error").Inc()
 		return fmt.Errorf("commit offset %d: %w", offset, err)
 	}
+}
+
+// requestsInFlight bounds the member's requests in flight other than
+// fetches. kafka-go's Transport opens a connection (a goroutine and its
+// buffers) for every request that finds none idle, and keeps it while it
+// is reused: 256 workers flushing at once held 880 connections to one
+// broker. Two cores gain nothing from more requests in flight than this.
+const requestsInFlight = 32
+
+// limitedTransport lets at most cap(slots) requests be in flight at once.
+type limitedTransport struct {
+	rt    kafka.RoundTripper
+	slots chan struct{}
+}
+
+func (l *limitedTransport) RoundTrip(ctx context.Context, addr net.Addr, req kafka.Request) (kafka.Response, error) {
+	if _, ok := req.(*fetchapi.Request); ok {
+		// One per broker at a time (fetch.Fetcher), held up to the
+		// broker's wait: it must not take a slot from the workers.
+		return l.rt.RoundTrip(ctx, addr, req)
+	}
+	select {
+	case l.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-l.slots }()
+	return l.rt.RoundTrip(ctx, addr, req)
 }
 
 // waitWithin waits for wg, giving up after d.

@@ -392,3 +392,28 @@ func TestRevokedPartitionsLoseTheirGauges(t *testing.T) {
 		t.Errorf("%d support series after shutdown, want the last two kept", n)
 	}
 }
+
+// A partition flushes when its part of FlushMaxBytes fills, before
+// FlushRecords or FlushInterval would have it: with hundreds of
+// partitions, their output buffers must not grow with them.
+func TestFlushMaxBytesBoundsTheOutputBuffers(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	toOne := kafka.BalancerFunc(func(kafka.Message, ...int) int { return 0 })
+	msgs := make([]kafka.Message, 600)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Value: fmt.Appendf(nil, `{"label": %d, "features": {"1": %d, "%d": 1}}`, 1-2*(i%2), i%3, 2+i%7)}
+	}
+	produce(t, b, "in", msgs, toOne)
+	cfg := testConfig(t, b, "rbp:budget=20")
+	// 600 predictions are about 100 kB; 4 partitions share 1 byte, so
+	// each flushes at its floor of 16 KiB. Neither the record count nor
+	// the interval would flush in the test's time.
+	cfg.FlushRecords, cfg.FlushInterval, cfg.FlushMaxBytes = 100_000, time.Hour, 1
+	cfg.CheckpointEvery, cfg.CheckpointInterval = 100_000, time.Hour
+	stop, _ := runMember(t, cfg)
+	defer stop()
+	got := readFetched(t, b.Addr(), "out", 0, len(msgs)/2, false, 5*time.Second)
+	if len(got) < len(msgs)/2 {
+		t.Fatalf("%d predictions within 5 s: the output buffer was not flushed at 16 KiB", len(got))
+	}
+}

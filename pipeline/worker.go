@@ -368,7 +368,7 @@ func (w *worker) run(gen context.Context) {
 					w.txnOldest = b.Records[i].Time
 				}
 				w.handle(&b.Records[i])
-				if len(w.preds)+len(w.dead) >= cfg.FlushRecords {
+				if w.full() {
 					pos.Store(w.st.NextOffset)
 					if !settle() {
 						return
@@ -398,7 +398,7 @@ func (w *worker) run(gen context.Context) {
 			}
 			pos.Store(w.st.NextOffset)
 			mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
-			if len(w.preds)+len(w.dead) < cfg.FlushRecords && (wake.IsZero() || time.Now().Before(wake)) {
+			if !w.full() && (wake.IsZero() || time.Now().Before(wake)) {
 				continue
 			}
 		default:
@@ -418,6 +418,17 @@ func (w *worker) run(gen context.Context) {
 			return
 		}
 	}
+}
+
+// full says whether the output buffers are to be flushed now: as many
+// records as Config.FlushRecords, or the partition's part of
+// Config.FlushMaxBytes.
+func (w *worker) full() bool {
+	if len(w.preds)+len(w.dead) >= w.m.cfg.FlushRecords {
+		return true
+	}
+	fb := w.m.flushBytes.Load()
+	return fb > 0 && int64(len(w.arena)) >= fb
 }
 
 // rewind undoes an aborted transaction's work: its outputs are dropped
@@ -771,7 +782,7 @@ func (w *worker) playLabels(ctx context.Context, before time.Time) int {
 			}
 			w.play(&ls.queue[n], true)
 			n++
-			full = len(w.preds)+len(w.dead) >= w.m.cfg.FlushRecords
+			full = w.full()
 		}
 		ls.queue = ls.queue[n:]
 		switch {

@@ -148,6 +148,7 @@ type runCmd struct {
 	FetchMaxWait           time.Duration `default:"500ms" help:"How long a broker may hold a fetch that finds no records; records that reach a partition whose worker was busy when the fetch left may wait this long."`
 	FlushRecords           int           `default:"1000" help:"Predictions buffered per partition before a flush and commit."`
 	FlushInterval          time.Duration `default:"200ms" help:"Longest time a prediction waits before a flush and commit."`
+	FlushMaxBytes          int           `default:"8388608" help:"Predictions buffered by all partitions together: a partition flushes too when its share (this divided by the partitions assigned, at least 16 KiB) fills."`
 	AutoCreate             bool          `help:"Create missing output and dead-letter topics."`
 
 	CheckpointDir         string        `placeholder:"DIR" help:"Save partition models here, so a partition's next owner continues the same model (one node, or a shared disk)."`
@@ -197,7 +198,7 @@ func (c *runCmd) Validate() error {
 		v    int64
 	}{
 		{"--flush-records", int64(c.FlushRecords)}, {"--flush-interval", int64(c.FlushInterval)},
-		{"--fetch-max-bytes", int64(c.FetchMaxBytes)}, {"--fetch-max-wait", int64(c.FetchMaxWait)},
+		{"--fetch-max-bytes", int64(c.FetchMaxBytes)}, {"--fetch-max-wait", int64(c.FetchMaxWait)}, {"--flush-max-bytes", int64(c.FlushMaxBytes)},
 		{"--checkpoint-every", int64(c.CheckpointEvery)}, {"--checkpoint-interval", int64(c.CheckpointInterval)},
 		{"--heartbeat-interval", int64(c.HeartbeatInterval)}, {"--session-timeout", int64(c.SessionTimeout)},
 		{"--rebalance-timeout", int64(c.RebalanceTimeout)}, {"--max-record-bytes", int64(c.MaxRecordBytes)},
@@ -263,7 +264,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		ReadUncommitted: c.ReadUncommitted, ConnectTimeout: c.ConnectTimeout, MaxMessageBytes: c.MaxMessageBytes,
 		MaxKeyBytes: c.MaxKeyBytes, StuckAfter: c.StuckAfter, MaxModelBytes: c.MaxModelBytes, ExpectedNonZeros: c.ExpectedNonZeros,
 		FlushRecords: c.FlushRecords, FlushInterval: c.FlushInterval, AutoCreateTopics: c.AutoCreate,
-		FetchMaxBytes: c.FetchMaxBytes, FetchPartitionMaxBytes: c.FetchPartitionMaxBytes, FetchMaxWait: c.FetchMaxWait,
+		FlushMaxBytes: c.FlushMaxBytes, FetchMaxBytes: c.FetchMaxBytes, FetchPartitionMaxBytes: c.FetchPartitionMaxBytes, FetchMaxWait: c.FetchMaxWait,
 		CheckpointEvery: c.CheckpointEvery, CheckpointInterval: c.CheckpointInterval, Checkpoints: cp,
 		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
 		DelayedLabels: c.DelayedLabels, LabelTopic: c.LabelTopic, PendingMaxRecords: c.PendingMaxRecords, PendingMaxAge: c.PendingMaxAge,
