@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/offline"
 	"github.com/streamlearner/streamlearner/pipeline"
 )
 
@@ -251,6 +253,27 @@ func serve(ctx context.Context, addr, out string, cfg Config) (Result, error) {
 		return res, fmt.Errorf("bench: service: %w", err)
 	}
 	return res, nil
+}
+
+// EvalCPU is the learner's own cost in eval, as the service's learning
+// overhead is judged against it: the CPU time per round of one pass over
+// the records of path, loaded first (parsing is not counted), in file
+// order, the median of runs passes.
+func EvalCPU(ctx context.Context, path, learner string, kern learners.Kernel, runs int) (time.Duration, error) {
+	set, err := dataset.Load(ctx, path, dataset.Options{})
+	if err != nil {
+		return 0, fmt.Errorf("load %s: %w", path, err)
+	}
+	var per []time.Duration
+	for range max(runs, 1) {
+		t0 := cpuTime()
+		if _, err := offline.Run(ctx, set, nil, offline.Config{Learners: []string{learner}, Kernel: kern, KeepOrder: true, Seed: 1}); err != nil {
+			return 0, err
+		}
+		per = append(per, (cpuTime()-t0)/time.Duration(max(set.Len(), 1)))
+	}
+	slices.Sort(per)
+	return per[len(per)/2], nil
 }
 
 // resetPeakRSS starts VmHWM again from the current RSS (Linux: writing 5

@@ -67,6 +67,7 @@ RUNS=${PEER_RUNS:-5} COPIES=${PEER_COPIES:-1} step peer.txt scripts/peer.sh
   done
 } | tee "$out/stream.txt"
 step e2e.txt bin/streamlearner bench --records 1000000 --runs "${E2E_RUNS:-3}"
+step partitions.txt bin/streamlearner bench --records 300000 --learn-only --runs "${E2E_RUNS:-3}" --partitions 4,64,256
 if [ "${RSS_RECORDS:-10000000}" != 0 ]; then
   step rss.txt bin/streamlearner bench --records "${RSS_RECORDS:-10000000}" --learn-only
 fi
@@ -118,10 +119,20 @@ ok() { awk -v a="$1" -v b="$2" 'BEGIN {print (a >= b) ? "met" : "NOT met"}'; }
   e=$(grep 'learning/pass-through' "$out/e2e.txt")
   r=$(echo "$e" | sed -E 's/.*= ([0-9.]+) \(.*/\1/')
   lr=$(echo "$e" | sed -E 's/.*: ([0-9]+) \/ ([0-9]+) .*/\1/'); pr=$(echo "$e" | sed -E 's/.*: ([0-9]+) \/ ([0-9]+) .*/\2/')
-  cpu=$(grep -E '^learn ' "$out/e2e.txt" | awk '{print $3}' | sort -g | awk '{v[NR] = $1} END {print v[int((NR+1)/2)]}')
+  cpu=$(grep -E '^learn ' "$out/e2e.txt" | awk '{print $4}' | sort -g | awk '{v[NR] = $1} END {print v[int((NR+1)/2)]}')
   row "service, 1M records, learning" ">= 0.90 of pass" "$lr" "rec/s" "$r of $pr rec/s; ${cpu} cpu-µs/rec" "$(ok "$r" 0.90)"
   pc=$(grep 'pass-through CPU' "$out/e2e.txt" | sed -E 's/.*: ([0-9.]+) µs.*/\1/')
   row "service pass-through, CPU per record" "<= 3 µs" "$pc" "µs" "consume, decode, encode, produce" "$(ok 3 "$pc")"
+  o=$(grep 'learning in the service' "$out/e2e.txt")
+  ov=$(echo "$o" | sed -E 's/.*; ([0-9.]+)× \(.*/\1/')
+  row "service learning / eval's round, CPU" "<= 1.10" "$ov" "x" "$(echo "$o" | sed -E 's/learning in the service: ([^;]*); eval: ([^;]*);.*/\1 vs eval \2/')" "$(ok 1.10 "$ov")"
+  if [ -s "$out/partitions.txt" ]; then
+    pc=$(grep 'CPU per record, ' "$out/partitions.txt" | sed -E 's/.* = ([0-9.]+) \(.*/\1/')
+    row "service CPU/record, 256 partitions / 4" "<= 1.3" "$pc" "x" "rbp B=100, 300,000 records" "$(ok 1.3 "$pc")"
+    pr=$(grep 'peak RSS, ' "$out/partitions.txt")
+    pg=$(echo "$pr" | sed -E 's/.* = ([-+0-9.]+) MB \(.*/\1/'); pa=$(echo "$pr" | sed -E 's/.*= ([0-9.]+) MB: .*/\1/')
+    row "service RSS growth, 4 -> 256 partitions" "<= $pa MB" "$pg" "MB" "models + 100 kB a partition" "$(echo "$pr" | grep -q ': met' && echo met || echo 'NOT met')"
+  fi
   if [ -s "$out/rss.txt" ]; then
     m=$(grep 'resident memory' "$out/rss.txt")
     peak=$(echo "$m" | sed -E 's/.*peak ([0-9]+) MB.*/\1/'); g=$(echo "$m" | sed -E 's/.*half ([-+0-9.]+) MB.*/\1/')
