@@ -100,6 +100,9 @@ type worker struct {
 	margins []codec.ClassMargin
 	// evicted is the pending store's eviction count already exported;
 	// waiting, expired and evictions its series, resolved once.
+	// rounds are the round durations not yet in the histogram (added at
+	// each flush).
+	rounds    roundCounts
 	evicted   uint64
 	waiting   prometheus.Gauge
 	expired   prometheus.Counter
@@ -658,7 +661,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 		w.pendingGauges(p, r.Expired)
 	}
 	if r.Labeled && !cfg.PassThrough {
-		mt.Round.Observe(time.Since(t0).Seconds())
+		w.rounds.observe(mt.Round, time.Since(t0).Seconds())
 	}
 	p := codec.Prediction{
 		Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset,
@@ -995,6 +998,7 @@ func (w *worker) markDurable() {
 // write it again — so ctx only stops the retries; the writer's timeout
 // bounds each attempt.
 func (w *worker) flush(ctx context.Context) error {
+	w.m.cfg.Metrics.Round.add(&w.rounds)
 	if err := w.write(ctx, w.m.out, &w.preds, true); err != nil {
 		return err
 	}
