@@ -160,7 +160,7 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "learning/pass-through: %.0f / %.0f records/s = %.2f (issue 17's target ≥ %.2f: %s)\n", learn, pass, learn/pass, endToEndTarget, verdict)
 		// What that target meant (issue 25): learning in the service costs
 		// no more than serviceLearnTarget times the learner's own cost.
-		evalCPU, err := benchrun.EvalCPU(ctx, c.Data, c.Learner, kern, 3)
+		evalCPU, err := benchrun.EvalCPU(ctx, c.Data, c.Learner, kern, 7)
 		if err != nil {
 			return err
 		}
