@@ -38,6 +38,8 @@ type benchCmd struct {
 	Runs            int    `default:"1" help:"Runs of each mode; the report gives medians."`
 	InProcess       bool   `help:"Run the broker in this process (its CPU and memory then count as the service's)."`
 	LearnOnly       bool   `help:"Skip the pass-through runs (for a memory run, which needs no ratio)."`
+	FetchMaxBytes   int    `help:"The member's --fetch-max-bytes (default: run's)."`
+	FlushMaxBytes   int    `help:"The member's --flush-max-bytes (default: run's)."`
 	// ProcessingGuarantee exactly-once alternates learning runs of both
 	// guarantees and reports the ratio against exactlyOnceTarget.
 	ProcessingGuarantee string `default:"at-least-once" enum:"at-least-once,exactly-once" help:"exactly-once: alternate learning runs at-least-once and exactly-once (transactions every 500 ms) and report their ratio of records/s, instead of pass-through beside learning."`
@@ -216,6 +218,7 @@ func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int
 		Learner: c.Learner, Kernel: kern, PassThrough: mode == "passthrough",
 		ProcessingGuarantee: map[bool]string{true: pipeline.ExactlyOnce, false: pipeline.AtLeastOnce}[mode == "exactly-once"],
 		CheckpointEvery:     c.CheckpointEvery, CheckpointDir: dir, SampleRSS: sampleRSS,
+		FetchMaxBytes: c.FetchMaxBytes, FlushMaxBytes: c.FlushMaxBytes,
 		Progress: func(serving bool, done, total int64) {
 			if serving { // loading is the first half of the bar
 				done += total
