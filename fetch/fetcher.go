@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"slices"
@@ -239,13 +240,7 @@ func (f *Fetcher) home() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(f.ctx, f.cfg.RequestTimeout)
-		md, err := f.client.Metadata(ctx, &kafka.MetadataRequest{Topics: slices.Collect(func(yield func(string) bool) {
-			for t := range topics {
-				if !yield(t) {
-					return
-				}
-			}
-		})})
+		md, err := f.client.Metadata(ctx, &kafka.MetadataRequest{Topics: slices.Collect(maps.Keys(topics))})
 		cancel()
 		leaders := map[string]map[int]int{}
 		if err == nil {
@@ -341,7 +336,7 @@ func (p *Partition) Fetch(ctx context.Context, maxWait time.Duration) (*Batch, e
 			return nil, err
 		}
 		f.mu.Lock()
-		if p.at < 0 { // no SetOffset meanwhile (same goroutine: none)
+		if p.at < 0 {
 			if p.at == kafka.LastOffset {
 				p.at = end
 			} else {
