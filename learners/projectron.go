@@ -39,11 +39,16 @@ import "math"
 // stays bounded and K⁻¹ stays well conditioned; nothing assumes k(x,x) = 1.
 // max= is a hard cap: at the cap every update is projected.
 type projectron struct {
-	plus   bool
-	fixed  bool    // eta given: η is constant
-	eta    float64 // fixed η
-	u      float64 // the norm bound U (Eq. 13, Eq. 16)
-	kinv   gram    // K⁻¹ of the active set
+	plus  bool
+	fixed bool    // eta given: η is constant
+	eta   float64 // fixed η
+	u     float64 // the norm bound U (Eq. 13, Eq. 16)
+	// K⁻¹ of the active set, stored by columns: kinv.at(j, i) is entry
+	// (i, j). K⁻¹ is symmetric in exact arithmetic but not in its rounded
+	// entries, so d = K⁻¹k must read K⁻¹'s rows; stored by columns, the
+	// entries that vector lanes sum side by side (rows i..i+7 at column j)
+	// are contiguous (mulCols).
+	kinv   gram
 	d      []float64
 	scaled []float64
 }
@@ -102,7 +107,11 @@ func (a *projectron) project(k []float64, kxx float64) (pk2, delta2 float64) {
 		a.d = make([]float64, n, 2*n)
 	}
 	a.d = a.d[:n]
-	mulRows(&a.kinv, k, a.d)
+	if useLanes {
+		mulCols(a.kinv.data, a.kinv.stride, k, a.d)
+	} else {
+		mulRows(&a.kinv, k, a.d)
+	}
 	for i, v := range k {
 		pk2 += v * a.d[i]
 	}
@@ -208,21 +217,33 @@ func (a *projectron) addProjected(m *model, c float64) {
 func (a *projectron) growInverse(delta2 float64) {
 	inv := 1 / delta2
 	n := len(a.d)
-	for i := range n {
-		row := a.kinv.row(i)
-		di := a.d[i] * inv
-		for j, dj := range a.d {
-			row[j] += di * dj
-		}
-	}
 	if cap(a.scaled) < n {
 		a.scaled = make([]float64, n, 2*n)
 	}
-	a.scaled = a.scaled[:n]
-	for j, dj := range a.d {
-		a.scaled[j] = -dj * inv
+	sc := a.scaled[:n]
+	for i, di := range a.d {
+		sc[i] = di * inv
 	}
-	a.kinv.appendSym(a.scaled, inv)
+	// Entry (i, j) += (d_i/δ²)·d_j, in either layout.
+	if useLanes {
+		for j, dj := range a.d {
+			col := a.kinv.row(j)[:n]
+			for i, s := range sc {
+				col[i] += s * dj
+			}
+		}
+	} else {
+		for i, s := range sc {
+			row := a.kinv.row(i)[:n]
+			for j, dj := range a.d {
+				row[j] += s * dj
+			}
+		}
+	}
+	for j := range sc {
+		sc[j] = -sc[j] // −d_j/δ²: negation is exact
+	}
+	a.kinv.appendSym(sc, inv)
 }
 
 func (a *projectron) encode(*encoder) {}

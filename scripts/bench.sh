@@ -11,6 +11,8 @@
 # OUTDIR/table.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Vector lanes need Go's SIMD experiment, as the Makefile builds.
+export GOEXPERIMENT=${GOEXPERIMENT-simd}
 out=${1:-out/bench}
 count=${COUNT:-5}
 mkdir -p "$out"
@@ -26,7 +28,7 @@ step() { # file, command...
 peer='rbp:budget=100|forgetron:budget=100|projectron:eta=0,max=100|projectron\+\+:eta=0,max=100,u=1.16952'
 b500='rbp:budget=500|forgetron:budget=500|projectron:eta=0,max=500|projectron\+\+:eta=0,max=500,u=2.24431'
 step offline.txt go test -run '^$' -bench "A9APass/(perceptron|$peer|$b500)\$" -benchtime 3x -count "$count" ./offline/
-step dense.txt go test -run '^$' -bench 'KernelRowDense|DotDense|MulRows' -count "$count" ./learners/
+step dense.txt go test -run '^$' -bench 'KernelRowDense|DotDense|MulInverse' -count "$count" ./learners/
 step load.txt go test -run '^$' -bench 'LoadA9A' -count "$count" ./dataset/
 step rounds.txt go test -run '^$' -bench 'RoundFullBudget' -benchmem ./learners/
 step codec.txt go test -run '^$' -bench 'AppendPrediction' -benchmem ./codec/
@@ -112,7 +114,7 @@ ok() { awk -v a="$1" -v b="$2" 'BEGIN {print (a >= b) ? "met" : "NOT met"}'; }
   row "load a9a in process (gunzip, parse)" "" "$(awk -v t="$lt" 'BEGIN {printf "%.1f", t/1e6}')" ms "" ""
   k=$(med KernelRowDense GFLOP/s "$out/dense.txt"); d=$(med DotDense GFLOP/s "$out/dense.txt")
   row "dense kernel row, d=784 B=500 rbf" ">= 7 GFLOP/s" "$k" GFLOP/s "$(awk -v k="$k" -v d="$d" 'BEGIN {printf "%.2f of dot (%.2f)", k/d, d}')" "$(ok "$k" 7)"
-  m=$(med 'MulRows/500' GFLOP/s "$out/dense.txt")
+  m=$(med 'MulInverse/500' GFLOP/s "$out/dense.txt")
   row "Projectron K⁻¹k, B=500" "" "$m" GFLOP/s "" ""
   a=$(grep -E 'RoundFullBudget' "$out/rounds.txt" | awk '{for (i = 2; i <= NF; i++) if ($i == "allocs/op") print $(i-1)}' | sort -g | tail -1)
   row "allocs per steady-state round (max)" "0" "$a" "" "" "$(ok 0 "$a")"
