@@ -10,8 +10,7 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 # CGO off: the binary needs no libc, so it runs on distroless/static.
-# GOEXPERIMENT=simd: vector lanes for the learners (see the Makefile).
-RUN CGO_ENABLED=0 GOEXPERIMENT=simd go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" \
       -o /out/streamlearner ./cmd/streamlearner
 
 # distroless/static has no shell and no package manager; its nonroot user

@@ -1,9 +1,5 @@
 # streamlearner — build, test, benchmark.
 GO        ?= go
-# Vector lanes (learners/lanes_simd.go) use Go's experimental SIMD package,
-# which exists only under this experiment; without it the same results, bit
-# for bit, come from scalar code, slower (docs/performance.md).
-export GOEXPERIMENT ?= simd
 BIN       := bin/streamlearner
 PKGS      := ./...
 # Packages that start goroutines run again under the race detector.
@@ -35,14 +31,15 @@ build:
 test: lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(PKGS)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -race -short $(RACE_PKGS)
-	GOEXPERIMENT= $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./learners/ ./offline/
+# purego: the scalar path of CPUs without AVX-512, against the same tests.
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags purego ./learners/ ./offline/
 	$(MAKE) fuzz
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
-	GOEXPERIMENT= $(GO) vet ./learners/
+	$(GO) vet -tags purego ./learners/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./codec/

@@ -52,31 +52,36 @@ func TestGramFollowsInsertionsAndRemovals(t *testing.T) {
 // TestMulColsSumsInOrder: mulCols gives, bit for bit, each column's plain
 // running sum in increasing row order, for every size around its blocks of
 // 32, 8 and 6 columns, on the vector-lane path (where this build and CPU
-// have it) and on the scalar path alike. Entries span nine decades, so a
-// reordered sum or a fused multiply-add would show.
+// have it) and on the scalar path alike. Rows are padded by 0, 3 or 8
+// entries, so the last columns go to a partly used 8-lane block when the
+// padding holds its extra lanes, and to scalar code when it does not.
+// Entries span nine decades, so a reordered sum or a fused multiply-add
+// would show.
 func TestMulColsSumsInOrder(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	t.Logf("vector lanes: %v", useLanes)
 	for n := 0; n <= 75; n++ {
-		ld := n + r.IntN(3)
-		m := make([]float64, n*ld)
-		for i := range m {
-			m[i] = r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))
-		}
-		v := make([]float64, n)
-		for j := range v {
-			v[j] = r.NormFloat64()
-		}
-		out, scalar := make([]float64, n), make([]float64, n)
-		mulCols(m, ld, v, out)
-		mulColsScalar(m, ld, v, scalar, 0)
-		for i := range n {
-			s := 0.0
-			for j := range n {
-				s += m[j*ld+i] * v[j]
+		for _, pad := range []int{0, 3, 8} {
+			ld := n + pad
+			m := make([]float64, n*ld)
+			for i := range m {
+				m[i] = r.NormFloat64() * math.Pow(10, float64(r.IntN(9)-4))
 			}
-			if !sameBits(out[i], s) || !sameBits(scalar[i], s) {
-				t.Fatalf("n=%d column %d: %v (scalar %v), running sum %v", n, i, out[i], scalar[i], s)
+			v := make([]float64, n)
+			for j := range v {
+				v[j] = r.NormFloat64()
+			}
+			out, scalar := make([]float64, n), make([]float64, n)
+			mulCols(m, ld, v, out)
+			mulColsScalar(m, ld, v, scalar, 0)
+			for i := range n {
+				s := 0.0
+				for j := range n {
+					s += m[j*ld+i] * v[j]
+				}
+				if !sameBits(out[i], s) || !sameBits(scalar[i], s) {
+					t.Fatalf("n=%d ld=%d column %d: %v (scalar %v), running sum %v", n, ld, i, out[i], scalar[i], s)
+				}
 			}
 		}
 	}

@@ -1,8 +1,9 @@
-//go:build !(goexperiment.simd && amd64)
+//go:build !amd64 || purego
 
 package learners
 
-// useLanes is false without GOEXPERIMENT=simd on amd64: mulCols is scalar.
+// useLanes is false without the amd64 kernels (other architectures, or
+// the purego tag): mulCols is scalar.
 const useLanes = false
 
 func mulColsLanes(m []float64, ld int, v, out []float64) int { return 0 }

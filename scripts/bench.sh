@@ -11,8 +11,6 @@
 # OUTDIR/table.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Vector lanes need Go's SIMD experiment, as the Makefile builds.
-export GOEXPERIMENT=${GOEXPERIMENT-simd}
 out=${1:-out/bench}
 count=${COUNT:-5}
 mkdir -p "$out"

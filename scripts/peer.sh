@@ -22,8 +22,6 @@
 #        RUNS=3 BUDGETS=100 COPIES=1 scripts/peer.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Vector lanes need Go's SIMD experiment, as the Makefile builds.
-export GOEXPERIMENT=${GOEXPERIMENT-simd}
 runs=${RUNS:-9}
 budgets=${BUDGETS:-100 500}
 copies=${COPIES:-1 10}
