@@ -235,17 +235,29 @@ func firstInvalidUTF8(b []byte) int {
 // Decode decodes one message, JSON when its first non-blank byte is '{' and
 // LIBSVM otherwise. Every error it returns is an *Error.
 func Decode(b []byte, lim Limits) (Example, error) {
-	lim = lim.withDefaults()
+	ex, err := decode(b, lim.withDefaults(), nil)
+	if err != nil {
+		return Example{}, err
+	}
+	return ex, nil
+}
+
+// decode is Decode with lim's defaults filled in, a LIBSVM record read
+// with s (nil: a pooled scratch).
+func decode(b []byte, lim Limits, s *scratch) (Example, *Error) {
+	if k := firstNonBlank(b); k == len(b) || b[k] != '{' {
+		if s != nil {
+			return decodeLIBSVM(b, lim, s)
+		}
+		s = getScratch()
+		ex, err := decodeLIBSVM(b, lim, s)
+		putScratch(s)
+		return ex, err
+	}
 	if err := precheck(b, lim); err != nil {
 		return Example{}, err
 	}
-	var ex Example
-	var err *Error
-	if b[firstNonBlank(b)] == '{' {
-		ex, err = decodeJSON(b, lim)
-	} else {
-		ex, err = decodeLIBSVM(b, lim)
-	}
+	ex, err := decodeJSON(b, lim) // a pooled scratch, fresh arrays
 	if err == nil {
 		err = checkValues(ex, lim)
 	}
@@ -273,18 +285,52 @@ func DecodeJSON(b []byte, lim Limits) (Example, error) {
 
 // DecodeLIBSVM decodes one LIBSVM line. Every error it returns is an *Error.
 func DecodeLIBSVM(line []byte, lim Limits) (Example, error) {
-	lim = lim.withDefaults()
-	if err := precheck(line, lim); err != nil {
-		return Example{}, err
-	}
-	ex, err := decodeLIBSVM(line, lim)
-	if err == nil {
-		err = checkValues(ex, lim)
-	}
+	s := getScratch()
+	ex, err := decodeLIBSVM(line, lim.withDefaults(), s)
+	putScratch(s)
 	if err != nil {
 		return Example{}, err
 	}
 	return ex, nil
+}
+
+// A Decoder decodes records one after another as Decode does, but cuts
+// the vectors of LIBSVM records out of arrays it keeps and reuses after
+// Reset, where Decode allocates two arrays for each: a reader that is done
+// with a run of records before it decodes the next run allocates nothing
+// in the steady state. (JSON records still get arrays of their own.) A
+// Decoder is not safe for concurrent use.
+type Decoder struct {
+	lim Limits
+	s   scratch
+}
+
+// NewDecoder returns a Decoder under lim (zero fields take the defaults).
+func NewDecoder(lim Limits) *Decoder {
+	return &Decoder{lim: lim.withDefaults(), s: scratch{arena: &arena{}}}
+}
+
+// Decode decodes b as Decode does. The vector it returns, like every
+// vector decoded since the last Reset, is valid until the next Reset; the
+// caller copies what it keeps longer (sparse.Vector.Clone).
+func (d *Decoder) Decode(b []byte) (Example, error) {
+	ex, err := decode(b, d.lim, &d.s)
+	if err != nil {
+		return Example{}, err
+	}
+	return ex, nil
+}
+
+// Reset lets the next records reuse the storage of every vector decoded so
+// far. Storage grown for a huge record is dropped, as the pool drops it.
+func (d *Decoder) Reset() {
+	d.s.arena.reset()
+	if cap(d.s.ents) > maxPooledEntries {
+		d.s.ents = nil
+	}
+	if cap(d.s.buf) > 1<<16 {
+		d.s.buf = nil
+	}
 }
 
 // checkValues refuses a feature whose magnitude exceeds lim.MaxAbsValue.
@@ -315,6 +361,59 @@ type scratch struct {
 	// For protobuf events: occurrences of each field of the messages
 	// being read.
 	counts []int32
+
+	// For LIBSVM records: the entries read, in a pooled scratch, before
+	// they are copied into the vector's own arrays.
+	idx []uint32
+	val []float64
+	// arena, a Decoder's, holds the vectors' entries; nil (a pooled
+	// scratch): each vector gets arrays of its own.
+	arena *arena
+}
+
+// arena hands out runs of entries from arrays that vectors share, each
+// run capped so that an append to one vector cannot reach the next.
+type arena struct {
+	idx []uint32
+	val []float64
+}
+
+// minArena is the fewest entries an arena allocates at once: a few
+// hundred a9a records.
+const minArena = 4096
+
+// maxArena bounds the entries an arena keeps across a reset: more is the
+// trace of a huge record, not of the usual run.
+const maxArena = 1 << 20
+
+// room returns the next n entries of the arena to write, without taking
+// them: vector(k) then cuts the first k as a vector. When the arrays are
+// full it moves to new ones twice as large; the vectors already cut keep
+// the old ones alive until they are dropped.
+func (a *arena) room(n int) ([]uint32, []float64) {
+	k := len(a.idx)
+	if k+n > cap(a.idx) {
+		c := max(2*cap(a.idx), n, minArena)
+		a.idx, a.val = make([]uint32, 0, c), make([]float64, 0, c)
+		k = 0
+	}
+	return a.idx[k : k+n], a.val[k : k+n]
+}
+
+// vector cuts the next n entries (n > 0) as a vector, capped so that an
+// append to it cannot reach the next one.
+func (a *arena) vector(n int) sparse.Vector {
+	a.room(n)
+	k := len(a.idx)
+	a.idx, a.val = a.idx[:k+n], a.val[:k+n]
+	return sparse.Vector{Idx: a.idx[k : k+n : k+n], Val: a.val[k : k+n : k+n]}
+}
+
+func (a *arena) reset() {
+	if cap(a.idx) > maxArena {
+		a.idx, a.val = nil, nil
+	}
+	a.idx, a.val = a.idx[:0], a.val[:0]
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -331,7 +430,7 @@ func getScratch() *scratch {
 }
 
 func putScratch(s *scratch) {
-	if cap(s.ents) > maxPooledEntries || cap(s.buf) > 1<<16 {
+	if cap(s.ents) > maxPooledEntries || cap(s.idx) > maxPooledEntries || cap(s.buf) > 1<<16 {
 		return
 	}
 	scratchPool.Put(s)
@@ -342,6 +441,12 @@ func putScratch(s *scratch) {
 // AllowEmpty. sorted says whether the entries are already in increasing
 // index order without repeats.
 func finish(ents []entry, sorted bool, lim Limits) (sparse.Vector, *Error) {
+	return finishIn(ents, sorted, lim, nil)
+}
+
+// finishIn is finish with the vector's storage from a (fresh arrays when a
+// is nil).
+func finishIn(ents []entry, sorted bool, lim Limits, a *arena) (sparse.Vector, *Error) {
 	if !sorted {
 		sortEntries(ents)
 		for k := 1; k < len(ents); k++ {
@@ -365,7 +470,12 @@ func finish(ents []entry, sorted bool, lim Limits) (sparse.Vector, *Error) {
 		}
 		return sparse.Vector{}, nil
 	}
-	v := sparse.Vector{Idx: make([]uint32, n), Val: make([]float64, n)}
+	var v sparse.Vector
+	if a != nil {
+		v = a.vector(n)
+	} else {
+		v = sparse.Vector{Idx: make([]uint32, n), Val: make([]float64, n)}
+	}
 	k := 0
 	for _, e := range ents {
 		if e.val != 0 {

@@ -1,15 +1,35 @@
 package codec
 
-import "bytes"
+import (
+	"bytes"
+	"math"
+	"slices"
+
+	"github.com/streamlearner/streamlearner/sparse"
+)
 
 func isSep(c byte) bool { return c == ' ' || c == '\t' }
 
-func decodeLIBSVM(b []byte, lim Limits) (Example, *Error) {
+// decodeLIBSVM decodes a LIBSVM message, its message-level checks
+// (precheck) and its values' (checkValues) included; lim has its defaults.
+func decodeLIBSVM(b []byte, lim Limits, s *scratch) (Example, *Error) {
+	if firstNonBlank(b) == len(b) || len(b) > lim.MaxBytes {
+		return Example{}, precheck(b, lim)
+	}
 	end := len(b)
 	for end > 0 && (b[end-1] == '\n' || b[end-1] == '\r') {
 		end--
 	}
 	line := b[:end]
+	// The common line is read before any search: parseSimple takes only
+	// ASCII, and no line break or '#', so that a line it takes is valid
+	// UTF-8, one line, without a comment, and what it makes of it stands.
+	if ex, err, ok := parseSimple(line, lim, s); ok {
+		return ex, err
+	}
+	if err := precheck(b, lim); err != nil {
+		return Example{}, err
+	}
 	// One message is one record: a line break inside it most likely means
 	// a producer batched lines, and reading only the first would lose data
 	// silently.
@@ -18,12 +38,18 @@ func decodeLIBSVM(b []byte, lim Limits) (Example, *Error) {
 	}
 	if k := bytes.IndexByte(line, '#'); k >= 0 {
 		line = line[:k]
+		if ex, err, ok := parseSimple(line, lim, s); ok {
+			return ex, err
+		}
 	}
-
-	s := getScratch()
 	ex, err := parseLIBSVM(line, lim, s)
-	putScratch(s)
-	return ex, err
+	if err == nil {
+		err = checkValues(ex, lim)
+	}
+	if err != nil {
+		return Example{}, err
+	}
+	return ex, nil
 }
 
 // lineBreak returns the offset of the first '\r' or '\n' in b, or −1: two
@@ -40,6 +66,155 @@ func lineBreak(b []byte) int {
 	return k
 }
 
+// parseSimple reads the common line — an optional numeric label, then
+// idx:val tokens whose values fastDecimal converts — in one pass over its
+// bytes, where parseLIBSVM cuts each token out, then reads its index, then
+// its value, and gathers the entries before copying them into the vector.
+// ok is false for any other line, and for one breaking a limit:
+// parseLIBSVM then reads it again from the start, so that every line it
+// accepts reads the same and every error is parseLIBSVM's.
+func parseSimple(line []byte, lim Limits, s *scratch) (ex Example, err *Error, ok bool) {
+	i := 0
+	for i < len(line) && isSep(line[i]) {
+		i++
+	}
+	at := i
+	for i < len(line) && !isSep(line[i]) && line[i] != ':' {
+		i++
+	}
+	switch {
+	case i == at:
+		return ex, nil, false // only a comment, or a token starting with ':'
+	case i == len(line) || line[i] != ':':
+		lab, ok := numericLabel(line[at:i])
+		if !ok {
+			return ex, nil, false
+		}
+		ex.Label = lab
+	default:
+		i = at // no label: the first token is a feature
+	}
+
+	// The entries go where the vector will be: past the vectors already
+	// cut from a Decoder's arena, or in the scratch, to be copied out.
+	// Tokens take 3 bytes and a separator at least, so the rest of the
+	// line holds at most room of them; a line with more than MaxNonZeros
+	// is parseLIBSVM's, which says so.
+	room := min((len(line)-i+1)/4+1, lim.MaxNonZeros)
+	var idxs []uint32
+	var vals []float64
+	if s.arena != nil {
+		idxs, vals = s.arena.room(room)
+	} else {
+		s.idx, s.val = slices.Grow(s.idx[:0], room)[:room], slices.Grow(s.val[:0], room)[:room]
+		idxs, vals = s.idx, s.val
+	}
+	vals = vals[:len(idxs)]
+	maxIndex, maxAbs := uint64(lim.MaxIndex), lim.MaxAbsValue
+	n := 0
+	// odd: a zero value, or one over maxAbs (both rare, sorted out below).
+	sorted, odd := true, false
+	last := int64(-1)
+	for i < len(line) {
+		if isSep(line[i]) {
+			i++
+			continue
+		}
+		if n == len(idxs) {
+			return Example{}, nil, false
+		}
+		idx, v, end, ok := simpleEntry(line, i)
+		if !ok || idx > maxIndex {
+			return Example{}, nil, false
+		}
+		i = end
+		idxs[n], vals[n] = uint32(idx), v
+		n++
+		if int64(idx) <= last {
+			sorted = false
+		}
+		last = int64(idx)
+		if v == 0 || math.Abs(v) > maxAbs {
+			odd = true
+		}
+	}
+	zero, big := false, false
+	if odd {
+		for _, v := range vals[:n] {
+			zero = zero || v == 0
+			big = big || math.Abs(v) > maxAbs
+		}
+	}
+	ex.LabelOnly = lim.LabelOnly && n == 0
+	switch {
+	case !sorted || zero || n == 0:
+		// finish sorts, rejects duplicates, drops zeros, says whether an
+		// empty vector is allowed.
+		ents := s.ents[:0]
+		for k := range n {
+			ents = append(ents, entry{idxs[k], vals[k]})
+		}
+		s.ents = ents
+		if ex.X, err = finishIn(ents, sorted, lim, s.arena); err != nil {
+			return Example{}, err, true
+		}
+	case s.arena != nil:
+		ex.X = s.arena.vector(n) // the entries just written
+	default:
+		ex.X = sparse.Vector{Idx: make([]uint32, n), Val: make([]float64, n)}
+		copy(ex.X.Idx, idxs[:n])
+		copy(ex.X.Val, vals[:n])
+	}
+	// checkValues names the first value over the limit in the vector.
+	if big {
+		if err := checkValues(ex, lim); err != nil {
+			return Example{}, err, true
+		}
+	}
+	return ex, nil, true
+}
+
+// simpleEntry reads the token idx:val at line[i:] that parseSimple takes:
+// an index of nine digits at most (more is parseLIBSVM's: leading zeros,
+// or over any limit), and a value that fastDecimal converts, followed by
+// a separator or the end. It returns where the token ends. (Apart from
+// parseSimple so that its loops keep their few variables in registers.)
+func simpleEntry(line []byte, i int) (idx uint64, v float64, end int, ok bool) {
+	at := i
+	for i < len(line) {
+		d := line[i] - '0'
+		if d > 9 {
+			break
+		}
+		idx = idx*10 + uint64(d)
+		i++
+	}
+	if i == at || i-at > 9 || i == len(line) || line[i] != ':' {
+		return 0, 0, i, false
+	}
+	i++
+	// An integer value (a9a's 1s) converts here, any other in fastDecimal.
+	at = i
+	var m uint64
+	for i < len(line) {
+		d := line[i] - '0'
+		if d > 9 {
+			break
+		}
+		m = m*10 + uint64(d)
+		i++
+	}
+	if i == at || i-at > 15 || i < len(line) && !isSep(line[i]) {
+		if v, i, ok = fastDecimal(line, at); !ok || i < len(line) && !isSep(line[i]) {
+			return 0, 0, i, false
+		}
+		return idx, v, i, true
+	}
+	return idx, float64(int64(m)), i, true // m < 10¹⁵: a signed conversion is exact, and one instruction
+}
+
+// parseLIBSVM reads any line, token by token, and says what is wrong with
+// a malformed one.
 func parseLIBSVM(line []byte, lim Limits, s *scratch) (Example, *Error) {
 	var ex Example
 	i := 0
@@ -105,7 +280,7 @@ func parseLIBSVM(line []byte, lim Limits, s *scratch) (Example, *Error) {
 		ents = append(ents, entry{idx, v})
 	}
 	ex.LabelOnly = lim.LabelOnly && len(ents) == 0
-	x, err := finish(ents, sorted, lim)
+	x, err := finishIn(ents, sorted, lim, s.arena)
 	if err != nil {
 		return Example{}, err
 	}

@@ -46,7 +46,15 @@ var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1
 // correctly and gives what strconv.ParseFloat gives. ok is false for any
 // other form; the caller then falls back to strconv.
 func fastFloat(b []byte) (v float64, ok bool) {
-	i := 0
+	v, end, ok := fastDecimal(b, 0)
+	return v, ok && end == len(b)
+}
+
+// fastDecimal is fastFloat on the longest prefix of b[i:] of that form: it
+// stops at the first byte that cannot continue the number and returns
+// where, so that a tokenizer can convert a value in the pass that finds its
+// end. ok is false when the prefix has no digit or too many.
+func fastDecimal(b []byte, i int) (v float64, end int, ok bool) {
 	neg := false
 	if i < len(b) && (b[i] == '-' || b[i] == '+') {
 		neg = b[i] == '-'
@@ -56,21 +64,20 @@ func fastFloat(b []byte) (v float64, ok bool) {
 	nd, frac := 0, -1
 	for ; i < len(b); i++ {
 		c := b[i]
-		switch {
-		case '0' <= c && c <= '9':
-			m = m*10 + uint64(c-'0')
+		if d := c - '0'; d <= 9 {
+			m = m*10 + uint64(d)
 			nd++
 			if frac >= 0 {
 				frac++
 			}
-		case c == '.' && frac < 0:
+		} else if c == '.' && frac < 0 {
 			frac = 0
-		default:
-			return 0, false
+		} else {
+			break
 		}
 	}
 	if nd == 0 || nd > 15 {
-		return 0, false
+		return 0, i, false
 	}
 	v = float64(m)
 	if frac > 0 {
@@ -79,7 +86,7 @@ func fastFloat(b []byte) (v float64, ok bool) {
 	if neg {
 		v = -v
 	}
-	return v, true
+	return v, i, true
 }
 
 // parseNumber converts a number that already matched the JSON grammar. ok is

@@ -167,7 +167,7 @@ func each(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sp
 func eachUntil(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sparse.Vector, y int) error) (dropped int, err error) {
 	kept, skipped := 0, 0
 	bad := func(line int, err error) error { return opts.skip(&skipped, line, err) }
-	err = scan(ctx, r, opts.Limits, bad, func(line int, ex codec.Example) (bool, error) {
+	err = scan(ctx, r, opts.Limits, nil, bad, func(line int, ex codec.Example) (bool, error) {
 		y, keep, err := opts.Labels.Map(ex.Label)
 		if err != nil {
 			return true, bad(line, err)
@@ -246,7 +246,7 @@ func EachRaw(ctx context.Context, path string, opts Options, fn func(line int, x
 
 func eachRaw(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sparse.Vector, label string) error) error {
 	kept, skipped := 0, 0
-	return scan(ctx, r, opts.Limits, func(line int, err error) error { return opts.skip(&skipped, line, err) }, func(line int, ex codec.Example) (bool, error) {
+	return scan(ctx, r, opts.Limits, nil, func(line int, err error) error { return opts.skip(&skipped, line, err) }, func(line int, ex codec.Example) (bool, error) {
 		if err := fn(line, ex.X, ex.Label); err != nil {
 			return false, err
 		}
@@ -258,9 +258,114 @@ func eachRaw(ctx context.Context, r io.Reader, opts Options, fn func(line int, x
 	})
 }
 
+// Batch is a run of consecutive records as EachBatch and EachRawBatch give
+// them, in file order, record k being (X[k], Y[k] or Labels[k], Lines[k]).
+// A Batch and its vectors are valid only during the call that receives
+// it: the next runs of the file are decoded into the same storage, so that
+// a reading allocates nothing per record. The callee copies what it keeps
+// (sparse.Vector.Clone); a learner keeps its own copies (package
+// learners), so a learner's Round may take the vectors as they are.
+type Batch struct {
+	X      []sparse.Vector
+	Y      []int    // EachBatch's: labels mapped to +1, −1, or 0 for an unlabeled record
+	Labels []string // EachRawBatch's: canonical label tokens, "" for an unlabeled record
+	Lines  []int    // each record's line in its file
+}
+
+// Len is the number of records.
+func (b *Batch) Len() int { return len(b.X) }
+
+func (b *Batch) reset() {
+	clear(b.X) // no vector outlives its batch through this one
+	b.X, b.Y, b.Labels, b.Lines = b.X[:0], b.Y[:0], b.Labels[:0], b.Lines[:0]
+}
+
+// EachBatch is EachUntil a run of records at a time, in batches whose
+// storage the reading reuses (see Batch): a pass that is done with each
+// record before the next run, such as one learner's pass in file order,
+// reads a file of any length without allocating for its records.
+func EachBatch(ctx context.Context, path string, opts Options, fn func(*Batch) error) (dropped int, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("load data: %w", err)
+	}
+	defer f.Close()
+	var b Batch
+	var stop error
+	flush := b.flushTo(fn, &stop)
+	kept, skipped := 0, 0
+	bad := func(line int, err error) error { return opts.skip(&skipped, line, err) }
+	err = scan(ctx, f, opts.Limits, flush, bad, func(line int, ex codec.Example) (bool, error) {
+		y, keep, err := opts.Labels.Map(ex.Label)
+		if err != nil {
+			return true, bad(line, err)
+		}
+		if !keep {
+			dropped++
+			return true, nil
+		}
+		b.X, b.Y, b.Lines = append(b.X, ex.X), append(b.Y, y), append(b.Lines, line)
+		kept++
+		if opts.Progress != nil && kept%progressEvery == 0 {
+			opts.Progress(kept)
+		}
+		return opts.Limit <= 0 || kept < opts.Limit, nil
+	})
+	if err != nil && (stop == nil || !errors.Is(err, stop)) {
+		return dropped, fmt.Errorf("load %s: %w", path, err)
+	}
+	return dropped, err
+}
+
+// flushTo returns what scan calls after each batch: b goes to fn, then is
+// emptied for reuse. fn's error is also kept in *stop, so that the caller
+// can tell it from a reading error and return it unwrapped.
+func (b *Batch) flushTo(fn func(*Batch) error, stop *error) func() error {
+	return func() error {
+		if b.Len() == 0 {
+			return nil
+		}
+		*stop = fn(b)
+		b.reset()
+		return *stop
+	}
+}
+
+// EachRawBatch is EachRaw a run of records at a time, as EachBatch reads
+// them; the batches carry Labels, not Y.
+func EachRawBatch(ctx context.Context, path string, opts Options, fn func(*Batch) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("load data: %w", err)
+	}
+	defer f.Close()
+	var b Batch
+	var stop error
+	flush := b.flushTo(fn, &stop)
+	kept, skipped := 0, 0
+	err = scan(ctx, f, opts.Limits, flush, func(line int, err error) error { return opts.skip(&skipped, line, err) }, func(line int, ex codec.Example) (bool, error) {
+		b.X, b.Labels, b.Lines = append(b.X, ex.X), append(b.Labels, ex.Label), append(b.Lines, line)
+		kept++
+		if opts.Progress != nil && kept%progressEvery == 0 {
+			opts.Progress(kept)
+		}
+		return opts.Limit <= 0 || kept < opts.Limit, nil
+	})
+	if err != nil && (stop == nil || !errors.Is(err, stop)) {
+		return fmt.Errorf("load %s: %w", path, err)
+	}
+	return err
+}
+
 // scan decodes every record of r, gunzipping it if needed, and passes it
 // with its line number to fn, in file order, until fn returns false or an
 // error.
+//
+// With flush, scan calls it once fn has seen the records of each run it
+// decoded, and before it returns (unless with flush's own error), and then
+// decodes later runs into the storage of that run's vectors: fn must be
+// done with them when flush returns. Without flush, each vector has
+// arrays of its own.
 //
 // Reading (gunzip, line splitting) and decoding overlap: one goroutine
 // cuts the input into batches of lines, scanWorkers decode batches in
@@ -268,7 +373,7 @@ func eachRaw(ctx context.Context, r io.Reader, opts Options, fn func(line int, x
 // fn sees exactly what a sequential loop would show it, and the first
 // error in file order is the one returned. On a9a this halves the load
 // time on two cores (docs/performance.md).
-func scan(ctx context.Context, r io.Reader, lim codec.Limits, bad func(line int, err error) error, fn func(line int, ex codec.Example) (more bool, err error)) error {
+func scan(ctx context.Context, r io.Reader, lim codec.Limits, flush func() error, bad func(line int, err error) error, fn func(line int, ex codec.Example) (more bool, err error)) error {
 	br, closeGzip, err := gunzipped(r)
 	if err != nil {
 		return err
@@ -296,33 +401,47 @@ func scan(ctx context.Context, r io.Reader, lim codec.Limits, bad func(line int,
 		defer close(results)
 		readBatches(ctx, br, done, todo, results, free)
 	}()
+	reuse := flush != nil
 	for range workers {
 		go func() {
 			defer wg.Done()
 			for b := range todo {
-				b.decode(lim)
+				b.decode(lim, reuse)
 				close(b.ready)
 			}
 		}()
 	}
 	defer wg.Wait()
 	defer close(done)
+	// end ends the reading with err, once flush has passed on the records
+	// fn took before it, as fn sees them without flush.
+	end := func(err error) error {
+		if flush != nil {
+			if ferr := flush(); ferr != nil {
+				return ferr
+			}
+		}
+		return err
+	}
 	for b := range results {
 		<-b.ready
 		for k, ex := range b.exs {
 			if b.errs[k] != nil {
 				if err := bad(b.line[k], b.errs[k]); err != nil {
-					return err
+					return end(err)
 				}
 				continue
 			}
 			more, err := fn(b.line[k], ex)
 			if err != nil {
-				return err
+				return end(err)
 			}
 			if !more {
-				return nil
+				return end(nil)
 			}
+		}
+		if err := end(nil); err != nil {
+			return err
 		}
 		if b.err != nil {
 			return b.err
@@ -355,13 +474,31 @@ type batch struct {
 	errs  []error
 	err   error
 	ready chan struct{}
+	// dec, when the batch is decoded for reuse, holds its vectors' storage
+	// from one use of the batch to the next.
+	dec *codec.Decoder
 }
 
-func (b *batch) decode(lim codec.Limits) {
+// decode decodes the batch's records; with reuse, into the storage of the
+// vectors of its last use, which its receiver is done with.
+func (b *batch) decode(lim codec.Limits, reuse bool) {
 	start := 0
 	b.exs, b.errs = b.exs[:0], b.errs[:0]
+	if !reuse {
+		for _, e := range b.end {
+			ex, err := codec.Decode(b.buf[start:e], lim)
+			b.exs = append(b.exs, ex)
+			b.errs = append(b.errs, err)
+			start = e
+		}
+		return
+	}
+	if b.dec == nil {
+		b.dec = codec.NewDecoder(lim)
+	}
+	b.dec.Reset()
 	for _, e := range b.end {
-		ex, err := codec.Decode(b.buf[start:e], lim)
+		ex, err := b.dec.Decode(b.buf[start:e])
 		b.exs = append(b.exs, ex)
 		b.errs = append(b.errs, err)
 		start = e

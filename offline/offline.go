@@ -432,24 +432,34 @@ func (cfg Config) modelConfig(l int, seed uint64) model.Config {
 // errStopped is how a run's loop says that its context ended.
 var errStopped = errors.New("stopped")
 
-// step plays record j of d through m, learning or (test) only predicting.
-func step(m *model.Model, d *Data, j int, learn bool) (model.Result, error) {
-	var r model.Result
+// step plays record j of d through m, learning or (test) only predicting,
+// its result in r; label is a buffer for the record's label token. (The
+// caller's r, because a Result is some two hundred bytes to copy at each
+// return on the way.)
+func step(m *model.Model, d *Data, j int, learn bool, label *[]byte, r *model.Result) error {
 	var err error
 	switch {
 	case d.Events != nil && learn:
-		r, err = m.Step(d.Events[j])
+		*r, err = m.Step(d.Events[j])
 	case d.Events != nil:
-		r, err = m.Predict(d.Events[j])
+		*r, err = m.Predict(d.Events[j])
 	case learn:
-		r, err = m.StepVector(d.X[j], []byte(d.Labels[j]))
+		*r, err = m.StepVector(d.X[j], labelBytes(label, d.Labels[j]))
 	default:
-		r, err = m.PredictVector(d.X[j], []byte(d.Labels[j]))
+		*r, err = m.PredictVector(d.X[j], labelBytes(label, d.Labels[j]))
 	}
 	if err != nil {
-		return r, fmt.Errorf("%s: %w", d.where(j), err)
+		return fmt.Errorf("%s: %w", d.where(j), err)
 	}
-	return r, nil
+	return nil
+}
+
+// labelBytes is the token s in the buffer buf: the model takes a label as
+// bytes, and converting the string would allocate for every record (the
+// model keeps no reference to it).
+func labelBytes(buf *[]byte, s string) []byte {
+	*buf = append((*buf)[:0], s...)
+	return *buf
 }
 
 // Prediction is one record's prediction: its file line (0: unknown), key
@@ -503,6 +513,7 @@ type trainer struct {
 	delayer *model.Delayer
 	res     model.Result       // the last record's prediction, under a delay
 	see     func(model.Result) // the Delayer's callback, made once
+	label   []byte             // the record's label token, for step
 }
 
 func newTrainer(m *model.Model, delay int) (*trainer, error) {
@@ -525,21 +536,23 @@ func newTrainer(m *model.Model, delay int) (*trainer, error) {
 	return t, nil
 }
 
-// step plays training record j of d and returns its prediction.
-func (t *trainer) step(d *Data, j int) (model.Result, error) {
+// step plays training record j of d, its prediction in r.
+func (t *trainer) step(d *Data, j int, r *model.Result) error {
 	if t.delayer == nil {
-		return step(t.m, d, j, true)
+		return step(t.m, d, j, true, &t.label, r)
 	}
 	var err error
 	if d.Events != nil {
 		err = t.delayer.Step(d.Events[j], t.see)
 	} else {
-		err = t.delayer.StepVector(d.X[j], []byte(d.Labels[j]), t.see)
+		err = t.delayer.StepVector(d.X[j], labelBytes(&t.label, d.Labels[j]), t.see)
 	}
 	if err != nil {
-		return model.Result{}, fmt.Errorf("%s: %w", d.where(j), err)
+		*r = model.Result{}
+		return fmt.Errorf("%s: %w", d.where(j), err)
 	}
-	return t.res, nil
+	*r = t.res
+	return nil
 }
 
 // flush reveals the labels still held back, so that every record played
@@ -620,6 +633,7 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 		r.margins = make([]float64, 0, train.Len())
 	}
 	const chunk = 1024
+	var res model.Result // the record's, filled in place by each call of one
 	// one plays record j of data, the run's i-th record. It returns
 	// errStopped when ctx ends (checked every chunk records).
 	one := func(data *Data, i, j int) error {
@@ -632,24 +646,10 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 				cfg.Progress(n, train.total(runs))
 			}
 		}
-		res, err := tr.step(data, j)
+		err := tr.step(data, j, &res)
 		margin := res.Margin
-		var ce *codec.Error
-		if err != nil && errors.As(err, &ce) && r.skipped < cfg.MaxBad {
-			// A record the model refuses changes nothing in it: skipped,
-			// counted, and said once (by the first run).
-			r.skipped++
-			r.seen = i + 1
-			if cfg.Bad != nil && r.learner == 0 && r.order == 0 {
-				cfg.Bad(err)
-			}
-			return nil
-		}
 		if err != nil {
-			if cfg.MaxBad > 0 && ce != nil {
-				return fmt.Errorf("%w (one more than --max-bad %d)", err, cfg.MaxBad)
-			}
-			return err
+			return r.refused(err, i, cfg)
 		}
 		r.seen = i + 1
 		if r.margins != nil {
@@ -723,8 +723,8 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 	// bit of Result.Mistakes), the selector's the emitted one.
 	right, labeled := make([]int, len(rows)), 0
 	for j := range test.Len() {
-		o, err := step(m, test, j, false)
-		if err != nil {
+		var o model.Result
+		if err := step(m, test, j, false, &tr.label, &o); err != nil {
 			return fmt.Errorf("test %w", err)
 		}
 		if !o.Labeled {
@@ -748,6 +748,31 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 		r.rows[i].testAcc = float64(right[i]) / float64(labeled)
 	}
 	return nil
+}
+
+// refused handles the error of the run's i-th record: a record the model
+// refuses (a *codec.Error) is skipped while cfg.MaxBad allows, any other
+// error ends the run. (Apart from the loop, so that the loop's records do
+// not each allocate the target of errors.As.)
+func (r *run) refused(err error, i int, cfg Config) error {
+	var ce *codec.Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	if r.skipped < cfg.MaxBad {
+		// A record the model refuses changes nothing in it: skipped,
+		// counted, and said once (by the first run).
+		r.skipped++
+		r.seen = i + 1
+		if cfg.Bad != nil && r.learner == 0 && r.order == 0 {
+			cfg.Bad(err)
+		}
+		return nil
+	}
+	if cfg.MaxBad > 0 {
+		return fmt.Errorf("%w (one more than --max-bad %d)", err, cfg.MaxBad)
+	}
+	return err
 }
 
 func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {

@@ -10,11 +10,11 @@ import (
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/offline"
-	"github.com/streamlearner/streamlearner/sparse"
 )
 
-// streamBatch is how many records a stream hands a run at a time: enough
-// to amortize the hand-off, a few hundred kilobytes of a9a.
+// streamBatch is how many events a stream hands a run at a time: enough
+// to amortize the hand-off, a few hundred kilobytes. (Records go in the
+// batches dataset decodes them in.)
 const streamBatch = 1024
 
 // stream is the training file as an offline.Stream: each run reads it
@@ -28,58 +28,67 @@ func (c *evalCmd) stream(mc model.Config, labels codec.LabelMap) *offline.Data {
 		if !first {
 			opts.Bad = nil
 		}
-		b := &offline.Data{}
-		var buf []byte // events end to end; b.Events slice it at a flush
-		var ends []int
-		start := 0
-		flush := func() error {
-			if len(b.Lines) == 0 {
-				return nil
-			}
-			if mc.Events {
-				b.Events, start = b.Events[:0], 0
-				for _, e := range ends {
-					b.Events = append(b.Events, buf[start:e:e])
-					start = e
-				}
-			}
-			err := fn(b)
-			b.X, b.Labels, b.Lines, b.Events = b.X[:0], b.Labels[:0], b.Lines[:0], b.Events[:0]
-			buf, ends = buf[:0], ends[:0]
-			return err
-		}
-		more := func(line int) error {
-			b.Lines = append(b.Lines, line)
-			if len(b.Lines) == streamBatch {
-				return flush()
-			}
-			return nil
-		}
-		var err error
+		// Records go on in the batches dataset reads them in, as they
+		// are: the storage of their vectors is reused for a later batch
+		// once the run is done with this one, as a Stream's batch allows
+		// (the model and its learners copy what they keep).
 		switch {
 		case mc.Events:
-			err = c.eachEvent(ctx, c.Data, mc, c.Limit, first, func(line int, rec []byte) error {
-				buf = append(buf, rec...)
-				ends = append(ends, len(buf))
-				return more(line)
-			})
+			return c.streamEvents(ctx, mc, first, fn)
 		case len(mc.Classes) > 0:
-			err = dataset.EachRaw(ctx, c.Data, opts, func(line int, x sparse.Vector, label string) error {
-				b.X, b.Labels = append(b.X, x), append(b.Labels, label)
-				return more(line)
-			})
-		default:
-			_, err = dataset.EachUntil(ctx, c.Data, opts, func(line int, x sparse.Vector, y int) error {
-				b.X, b.Labels = append(b.X, x), append(b.Labels, offline.LabelToken(y))
-				return more(line)
+			d := &offline.Data{}
+			return dataset.EachRawBatch(ctx, c.Data, opts, func(rb *dataset.Batch) error {
+				d.X, d.Labels, d.Lines = rb.X, rb.Labels, rb.Lines
+				return fn(d)
 			})
 		}
-		if err != nil {
-			return err
-		}
-		return flush()
+		d := &offline.Data{}
+		_, err := dataset.EachBatch(ctx, c.Data, opts, func(rb *dataset.Batch) error {
+			d.X, d.Labels, d.Lines = rb.X, d.Labels[:0], rb.Lines
+			for _, y := range rb.Y {
+				d.Labels = append(d.Labels, offline.LabelToken(y))
+			}
+			return fn(d)
+		})
+		return err
 	}
 	return offline.FromStream(read, !mc.Events && len(mc.Classes) == 0)
+}
+
+// streamEvents is a reading of the training file's events, handed to fn
+// streamBatch at a time.
+func (c *evalCmd) streamEvents(ctx context.Context, mc model.Config, first bool, fn func(*offline.Data) error) error {
+	b := &offline.Data{}
+	var buf []byte // events end to end; b.Events slice it at a flush
+	var ends []int
+	flush := func() error {
+		if len(b.Lines) == 0 {
+			return nil
+		}
+		start := 0
+		b.Events = b.Events[:0]
+		for _, e := range ends {
+			b.Events = append(b.Events, buf[start:e:e])
+			start = e
+		}
+		err := fn(b)
+		b.Lines, b.Events = b.Lines[:0], b.Events[:0]
+		buf, ends = buf[:0], ends[:0]
+		return err
+	}
+	err := c.eachEvent(ctx, c.Data, mc, c.Limit, first, func(line int, rec []byte) error {
+		buf = append(buf, rec...)
+		ends = append(ends, len(buf))
+		b.Lines = append(b.Lines, line)
+		if len(b.Lines) == streamBatch {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
 }
 
 // eachEvent calls fn with each event of the file at path, in file order,
