@@ -16,7 +16,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
-	"github.com/segmentio/kafka-go/sasl/scram"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Config holds connection options. The zero value (plus Brokers) connects
@@ -116,9 +116,9 @@ func (c *Config) mechanism() (sasl.Mechanism, error) {
 	case "plain":
 		return plain.Mechanism{Username: c.Username, Password: c.Password}, nil
 	case "scram-sha-256":
-		return scram.Mechanism(scram.SHA256, c.Username, c.Password)
+		return scramMechanism{scram.Auth{User: c.Username, Pass: c.Password}.AsSha256Mechanism()}, nil
 	case "scram-sha-512":
-		return scram.Mechanism(scram.SHA512, c.Username, c.Password)
+		return scramMechanism{scram.Auth{User: c.Username, Pass: c.Password}.AsSha512Mechanism()}, nil
 	}
 	return nil, nil
 }

@@ -102,3 +102,19 @@ func TestTLSWithACustomCA(t *testing.T) {
 		t.Error("an untrusted certificate was accepted")
 	}
 }
+
+// Kafka keeps SCRAM credentials of the password's UTF-8 bytes: its
+// clients and kafka-configs apply no SASLprep, which would turn this
+// no-break space into a space and the proof into a wrong one.
+func TestSCRAMSendsThePasswordAsKafkaStoresIt(t *testing.T) {
+	const pass = "pass\u00a0word"
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-512", "u", pass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := roundTrip(t, Config{Brokers: c.ListenAddrs(), Mechanism: "scram-sha-512", Username: "u", Password: pass}); err != nil {
+		t.Error(err)
+	}
+}

@@ -84,7 +84,7 @@ func TestEnvironmentVariablesDoNotCollide(t *testing.T) {
 			byVar[f.Envs[0]] = map[string]bool{}
 		}
 		byVar[f.Envs[0]][f.Name] = true
-		if !sharedFlags[f.Name] && f.Envs[0] != envName(append(append([]string{envPrefix}, commandPath(n)...), f.Name)...) {
+		if !isShared(f.Name) && f.Envs[0] != envName(append(append([]string{envPrefix}, commandPath(n)...), f.Name)...) {
 			t.Errorf("%v --%s reads %s", commandPath(n), f.Name, f.Envs[0])
 		}
 	}

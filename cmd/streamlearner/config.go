@@ -126,7 +126,7 @@ func (f *fileConfig) Resolve(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (an
 	if v, ok := f.section(path)[key]; ok && path != nil {
 		return nilIfNull(v), nil
 	}
-	if sharedFlags[flag.Name] {
+	if isShared(flag.Name) {
 		return nilIfNull(f.values[key]), nil
 	}
 	return nil, nil
@@ -167,7 +167,7 @@ func (f *fileConfig) Validate(app *kong.Application) error {
 			switch {
 			case k == "config" || k == "help" || k == "version":
 				problems = append(problems, fmt.Sprintf("%s%s: not a setting", where, k))
-			case n.Type == kong.ApplicationNode && !sharedFlags[strings.ReplaceAll(k, "_", "-")]:
+			case n.Type == kong.ApplicationNode && !isShared(strings.ReplaceAll(k, "_", "-")):
 				if cmds := commandsWithFlag(app.Node, k); len(cmds) > 0 {
 					problems = append(problems, fmt.Sprintf("%s: a flag of %s, not a shared setting: put it in the command's section, e.g. {%q: {%q: ...}}",
 						k, strings.Join(cmds, ", "), strings.Fields(cmds[0])[0], k))

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,4 +115,33 @@ func topicLen(t *testing.T, addr, topic string) int64 {
 		n += po.LastOffset
 	}
 	return n
+}
+
+// A command receives SIGINT and SIGTERM through its context, though runMain
+// asks for them only once the command line is parsed: Ctrl-C stops the
+// broker the way its first line says, not the process by the signal.
+func TestCtrlCReachesTheCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	t.Parallel() // a process test that mostly waits: it overlaps the others (make test sets -parallel)
+	bin := testBinary(t)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		log := filepath.Join(t.TempDir(), "broker.log")
+		p := start(t, log, bin, "broker", "--port", "0")
+		waitFor(t, "the broker", 30*time.Second, func() bool {
+			out, _ := os.ReadFile(log)
+			return strings.Contains(string(out), "listening")
+		})
+		p.cmd.Process.Signal(sig)
+		select {
+		case err := <-p.done:
+			out, _ := os.ReadFile(log)
+			if err != nil || !strings.Contains(string(out), "broker stopped") {
+				t.Errorf("after %v: %v, output:\n%s", sig, err, out)
+			}
+		case <-time.After(15 * time.Second):
+			t.Errorf("no exit within 15 s of %v", sig)
+		}
+	}
 }
