@@ -24,8 +24,11 @@ TEST_PARALLEL ?= 4
 
 .PHONY: build test lint fuzz bench demo reproduce clean
 
+# CGO off, as the image builds it: no dynamic loader, libc start-up or cgo
+# thread, 0.8 ms of every command's start-up (the tests keep cgo: the race
+# detector needs it).
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/streamlearner
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/streamlearner
 
 ## test: everything CI runs: format, vet, unit and integration tests, race detector, short fuzzing.
 test: lint
@@ -44,6 +47,7 @@ lint:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeJSON$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./codec/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLIBSVM$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./codec/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSimple$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./codec/
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./learners/
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendPrediction$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./codec/
 	$(GO) test -run '^$$' -fuzz '^FuzzEventDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./codec/

@@ -75,7 +75,9 @@ func brokerWithRegistry(t *testing.T, bin, dir string, partitions int) (addr, re
 
 func waitForRegistry(t *testing.T, regURL string) {
 	t.Helper()
-	waitFor(t, "the registry", 10*time.Second, func() bool {
+	// A bound against a hang, not a timing target: a broker starting while
+	// the package's other process tests load both cores once took over 10 s.
+	waitFor(t, "the registry", 30*time.Second, func() bool {
 		r, err := http.Get(regURL + "/subjects")
 		if err == nil {
 			r.Body.Close()
