@@ -146,7 +146,7 @@ func EachUntil(ctx context.Context, path string, opts Options, fn func(line int,
 	}
 	defer f.Close()
 	var stop error
-	dropped, err = eachUntil(ctx, f, opts, func(line int, x sparse.Vector, y int) error {
+	dropped, err = eachUntil(ctx, f, opts, nil, func(line int, x sparse.Vector, y int) error {
 		stop = fn(line, x, y)
 		return stop
 	})
@@ -158,16 +158,18 @@ func EachUntil(ctx context.Context, path string, opts Options, fn func(line int,
 
 // each is Each on an open reader.
 func each(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sparse.Vector, y int)) (dropped int, err error) {
-	return eachUntil(ctx, r, opts, func(line int, x sparse.Vector, y int) error {
+	return eachUntil(ctx, r, opts, nil, func(line int, x sparse.Vector, y int) error {
 		fn(line, x, y)
 		return nil
 	})
 }
 
-func eachUntil(ctx context.Context, r io.Reader, opts Options, fn func(line int, x sparse.Vector, y int) error) (dropped int, err error) {
+// eachUntil calls fn for each kept record, and flush, if not nil, where
+// scan calls it (after each batch read, and before returning).
+func eachUntil(ctx context.Context, r io.Reader, opts Options, flush func() error, fn func(line int, x sparse.Vector, y int) error) (dropped int, err error) {
 	kept, skipped := 0, 0
 	bad := func(line int, err error) error { return opts.skip(&skipped, line, err) }
-	err = scan(ctx, r, opts.Limits, nil, bad, func(line int, ex codec.Example) (bool, error) {
+	err = scan(ctx, r, opts.Limits, flush, bad, func(line int, ex codec.Example) (bool, error) {
 		y, keep, err := opts.Labels.Map(ex.Label)
 		if err != nil {
 			return true, bad(line, err)
@@ -293,23 +295,9 @@ func EachBatch(ctx context.Context, path string, opts Options, fn func(*Batch) e
 	var b Batch
 	var stop error
 	flush := b.flushTo(fn, &stop)
-	kept, skipped := 0, 0
-	bad := func(line int, err error) error { return opts.skip(&skipped, line, err) }
-	err = scan(ctx, f, opts.Limits, flush, bad, func(line int, ex codec.Example) (bool, error) {
-		y, keep, err := opts.Labels.Map(ex.Label)
-		if err != nil {
-			return true, bad(line, err)
-		}
-		if !keep {
-			dropped++
-			return true, nil
-		}
-		b.X, b.Y, b.Lines = append(b.X, ex.X), append(b.Y, y), append(b.Lines, line)
-		kept++
-		if opts.Progress != nil && kept%progressEvery == 0 {
-			opts.Progress(kept)
-		}
-		return opts.Limit <= 0 || kept < opts.Limit, nil
+	dropped, err = eachUntil(ctx, f, opts, flush, func(line int, x sparse.Vector, y int) error {
+		b.X, b.Y, b.Lines = append(b.X, x), append(b.Y, y), append(b.Lines, line)
+		return nil
 	})
 	if err != nil && (stop == nil || !errors.Is(err, stop)) {
 		return dropped, fmt.Errorf("load %s: %w", path, err)
