@@ -54,6 +54,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzModelUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./model/
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./pending/
 	$(GO) test -run '^$$' -fuzz '^FuzzAvroFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./dataset/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./fetch/
 
 ## bench: every speed and memory target beside its measured value and ratio (scripts/bench.sh; raw outputs in out/bench; COUNT, E2E_RUNS, RSS_RECORDS=0 to skip the 10M-record memory run), then the other benchmarks.
 bench:

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"syscall"
@@ -138,6 +139,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := load(ctx, addr, cfg); err != nil {
 		return Result{}, err
 	}
+	// The writer's batches (one set a partition: tens of megabytes at
+	// hundreds of partitions) are garbage now, but their pages stay in
+	// the process until the scavenger returns them, and the member's peak
+	// would start from them.
+	debug.FreeOSMemory()
 	return serve(ctx, addr, out, cfg)
 }
 

@@ -151,7 +151,7 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 			// Package fetch, not kafka-go's Reader: that one reads
 			// uncommitted and hands transaction markers over as messages.
 			r, err := fetch.NewReader(fetch.Config{Addr: client.Addr, Transport: transport, Topic: cfg.Topic, Partition: sp.partition,
-				ReadUncommitted: cfg.ReadUncommitted, MaxBytes: 4 << 20}, sp.start)
+				ReadUncommitted: cfg.ReadUncommitted, MaxBytes: 4 << 20, ClientID: cfg.Conn.ClientID}, sp.start)
 			if err != nil {
 				ch <- item{err: err}
 				return

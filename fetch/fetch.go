@@ -15,7 +15,14 @@
 //   - returns an *OutOfRangeError with the log's bounds instead of
 //     retrying, so the caller decides loudly where to go;
 //   - reports each response's high-water mark, last stable offset and log
-//     start offset, for lag gauges.
+//     start offset, for lag gauges;
+//   - reads the answers itself (wire.go, batches.go): the transport hands
+//     over the connection it set up, kmsg decodes the answer's structure
+//     and this package its record batches, checking their CRC, with
+//     kafka-go's codecs for compressed ones. kafka-go's decoder took a
+//     64 KiB page for every record batch of an answer, which made a
+//     member reading hundreds of partitions of small batches pay tens of
+//     times the answer's size.
 //
 // Memory: the records of a Batch (keys, values, header values) live in
 // buffers the Reader owns and reuses; they are valid until the next call
@@ -26,7 +33,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"slices"
@@ -34,7 +40,7 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
-	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Config says what to read and how. Zero values take the documented
@@ -59,7 +65,11 @@ type Config struct {
 	// RequestTimeout bounds one request beyond the broker's wait; default
 	// 10 s.
 	RequestTimeout time.Duration
+	// ClientID names the reader in its requests; default "streamlearner".
+	ClientID string
 }
+
+const defaultClientID = "streamlearner"
 
 // Record is one record of the partition. Key, Value and header values are
 // valid until the Reader's next Fetch.
@@ -113,9 +123,9 @@ type Reader struct {
 	arena  arena
 	recs   []Record
 	hdrs   []kafka.Header
-	// aborted are the producers whose aborted transaction is open at the
-	// batch being read; reused between responses.
-	aborted map[int64]struct{}
+	dec    *decoder
+	// buf holds an answer while it is read.
+	buf []byte
 }
 
 // NewReader returns a Reader positioned at offset (kafka.FirstOffset and
@@ -133,11 +143,14 @@ func NewReader(cfg Config, offset int64) (*Reader, error) {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
 	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = defaultClientID
+	}
 	return &Reader{
-		cfg:     cfg,
-		client:  &kafka.Client{Addr: cfg.Addr, Transport: cfg.Transport},
-		offset:  offset,
-		aborted: map[int64]struct{}{},
+		cfg:    cfg,
+		client: &kafka.Client{Addr: cfg.Addr, Transport: cfg.Transport},
+		offset: offset,
+		dec:    newDecoder(!cfg.ReadUncommitted),
 	}, nil
 }
 
@@ -148,11 +161,12 @@ func (r *Reader) Offset() int64 { return r.offset }
 // SetOffset moves the Reader to offset.
 func (r *Reader) SetOffset(offset int64) { r.offset = offset }
 
-func (r *Reader) isolation() kafka.IsolationLevel {
-	if r.cfg.ReadUncommitted {
-		return kafka.ReadUncommitted
+// isolation is a Fetch request's isolation level.
+func isolation(uncommitted bool) int8 {
+	if uncommitted {
+		return int8(kafka.ReadUncommitted)
 	}
-	return kafka.ReadCommitted
+	return int8(kafka.ReadCommitted)
 }
 
 // Bounds returns the partition's log start offset and its end: the
@@ -204,41 +218,29 @@ func (r *Reader) Fetch(ctx context.Context, maxWait time.Duration) (*Batch, erro
 	maxWait = max(maxWait, time.Millisecond)
 	rctx, cancel := context.WithTimeout(ctx, maxWait+r.cfg.RequestTimeout)
 	defer cancel()
-	m, err := r.cfg.Transport.RoundTrip(rctx, r.cfg.Addr, &fetchapi.Request{
-		ReplicaID:   -1,
-		MaxWaitTime: int32(maxWait.Milliseconds()),
-		MinBytes:    1,
-		// The partition's limit is the one that binds: a broker may leave
-		// the aborted-transaction list out of a response cut by the
-		// request-wide limit (the embedded broker does), and without it
-		// aborted records would pass as committed.
-		MaxBytes:       int32(min(2*r.cfg.MaxBytes, math.MaxInt32)),
-		IsolationLevel: int8(r.isolation()),
-		SessionID:      -1,
-		SessionEpoch:   -1,
-		Topics: []fetchapi.RequestTopic{{
-			Topic: r.cfg.Topic,
-			Partitions: []fetchapi.RequestPartition{{
-				Partition: int32(r.cfg.Partition), CurrentLeaderEpoch: -1, FetchOffset: r.offset,
-				LogStartOffset: -1, PartitionMaxBytes: int32(r.cfg.MaxBytes),
-			}},
-		}},
-	})
+	x := newExchange(r.cfg.ClientID, &r.buf)
+	x.req.MaxWaitMillis = int32(maxWait.Milliseconds())
+	x.req.MinBytes = 1
+	// The partition's limit is the one that binds: a broker may leave the
+	// aborted-transaction list out of a response cut by the request-wide
+	// limit (the embedded broker does), and without it aborted records
+	// would pass as committed.
+	x.req.MaxBytes = int32(min(2*r.cfg.MaxBytes, math.MaxInt32))
+	x.req.IsolationLevel = isolation(r.cfg.ReadUncommitted)
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(r.cfg.Partition), r.offset, int32(r.cfg.MaxBytes)
+	x.req.Topics = []kmsg.FetchRequestTopic{{Topic: r.cfg.Topic, Partitions: []kmsg.FetchRequestTopicPartition{rp}}}
+	res, err := answerOf(r.cfg.Transport.RoundTrip(rctx, r.cfg.Addr, x))
 	if err != nil {
 		return nil, fmt.Errorf("fetch %s/%d at %d: %w", r.cfg.Topic, r.cfg.Partition, r.offset, err)
 	}
-	res, ok := m.(*fetchapi.Response)
-	if !ok || len(res.Topics) == 0 || len(res.Topics[0].Partitions) == 0 {
+	if len(res.Topics) == 0 || len(res.Topics[0].Partitions) == 0 {
 		return nil, fmt.Errorf("fetch %s/%d: malformed response", r.cfg.Topic, r.cfg.Partition)
 	}
 	if res.ErrorCode != 0 {
 		return nil, fmt.Errorf("fetch %s/%d: %w", r.cfg.Topic, r.cfg.Partition, kafka.Error(res.ErrorCode))
 	}
 	p := &res.Topics[0].Partitions[0]
-	if p.RecordSet.Records != nil {
-		// The records reference pooled pages until closed.
-		defer closeRecords(p.RecordSet.Records)
-	}
 	if p.ErrorCode != 0 {
 		kerr := kafka.Error(p.ErrorCode)
 		if errors.Is(kerr, kafka.OffsetOutOfRange) {
@@ -261,10 +263,10 @@ func (r *Reader) Fetch(ctx context.Context, maxWait time.Duration) (*Batch, erro
 // collect copies the response's deliverable records into the Reader's
 // buffers, skipping aborted data and markers, and advances b.Next past
 // everything the response covered.
-func (r *Reader) collect(p *fetchapi.ResponsePartition, b *Batch) error {
+func (r *Reader) collect(p *kmsg.FetchResponseTopicPartition, b *Batch) error {
 	r.arena.reset()
 	r.recs, r.hdrs = r.recs[:0], r.hdrs[:0]
-	next, skipped, err := walk(p, r.offset, !r.cfg.ReadUncommitted, r.aborted, func(rec *protocol.Record) {
+	w, err := r.dec.partition(p, r.offset, func(rec *rawRecord) {
 		// Chunks never move, so a record points into the arena as soon
 		// as it is copied there.
 		out := Record{Offset: rec.Offset, Time: rec.Time}
@@ -275,7 +277,7 @@ func (r *Reader) collect(p *fetchapi.ResponsePartition, b *Batch) error {
 		if len(rec.Headers) > 0 {
 			from := len(r.hdrs)
 			for _, h := range rec.Headers {
-				r.hdrs = append(r.hdrs, kafka.Header{Key: h.Key, Value: r.arena.copyBytes(h.Value)})
+				r.hdrs = append(r.hdrs, kafka.Header{Key: h.Key, Value: r.arena.copy(h.Value)})
 			}
 			out.Headers = r.hdrs[from:len(r.hdrs):len(r.hdrs)]
 		}
@@ -286,91 +288,13 @@ func (r *Reader) collect(p *fetchapi.ResponsePartition, b *Batch) error {
 			r.recs = slices.Grow(r.recs, max(len(r.recs), 256))
 		}
 		r.recs = append(r.recs, out)
-		closeRecord(rec)
 	})
-	if next > b.Next {
-		b.Next = next
+	if w.next > b.Next {
+		b.Next = w.next
 	}
-	b.Skipped += skipped
+	b.Skipped += w.skipped
 	b.Records = r.recs
 	return err
-}
-
-// walk reads a response partition's records from offset from on, in
-// order, and hands each deliverable one to keep, which must close it (the
-// record itself is reused by the next read; its Key, Value and header
-// values are not). Aborted transactions' records and markers are
-// skipped and closed here (with read committed; the transaction list is
-// the response's, its open producers are tracked in aborted, which walk
-// clears first). next is past everything the response covered, skipped
-// how many records were left out; from when nothing was covered.
-func walk(p *fetchapi.ResponsePartition, from int64, readCommitted bool, aborted map[int64]struct{}, keep func(*protocol.Record)) (next int64, skipped int, err error) {
-	next = from
-	clear(aborted)
-	txns := p.AbortedTransactions // ordered by first offset
-	var batches []protocol.RecordReader
-	switch rs := p.RecordSet.Records.(type) {
-	case nil:
-	case *protocol.RecordStream:
-		batches = rs.Records
-	default:
-		batches = []protocol.RecordReader{rs}
-	}
-	for _, batch := range batches {
-		var (
-			base      int64
-			producer  int64 = -1
-			txn, ctrl bool
-		)
-		switch bt := batch.(type) {
-		case *protocol.RecordBatch:
-			base, producer, txn = bt.BaseOffset, bt.ProducerID, bt.Attributes.Transactional()
-		case *protocol.ControlBatch:
-			base, producer, ctrl = bt.BaseOffset, bt.ProducerID, true
-		case *protocol.MessageSet:
-			base = bt.BaseOffset
-		}
-		if readCommitted {
-			for len(txns) > 0 && txns[0].FirstOffset <= base {
-				aborted[txns[0].ProducerID] = struct{}{}
-				txns = txns[1:]
-			}
-		}
-		_, abortedBatch := aborted[producer]
-		skip := ctrl || (readCommitted && txn && abortedBatch)
-		for {
-			rec, err := batch.ReadRecord()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return next, skipped, err
-			}
-			if rec.Offset < from {
-				closeRecord(rec)
-				continue // brokers may answer from the start of a batch
-			}
-			next = rec.Offset + 1
-			if skip {
-				if ctrl && readCommitted && abortedBatch && isAbortMarker(rec) {
-					delete(aborted, producer) // the transaction ends here
-				} else {
-					closeRecord(rec)
-				}
-				skipped++
-				continue
-			}
-			keep(rec)
-		}
-	}
-	return next, skipped, nil
-}
-
-// isAbortMarker reads a control record's key: version, then type (0 abort,
-// 1 commit). It consumes and closes the record.
-func isAbortMarker(rec *protocol.Record) bool {
-	cr, err := protocol.ReadControlRecord(rec)
-	return err == nil && cr.Type == 0
 }
 
 // arena holds the bytes of one response's records in chunks that are
@@ -414,23 +338,7 @@ func (a *arena) room(n int) []byte {
 // copy copies b into the arena and returns the copy, its capacity capped
 // so that appending to it cannot run into the next record; never nil, as
 // values and header values always were (a null value reads as empty).
-func (a *arena) copy(b protocol.Bytes) []byte {
-	n := 0
-	if b != nil {
-		n = b.Len()
-	}
-	c := a.room(n)
-	from := len(c)
-	c = c[:from+n]
-	if n > 0 {
-		io.ReadFull(b, c[from:])
-	}
-	a.chunks[a.used-1] = c
-	return c[from : from+n : from+n]
-}
-
-// copyBytes is copy for a plain slice.
-func (a *arena) copyBytes(b []byte) []byte {
+func (a *arena) copy(b []byte) []byte {
 	c := a.room(len(b))
 	from := len(c)
 	c = append(c, b...)

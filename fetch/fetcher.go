@@ -4,17 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"net"
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 
 	kafka "github.com/segmentio/kafka-go"
-	"github.com/segmentio/kafka-go/protocol"
 	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A Fetcher reads many partitions for one consumer: one Fetch request at a
@@ -92,24 +92,25 @@ type FetcherConfig struct {
 	// RequestTimeout bounds one request beyond the broker's wait; default
 	// 10 s.
 	RequestTimeout time.Duration
+	// ClientID names the fetcher in its requests; default "streamlearner".
+	ClientID string
 }
 
-// decodePage is the memory kafka-go's decoder takes for each record batch
-// of a response, at least (a page of its pool, 64 KiB, however small the
-// batch), until the batch's records are closed: a response of many small
-// batches costs many times its bytes.
-const decodePage = 64 << 10
+// requestPart: a request asks for at most this part of MaxBytes. Its
+// answer is read whole into one buffer before its records are copied
+// out, beside the records of earlier answers not yet released: a
+// smaller part bounds that buffer, at the cost of more requests when
+// many partitions have records.
+const requestPart = 4
 
-// amplification is what a byte of p's answers costs to decode, from the
-// size of its batches so far; f.mu held. Until one is seen, batches of 1
-// KiB are assumed: a first request for hundreds of partitions of small
-// batches would otherwise cost gigabytes to decode.
-func (p *Partition) amplification() float64 {
-	b := p.batchBytes
-	if b <= 0 {
-		b = 1 << 10
+// expansion is what a byte of p's answers is held as; f.mu held. Until
+// an answer with records comes, twice its size is assumed (records of a
+// few hundred bytes with their structs, or a compressed batch).
+func (p *Partition) expansion() float64 {
+	if p.expand <= 0 {
+		return 2
 	}
-	return max(1, float64(decodePage)/float64(b))
+	return max(p.expand, 0.25)
 }
 
 // minShare is the least a partition is given of a request's bytes: below
@@ -129,9 +130,13 @@ type Partition struct {
 	epoch    uint64 // bumped by SetOffset: answers to older requests are dropped
 	inflight bool
 	closed   bool
-	// batchBytes is the mean size of the partition's record batches in its
-	// last answer with records (0: none yet).
+	// batchBytes is the mean size on the wire of the partition's record
+	// batches in its last answer with records (0: none yet).
 	batchBytes int
+	// expand is what a byte of its answers was held as in the last one
+	// with records: record bytes and structs, inflated when compressed
+	// (0: none yet).
+	expand float64
 	// fresh: an answer without records came since the last Fetch.
 	fresh bool
 	ready *held // fetched, not yet taken
@@ -152,8 +157,9 @@ type held struct {
 	// Fetch finds the log's bounds.
 	outOfRange bool
 	offset     int64
-	// batches counts the record batches the answer held.
-	batches int
+	// batches counts the whole record batches the answer held, wire
+	// their bytes.
+	batches, wire int
 }
 
 // NewFetcher starts a Fetcher; Close stops it.
@@ -175,6 +181,9 @@ func NewFetcher(cfg FetcherConfig) (*Fetcher, error) {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = defaultClientID
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Fetcher{
@@ -275,7 +284,7 @@ func (f *Fetcher) home() {
 			}
 			s := f.sources[id]
 			if s == nil {
-				s = &source{f: f, wake: make(chan struct{}, 1), aborted: map[int64]struct{}{}}
+				s = &source{f: f, wake: make(chan struct{}, 1), dec: newDecoder(!f.cfg.ReadUncommitted)}
 				f.sources[id] = s
 				f.wg.Add(1)
 				go s.run()
@@ -456,10 +465,14 @@ type source struct {
 	parts []*Partition // f.mu
 	// next is where the next request starts in parts, so that when not
 	// all fit, every partition gets its turn first.
-	next    int
-	aborted map[int64]struct{}
-	// recs holds a partition's records while they are copied out.
-	recs []protocol.Record
+	next int
+	dec  *decoder
+	// buf holds an answer while it is read; scratch, copied and headers
+	// a partition's records while they are copied out. All are reused.
+	buf     []byte
+	scratch []byte
+	copied  []copied
+	headers []copiedHeader
 	// deferred is when the source began holding back a request that
 	// would only wait on idle partitions (zero: not holding back).
 	deferred time.Time
@@ -478,8 +491,8 @@ type ask struct {
 	p      *Partition
 	epoch  uint64
 	offset int64
-	share  int
-	cost   int // reserved: what the answer may cost to decode
+	share  int // of the answer's bytes
+	cost   int // reserved until the answer comes: what the share is held as
 }
 
 func (s *source) run() {
@@ -552,21 +565,23 @@ func (s *source) plan(asks *[]ask) (time.Duration, bool) {
 	s.deferred = time.Time{}
 	avail := f.cfg.MaxBytes - f.used
 	cost := max(avail/len(want), minShare)
-	k, reserved := 0, 0
+	k, reserved, wire := 0, 0, 0
 	for _, p := range want {
-		// A partition of small batches gets less of the wire, so that what
-		// its answer costs to decode stays within its part of the budget;
-		// never less than one of its batches.
-		amp := p.amplification()
-		share := min(f.cfg.PartitionMaxBytes, max(int(float64(cost)/amp), p.batchBytes, 1<<10))
-		c := int(float64(share) * amp)
+		// Never less than one of the partition's batches.
+		e := p.expansion()
+		share := min(f.cfg.PartitionMaxBytes, max(int(float64(cost)/e), p.batchBytes))
+		c := int(float64(share) * e)
 		if reserved+c > avail && (k > 0 || f.used > 0) {
 			break // the others wait for room, in turn
+		}
+		if k > 0 && wire+share > f.cfg.MaxBytes/requestPart {
+			break // the others go in the next request, at once
 		}
 		p.inflight = true
 		*asks = append(*asks, ask{p: p, epoch: p.epoch, offset: p.at, share: share, cost: c})
 		k++
 		reserved += c
+		wire += share
 	}
 	if k == 0 {
 		return time.Minute, false // poked when a batch is released
@@ -595,47 +610,33 @@ func (s *source) readable(p *Partition) int64 {
 // fetch sends one request and hands out its answers.
 func (s *source) fetch(asks []ask, wait time.Duration) {
 	f := s.f
-	req := &fetchapi.Request{
-		ReplicaID:   -1,
-		MaxWaitTime: int32(wait.Milliseconds()),
-		MinBytes:    1,
-		// The partitions' shares are what bind: a broker may leave the
-		// aborted-transaction list out of a partition cut by the
-		// request-wide limit (the embedded broker does), and without it
-		// aborted records would pass as committed. Their sum is within the
-		// budget already.
-		MaxBytes:       math.MaxInt32,
-		IsolationLevel: int8(kafka.ReadCommitted),
-		SessionID:      -1,
-		SessionEpoch:   -1,
-	}
-	if f.cfg.ReadUncommitted {
-		req.IsolationLevel = int8(kafka.ReadUncommitted)
-	}
+	x := newExchange(f.cfg.ClientID, &s.buf)
+	x.req.MaxWaitMillis = int32(wait.Milliseconds())
+	x.req.MinBytes = 1
+	// The partitions' shares are what bind: a broker may leave the
+	// aborted-transaction list out of a partition cut by the request-wide
+	// limit (the embedded broker does), and without it aborted records
+	// would pass as committed. Their sum is within the budget already.
+	x.req.MaxBytes = math.MaxInt32
+	x.req.IsolationLevel = isolation(f.cfg.ReadUncommitted)
 	index := map[topicPartition]int{}
 	reserved := 0
 	for i, a := range asks {
-		if len(req.Topics) == 0 || req.Topics[len(req.Topics)-1].Topic != a.p.topic {
-			req.Topics = append(req.Topics, fetchapi.RequestTopic{Topic: a.p.topic})
+		if len(x.req.Topics) == 0 || x.req.Topics[len(x.req.Topics)-1].Topic != a.p.topic {
+			x.req.Topics = append(x.req.Topics, kmsg.FetchRequestTopic{Topic: a.p.topic})
 		}
-		t := &req.Topics[len(req.Topics)-1]
-		t.Partitions = append(t.Partitions, fetchapi.RequestPartition{
-			Partition: int32(a.p.id), CurrentLeaderEpoch: -1, FetchOffset: a.offset, LogStartOffset: -1, PartitionMaxBytes: int32(a.share),
-		})
+		t := &x.req.Topics[len(x.req.Topics)-1]
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(a.p.id), a.offset, int32(a.share)
+		t.Partitions = append(t.Partitions, rp)
 		index[topicPartition{a.p.topic, a.p.id}] = i
 		reserved += a.cost
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, wait+f.cfg.RequestTimeout)
-	m, err := f.cfg.Transport.RoundTrip(ctx, f.cfg.Addr, req)
+	res, err := answerOf(f.cfg.Transport.RoundTrip(ctx, f.cfg.Addr, x))
 	cancel()
-	var res *fetchapi.Response
-	if err == nil {
-		var ok bool
-		if res, ok = m.(*fetchapi.Response); !ok {
-			err = errors.New("malformed response")
-		} else if res.ErrorCode != 0 {
-			err = kafka.Error(res.ErrorCode)
-		}
+	if err == nil && res.ErrorCode != 0 {
+		err = kafka.Error(res.ErrorCode)
 	}
 	// The records are copied out before the lock is taken: consumers
 	// take their batches meanwhile.
@@ -646,13 +647,9 @@ func (s *source) fetch(asks []ask, wait time.Duration) {
 			for pi := range t.Partitions {
 				rp := &t.Partitions[pi]
 				i, ok := index[topicPartition{t.Topic, int(rp.Partition)}]
-				if !ok || answers[i] != nil {
-					if rp.RecordSet.Records != nil {
-						closeRecords(rp.RecordSet.Records)
-					}
-					continue
+				if ok && answers[i] == nil {
+					answers[i] = s.answer(asks[i], rp)
 				}
-				answers[i] = s.answer(asks[i], rp)
 			}
 		}
 	}
@@ -689,7 +686,10 @@ func (s *source) fetch(asks []ask, wait time.Duration) {
 			p.at = h.batch.Next
 			f.used += h.bytes
 			if h.batches > 0 {
-				p.batchBytes = max(1, h.bytes/h.batches)
+				p.batchBytes = max(1, h.wire/h.batches)
+			}
+			if h.bytes > 0 && h.wire > 0 {
+				p.expand = float64(h.bytes) / float64(h.wire)
 			}
 		}
 		if h.err != nil && leaderMoved(h.err) {
@@ -716,11 +716,8 @@ type topicPartition struct {
 	id    int
 }
 
-// answer reads one partition's part of a response.
-func (s *source) answer(a ask, rp *fetchapi.ResponsePartition) *held {
-	if rp.RecordSet.Records != nil {
-		defer closeRecords(rp.RecordSet.Records) // what was not read
-	}
+// answer reads one partition's part of an answer.
+func (s *source) answer(a ask, rp *kmsg.FetchResponseTopicPartition) *held {
 	p := a.p
 	if rp.ErrorCode != 0 {
 		kerr := kafka.Error(rp.ErrorCode)
@@ -736,88 +733,76 @@ func (s *source) answer(a ask, rp *fetchapi.ResponsePartition) *held {
 	return h
 }
 
+// copied is a record copied into a source's scratch, by position: the
+// scratch moves as it grows.
+type copied struct {
+	offset             int64
+	time               time.Time
+	key, value, end    int // key < 0: a null key
+	headers, headersTo int
+}
+
+type copiedHeader struct {
+	key      string
+	from, to int
+}
+
 // copyOut reads a partition's records into memory of the batch's own,
 // sized to them: a batch is released on its own, whatever the others do.
-func (s *source) copyOut(rp *fetchapi.ResponsePartition, from int64, h *held) error {
-	recs := s.recs[:0]
-	size, nh := 0, 0
-	switch rs := rp.RecordSet.Records.(type) {
-	case nil:
-	case *protocol.RecordStream:
-		h.batches = len(rs.Records)
-	default:
-		h.batches = 1
-	}
-	next, skipped, err := walk(rp, from, !s.f.cfg.ReadUncommitted, s.aborted, func(rec *protocol.Record) {
-		r := *rec // the reader reuses rec
+func (s *source) copyOut(rp *kmsg.FetchResponseTopicPartition, from int64, h *held) error {
+	sc, recs, hs := s.scratch[:0], s.copied[:0], s.headers[:0]
+	w, err := s.dec.partition(rp, from, func(r *rawRecord) {
+		c := copied{offset: r.Offset, time: r.Time, key: -1, headers: len(hs)}
 		if r.Key != nil {
-			size += r.Key.Len()
+			c.key = len(sc)
+			sc = append(sc, r.Key...)
 		}
-		if r.Value != nil {
-			size += r.Value.Len()
-		}
+		c.value = len(sc)
+		sc = append(sc, r.Value...)
+		c.end = len(sc)
 		for _, hd := range r.Headers {
-			size += len(hd.Value)
+			at := len(sc)
+			sc = append(sc, hd.Value...)
+			hs = append(hs, copiedHeader{key: hd.Key, from: at, to: len(sc)})
 		}
-		nh += len(r.Headers)
-		recs = append(recs, r)
+		c.headersTo = len(hs)
+		recs = append(recs, c)
 	})
-	defer func() {
-		for i := range recs {
-			closeRecord(&recs[i])
-		}
-		clear(recs) // no page kept from the pool
-		s.recs = recs[:0]
-	}()
+	s.scratch, s.copied, s.headers = sc, recs, hs
 	if err != nil {
 		return err
 	}
-	h.batch.Next, h.batch.Skipped = next, skipped
+	h.batch.Next, h.batch.Skipped, h.batches = w.next, w.skipped, w.batches
+	h.wire = len(rp.RecordBatches)
 	if len(recs) == 0 {
 		return nil
 	}
-	buf := make([]byte, 0, size)
+	buf := make([]byte, len(sc))
+	copy(buf, sc)
 	out := make([]Record, len(recs))
-	hdrs := make([]kafka.Header, 0, nh)
-	for i := range recs {
-		r := &recs[i]
-		o := &out[i]
-		o.Offset, o.Time = r.Offset, r.Time
-		if r.Key != nil {
-			buf, o.Key = appendBytes(buf, r.Key)
+	var hdrs []kafka.Header
+	if len(hs) > 0 {
+		hdrs = make([]kafka.Header, len(hs))
+		for i, hd := range hs {
+			hdrs[i] = kafka.Header{Key: hd.key, Value: buf[hd.from:hd.to:hd.to]}
 		}
-		buf, o.Value = appendBytes(buf, r.Value)
-		if len(r.Headers) > 0 {
-			from := len(hdrs)
-			for _, hd := range r.Headers {
-				at := len(buf)
-				buf = append(buf, hd.Value...)
-				hdrs = append(hdrs, kafka.Header{Key: hd.Key, Value: buf[at:len(buf):len(buf)]})
-			}
-			o.Headers = hdrs[from:len(hdrs):len(hdrs)]
+	}
+	for i, c := range recs {
+		o := &out[i]
+		o.Offset, o.Time = c.offset, c.time
+		if c.key >= 0 {
+			o.Key = buf[c.key:c.value:c.value]
+		}
+		o.Value = buf[c.value:c.end:c.end]
+		if c.headersTo > c.headers {
+			o.Headers = hdrs[c.headers:c.headersTo:c.headersTo]
 		}
 	}
 	h.batch.Records = out
-	// Counted as held, as the broker counts a response: the records'
-	// bytes. Their Record structs (about 100 bytes each) come on top.
-	h.bytes = size
+	// Counted as held: the records' bytes and their structs (104 bytes
+	// each, as much as a small record's bytes).
+	h.bytes = len(buf) + len(out)*int(unsafe.Sizeof(Record{})) + len(hdrs)*int(unsafe.Sizeof(kafka.Header{}))
 	return nil
-}
-
-// appendBytes copies b to the end of buf, whose capacity is enough, and
-// returns the copy (never nil: a null value reads as empty, as a Reader
-// gives it).
-func appendBytes(buf []byte, b protocol.Bytes) ([]byte, []byte) {
-	at := len(buf)
-	n := 0
-	if b != nil {
-		n = b.Len()
-	}
-	buf = buf[:at+n]
-	if n > 0 {
-		io.ReadFull(b, buf[at:])
-	}
-	return buf, buf[at : at+n : at+n]
 }
 
 // unhome gives p back to be homed again (its leader moved); f.mu held.

@@ -121,6 +121,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// when a member starts (256 partitions opened 256 connections).
 		Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: limited, ReadUncommitted: cfg.ReadUncommitted,
 		MaxBytes: cfg.FetchMaxBytes, PartitionMaxBytes: cfg.FetchPartitionMaxBytes, MaxWait: cfg.FetchMaxWait,
+		ClientID: cfg.Conn.ClientID,
 	})
 	if err != nil {
 		return err

@@ -208,7 +208,7 @@ func (w *worker) run(gen context.Context) {
 	if cfg.LabelTopic != "" {
 		lr, err := fetch.NewReader(fetch.Config{
 			Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: w.m.transport, Topic: cfg.LabelTopic, Partition: w.part.ID,
-			ReadUncommitted: cfg.ReadUncommitted, MaxBytes: cfg.FetchPartitionMaxBytes,
+			ReadUncommitted: cfg.ReadUncommitted, MaxBytes: cfg.FetchPartitionMaxBytes, ClientID: cfg.Conn.ClientID,
 		}, w.st.LabelOffset)
 		if err != nil {
 			w.log.Error().Err(err).Msg("label partition reader")
@@ -381,6 +381,10 @@ func (w *worker) run(gen context.Context) {
 					}
 				}
 			}
+			// The batch goes back to the fetcher's budget at the next
+			// Fetch: the last record must not keep its memory alive
+			// beyond that, uncounted.
+			w.msg = kafka.Message{}
 			if w.rewound {
 				// The rest of the batch is read again from the snapshot's
 				// offset.

@@ -274,7 +274,7 @@ func newCursor(src *Source, topic string, partition int, start, end int64) (*cur
 		return nil, err
 	}
 	c.r, err = fetch.NewReader(fetch.Config{Addr: kafka.TCP(src.Conn.Brokers...), Transport: transport, Topic: topic,
-		Partition: partition, ReadUncommitted: src.ReadUncommitted}, start)
+		Partition: partition, ReadUncommitted: src.ReadUncommitted, ClientID: src.Conn.ClientID}, start)
 	return c, err
 }
 
