@@ -30,13 +30,16 @@ import (
 //     rewind (SetOffset) or a slow consumer of one does not touch another.
 //   - A partition's next batch is fetched while its consumer works on the
 //     current one (one batch ahead, no more).
-//   - Memory: every record byte the Fetcher holds — asked for in requests
-//     in flight, fetched and not yet taken, taken and not yet released —
+//   - Memory: every record the Fetcher holds — asked for in requests in
+//     flight, fetched and not yet taken, taken and not yet released —
 //     counts against FetcherConfig.MaxBytes; when it is spent, requests
-//     wait for consumers to release batches. One batch larger than a
-//     partition's share is still delivered whole (brokers return the first
-//     batch of a response whatever the limits, so that no consumer stalls
-//     on it), so the bound can be exceeded by one such batch.
+//     wait for consumers to release batches. A request reserves each
+//     share at what the partition's last answer was held as per wire
+//     byte, so the bound can be exceeded when an answer is held as more
+//     (the first of a partition, a batch better compressed), and by one
+//     batch larger than a partition's share, which is still delivered
+//     whole (brokers return the first batch of a response whatever the
+//     limits, so that no consumer stalls on it).
 //   - A batch's records (keys, values, header values) live in memory of
 //     their own, valid until the Partition's next Fetch or Close; then it
 //     is released to the budget.
@@ -72,11 +75,15 @@ type FetcherConfig struct {
 	// ReadUncommitted reads every record written, including those of open
 	// and aborted transactions. Default false: read committed.
 	ReadUncommitted bool
-	// MaxBytes bounds the record bytes held by the Fetcher at once, for
-	// all its partitions together (Kafka's fetch.max.bytes, but for
-	// buffers too). Default 16 MiB. When many partitions have records, a
-	// request gives each a smaller share of it (never less than 16 KiB;
-	// the partitions beyond that wait for the next request, in turn).
+	// MaxBytes bounds the records held by the Fetcher at once, for all
+	// its partitions together (Kafka's fetch.max.bytes, but for buffers
+	// too): their bytes and their Record structs, fetched ahead or taken
+	// and not yet released, and what requests in flight reserve. Default
+	// 16 MiB. When many partitions have records, a request gives each a
+	// smaller share of it (never less than 16 KiB; the partitions beyond
+	// that wait for the next request, in turn). One request asks for at
+	// most a quarter of it; the answer being read, a buffer of that size,
+	// comes on top.
 	MaxBytes int
 	// PartitionMaxBytes bounds one partition's share of a response
 	// (max.partition.fetch.bytes). Default 1 MiB. A larger share costs

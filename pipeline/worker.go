@@ -52,9 +52,8 @@ type worker struct {
 	labels *labelSide
 	// srcHdrs is every prediction's headers (shared, never changed).
 	srcHdrs []kafka.Header
-	// arena holds the keys and values of the buffered predictions, batch
-	// the record batch being written.
-	arena, batch []byte
+	// arena holds the keys and values of the buffered predictions.
+	arena []byte
 
 	// posName and negName name a binary model's sides when labels are
 	// read through a --positive list (codec.LabelMap.ClassNames).
@@ -1010,10 +1009,18 @@ func (w *worker) flush(ctx context.Context) error {
 	return w.write(ctx, w.m.dlq, &w.dead, false)
 }
 
+// wireBufs holds the buffers of record batches being written.
+var wireBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message, preds bool) error {
 	mt := w.m.cfg.Metrics
 	backoff := 50 * time.Millisecond
 	start := *msgs // to reuse from its start once all is written
+	// The record batch being written: the member's workers share a few
+	// (one a write in flight), where one a partition, kept between its
+	// flushes, cost as much as the output buffers themselves.
+	batch := wireBufs.Get().(*[]byte)
+	defer wireBufs.Put(batch)
 	for len(*msgs) > 0 {
 		// As many as fit one request.
 		limit := wr.limit
@@ -1023,7 +1030,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 			n++
 		}
 		group := (*msgs)[:n]
-		err := wr.produce(ctx, w.part.ID, group, &w.batch, w.txn)
+		err := wr.produce(ctx, w.part.ID, group, batch, w.txn)
 		if err == nil {
 			if preds {
 				mt.Produced.Add(float64(n))
@@ -1041,7 +1048,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 		if refused(err) {
 			// Find the records refused for good, one by one.
 			for i := range group {
-				if err := wr.produce(ctx, w.part.ID, group[i:i+1], &w.batch, w.txn); err != nil {
+				if err := wr.produce(ctx, w.part.ID, group[i:i+1], batch, w.txn); err != nil {
 					if !refused(err) {
 						*msgs = (*msgs)[i:]
 						return fmt.Errorf("write to %s: %w", wr.topic, err)
