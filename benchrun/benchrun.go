@@ -149,7 +149,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 // createTopics makes the run's topics on an external broker.
 func createTopics(ctx context.Context, addr string, partitions int, names ...string) error {
-	c := &kafka.Client{Addr: kafka.TCP(addr)}
+	// A transport of the run's own, closed with it: the default one
+	// keeps its connections to a broker that is gone.
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	c := &kafka.Client{Addr: kafka.TCP(addr), Transport: tr}
 	req := &kafka.CreateTopicsRequest{}
 	for _, n := range names {
 		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: 1})
@@ -169,7 +173,9 @@ func createTopics(ctx context.Context, addr string, partitions int, names ...str
 // load writes Records messages, Input over and over, round-robin over the
 // partitions, in batches of 1,000.
 func load(ctx context.Context, addr string, cfg Config) error {
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: cfg.Topic, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll,
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: cfg.Topic, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireAll, Transport: tr,
 		BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 4 << 20}
 	defer w.Close()
 	batch := make([]kafka.Message, 0, 1000)

@@ -102,6 +102,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Closed last: its idle connections (a goroutine and buffers each)
+	// would outlive Run until their idle timeout, and a process running
+	// members one after another (bench, tests) held hundreds.
+	defer transport.CloseIdleConnections()
 	// The member's requests (produce, commit, offsets) share a few
 	// connections; the fetcher's long polls do not wait behind them.
 	limited := &limitedTransport{rt: transport, slots: make(chan struct{}, requestsInFlight)}

@@ -38,7 +38,10 @@ type worker struct {
 	bad   zerolog.Logger // rate-limited, for bad records
 	st    *State
 	spec  string
-	preds []kafka.Message
+	// preds are the buffered predictions, by position in arena: a
+	// kafka.Message each (152 bytes) cost as much as the prediction's own
+	// bytes, for every partition between its flushes.
+	preds []pred
 	dead  []kafka.Message
 	since time.Time // when the oldest buffered output was added
 	// pending counts records since the last commit, committedAt its time
@@ -742,12 +745,12 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 		return
 	}
 	w.predicted.Inc()
-	w.preds = append(w.preds, kafka.Message{
-		Key:     w.arena[start:keyEnd:keyEnd],
-		Value:   w.arena[keyEnd:len(w.arena):len(w.arena)],
-		Headers: w.srcHdrs,
-	})
+	w.preds = append(w.preds, pred{key: start, value: keyEnd, end: len(w.arena)})
 }
+
+// pred is a buffered prediction: key arena[key:value], value
+// arena[value:end].
+type pred struct{ key, value, end int }
 
 // labelSide is the label topic's partition beside the input's: its
 // reader and the labels fetched and not yet played, in offset order
@@ -1002,12 +1005,30 @@ func (w *worker) markDurable() {
 // bounds each attempt.
 func (w *worker) flush(ctx context.Context) error {
 	w.m.cfg.Metrics.Round.add(&w.rounds)
-	if err := w.write(ctx, w.m.out, &w.preds, true); err != nil {
-		return err
+	if len(w.preds) > 0 {
+		msgs := predMsgs.Get().(*[]kafka.Message)
+		for _, p := range w.preds {
+			*msgs = append(*msgs, kafka.Message{Key: w.arena[p.key:p.value:p.value], Value: w.arena[p.value:p.end:p.end], Headers: w.srcHdrs})
+		}
+		err := w.write(ctx, w.m.out, msgs, true)
+		if err != nil {
+			w.preds = w.preds[len(w.preds)-len(*msgs):] // the rest, for the next flush
+		}
+		clear(*msgs)
+		*msgs = (*msgs)[:0]
+		predMsgs.Put(msgs)
+		if err != nil {
+			return err
+		}
+		w.preds = w.preds[:0]
 	}
 	w.arena = w.arena[:0] // every prediction in it is written
 	return w.write(ctx, w.m.dlq, &w.dead, false)
 }
+
+// predMsgs holds the messages of predictions being written: a flush's
+// worth, shared by the workers.
+var predMsgs = sync.Pool{New: func() any { return new([]kafka.Message) }}
 
 // wireBufs holds the buffers of record batches being written.
 var wireBufs = sync.Pool{New: func() any { return new([]byte) }}
