@@ -9,6 +9,7 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
 	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
 	produceapi "github.com/segmentio/kafka-go/protocol/produce"
 )
@@ -29,9 +30,15 @@ func (s *slowTransport) RoundTrip(ctx context.Context, _ net.Addr, _ kafka.Reque
 	return nil, nil
 }
 
+// ownFetch is a Fetch request of a type of its own, as package fetch
+// sends them.
+type ownFetch struct{}
+
+func (ownFetch) ApiKey() protocol.ApiKey { return protocol.Fetch }
+
 // The member's requests wait for a slot beyond the limit (each would be a
-// connection of its own), but fetches never do, and a waiting request
-// gives up with its context.
+// connection of its own), but fetches never do, whatever their type, and
+// a waiting request gives up with its context.
 func TestLimitedTransportBoundsRequestsInFlight(t *testing.T) {
 	slow := &slowTransport{}
 	l := &limitedTransport{rt: slow, slots: make(chan struct{}, 4)}
@@ -52,17 +59,20 @@ func TestLimitedTransportBoundsRequestsInFlight(t *testing.T) {
 	for range 4 { // the slots are all taken
 		l.slots <- struct{}{}
 	}
-	for range 10 {
+	for i := range 10 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			l.RoundTrip(ctx, nil, &fetchapi.Request{})
+			req := []kafka.Request{&fetchapi.Request{}, ownFetch{}}[i%2]
+			if _, err := l.RoundTrip(ctx, nil, req); err != nil {
+				t.Errorf("a fetch (%T) waited for a slot: %v", req, err)
+			}
 		}()
 	}
 	wg.Wait()
-	if p := slow.peak.Load(); p < 2 {
+	if p := slow.peak.Load(); p < 4 {
 		t.Errorf("fetches waited for a slot: %d in flight at most", p)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)

@@ -32,7 +32,7 @@ import (
 
 	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
-	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
+	"github.com/segmentio/kafka-go/protocol"
 
 	"github.com/streamlearner/streamlearner/fetch"
 )
@@ -295,9 +295,10 @@ type limitedTransport struct {
 }
 
 func (l *limitedTransport) RoundTrip(ctx context.Context, addr net.Addr, req kafka.Request) (kafka.Response, error) {
-	if _, ok := req.(*fetchapi.Request); ok {
+	if req.ApiKey() == protocol.Fetch {
 		// One per broker at a time (fetch.Fetcher), held up to the
-		// broker's wait: it must not take a slot from the workers.
+		// broker's wait: it must not take a slot from the workers. By
+		// its key: package fetch sends a request type of its own.
 		return l.rt.RoundTrip(ctx, addr, req)
 	}
 	select {
