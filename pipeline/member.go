@@ -62,6 +62,8 @@ type member struct {
 	// flushBytes is a partition's part of Config.FlushMaxBytes in the
 	// current generation.
 	flushBytes atomic.Int64
+	// writes bounds the workers' flushes under way (see worker.flush).
+	writes chan struct{}
 	// drained counts the workers that have not yet made their last
 	// commit; Run waits for it before it leaves the group.
 	drained sync.WaitGroup
@@ -109,7 +111,8 @@ func Run(ctx context.Context, cfg Config) error {
 	// The member's requests (produce, commit, offsets) share a few
 	// connections; the fetcher's long polls do not wait behind them.
 	limited := &limitedTransport{rt: transport, slots: make(chan struct{}, requestsInFlight)}
-	m := &member{ctx: ctx, cfg: &cfg, dialer: dialer, transport: transport, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: limited, Timeout: 10 * time.Second}}
+	m := &member{ctx: ctx, cfg: &cfg, dialer: dialer, transport: transport, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: limited, Timeout: 10 * time.Second},
+		writes: make(chan struct{}, requestsInFlight)}
 	cfg.Metrics.health.after = cfg.StuckAfter
 	if cfg.ProcessingGuarantee == ExactlyOnce {
 		// At 0 from the start, for the alert rules' rates.

@@ -1005,6 +1005,19 @@ func (w *worker) markDurable() {
 // bounds each attempt.
 func (w *worker) flush(ctx context.Context) error {
 	w.m.cfg.Metrics.Round.add(&w.rounds)
+	if len(w.preds)+len(w.dead) == 0 {
+		return nil
+	}
+	// A flush under way holds its records as messages and their encoded
+	// batch while it waits for the broker. With hundreds of partitions
+	// flushing at once, all waiting for the member's few requests in
+	// flight, that was most of the memory beyond the models; as many
+	// flushes as requests go at once. Not given up with ctx: the last
+	// flush of a partition is made with a cancelled one.
+	if w.m.writes != nil {
+		w.m.writes <- struct{}{}
+		defer func() { <-w.m.writes }()
+	}
 	if len(w.preds) > 0 {
 		msgs := predMsgs.Get().(*[]kafka.Message)
 		for _, p := range w.preds {
