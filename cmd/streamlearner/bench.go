@@ -88,6 +88,7 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 		c.Data, float64(c.Records)/float64(len(msgs)), c.Records, c.Partitions, c.Learner, kern, c.CheckpointEvery, brokerWhere(c.InProcess))
 	fmt.Fprintf(out, "%-12s %10s %12s %14s %12s\n", "mode", "partitions", "records/s", "cpu µs/record", "peak RSS MB")
 	rates, cpus := map[string][]float64{}, map[string][]float64{}
+	var evals []float64 // eval's CPU per round, beside each learning run
 	var lastLearn benchrun.Result
 	// scale holds, per partition count, the learning runs' CPU per record
 	// and peak RSS.
@@ -112,6 +113,17 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 					cpus[mode] = append(cpus[mode], float64(res.CPUPerRecord()))
 				}
 				fmt.Fprintf(out, "%-12s %10d %12.0f %14.2f %12.0f\n", mode, parts, res.RecordsPerSecond(), float64(res.CPUPerRecord().Nanoseconds())/1e3, float64(res.PeakRSS)/(1<<20))
+				if mode == "learn" && parts == c.Partitions[0] && !c.LearnOnly && c.ProcessingGuarantee != pipeline.ExactlyOnce {
+					// Eval's round beside each pair of runs, not once at the
+					// end: on a shared host the CPU a round costs drifts by
+					// a quarter within minutes, and the target compares the
+					// two.
+					e, err := benchrun.EvalCPU(ctx, c.Data, c.Learner, kern, 3)
+					if err != nil {
+						return err
+					}
+					evals = append(evals, float64(e))
+				}
 				if mode == "learn" {
 					lastLearn = res
 					if scale[parts] == nil {
@@ -177,17 +189,19 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(out, "learning/pass-through: %.0f / %.0f records/s = %.2f (issue 17's target ≥ %.2f: %s)\n", learn, pass, learn/pass, endToEndTarget, verdict)
 		// What that target meant (issue 25): learning in the service costs
 		// no more than serviceLearnTarget times the learner's own cost.
-		evalCPU, err := benchrun.EvalCPU(ctx, c.Data, c.Learner, kern, 7)
-		if err != nil {
-			return err
+		// The median of each run's own ratio: learning, pass-through and
+		// eval measured side by side.
+		var ratios []float64
+		for i := range evals {
+			ratios = append(ratios, (cpus["learn"][i]-cpus["passthrough"][i])/evals[i])
 		}
-		added := median(cpus["learn"]) - median(cpus["passthrough"])
+		ratio := median(ratios)
 		verdict = "met"
-		if added > serviceLearnTarget*float64(evalCPU) {
+		if ratio > serviceLearnTarget {
 			verdict = "NOT met"
 		}
-		fmt.Fprintf(out, "learning in the service: %.2f − %.2f = %.2f µs/record; eval: %.2f µs/round; %.2f× (target ≤ %.2f: %s)\n",
-			median(cpus["learn"])/1e3, median(cpus["passthrough"])/1e3, added/1e3, float64(evalCPU.Nanoseconds())/1e3, added/float64(evalCPU), serviceLearnTarget, verdict)
+		fmt.Fprintf(out, "learning in the service: %.2f − %.2f = %.2f µs/record; eval: %.2f µs/round, beside each run; %.2f× (target ≤ %.2f: %s)\n",
+			median(cpus["learn"])/1e3, median(cpus["passthrough"])/1e3, (median(cpus["learn"])-median(cpus["passthrough"]))/1e3, median(evals)/1e3, ratio, serviceLearnTarget, verdict)
 		cpu := time.Duration(median(cpus["passthrough"]))
 		verdict = "met"
 		if cpu > passCPUTarget {
