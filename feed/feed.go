@@ -220,6 +220,9 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 	if err != nil {
 		return 0, err
 	}
+	// After the writer's Close (deferred below): its connections would
+	// otherwise stay open until their idle timeout.
+	defer transport.CloseIdleConnections()
 	balancer := cfg.Balancer
 	if balancer == nil {
 		balancer = &kafka.RoundRobin{}

@@ -79,6 +79,23 @@ type Source struct {
 	// (Config.Model.Delayed; pending's defaults when nil). From and To
 	// bound both topics, so they must be earliest, latest or a time.
 	LabelTopic string
+
+	// transport carries every request of one Run or DetectKind, which
+	// closes its connections when it returns (connect).
+	transport *kafka.Transport
+}
+
+// connect gives src the one transport its requests share, and returns
+// the function that closes its connections: a transport per partition
+// read held a connection pool each (hundreds for a topic of hundreds of
+// partitions), open after the replay until their idle timeout.
+func (src *Source) connect() (func(), error) {
+	tr, err := src.Conn.Transport()
+	if err != nil {
+		return nil, err
+	}
+	src.transport = tr
+	return tr.CloseIdleConnections, nil
 }
 
 // span is one partition's offsets to replay: [start, end) of the topic and
@@ -127,6 +144,11 @@ func Run(ctx context.Context, src Source, cfg Config) (Report, error) {
 	if src.IdleTimeout <= 0 {
 		src.IdleTimeout = 10 * time.Second
 	}
+	closeConns, err := src.connect()
+	if err != nil {
+		return Report{}, err
+	}
+	defer closeConns()
 	spans, err := resolve(ctx, src)
 	if err != nil {
 		return Report{}, err
@@ -210,11 +232,7 @@ func resolve(ctx context.Context, src Source) ([]span, error) {
 			return nil, fmt.Errorf("replay: topic %s has no partition %d (it has %d)", src.Topic, p, len(all))
 		}
 	}
-	transport, err := src.Conn.Transport()
-	if err != nil {
-		return nil, err
-	}
-	client := &kafka.Client{Addr: kafka.TCP(src.Conn.Brokers...), Transport: transport}
+	client := &kafka.Client{Addr: kafka.TCP(src.Conn.Brokers...), Transport: src.transport}
 	bounds := func(topic string, p int) (start, end int64, err error) {
 		first, last, _, err := feed.ListOffsetsAt(ctx, client, src.isolation(), topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
 		if err != nil {
@@ -269,11 +287,8 @@ func newCursor(src *Source, topic string, partition int, start, end int64) (*cur
 	if c.done {
 		return c, nil
 	}
-	transport, err := src.Conn.Transport()
-	if err != nil {
-		return nil, err
-	}
-	c.r, err = fetch.NewReader(fetch.Config{Addr: kafka.TCP(src.Conn.Brokers...), Transport: transport, Topic: topic,
+	var err error
+	c.r, err = fetch.NewReader(fetch.Config{Addr: kafka.TCP(src.Conn.Brokers...), Transport: src.transport, Topic: topic,
 		Partition: partition, ReadUncommitted: src.ReadUncommitted, ClientID: src.Conn.ClientID}, start)
 	return c, err
 }
@@ -602,6 +617,11 @@ func DetectKind(ctx context.Context, src Source, delayed bool) (Kind, bool, erro
 	if src.IdleTimeout <= 0 {
 		src.IdleTimeout = 10 * time.Second
 	}
+	closeConns, err := src.connect()
+	if err != nil {
+		return KindRecords, false, err
+	}
+	defer closeConns()
 	spans, err := resolve(ctx, src)
 	if err != nil {
 		return KindRecords, false, err

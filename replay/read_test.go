@@ -19,6 +19,7 @@ import (
 	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/feed"
 	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/kafkaconn/kafkaconntest"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/offline"
@@ -243,4 +244,38 @@ func TestReplayEqualsEvalOnEvents(t *testing.T) {
 	if p := rep.Partitions[0]; p.Bad["too_many_classes"] == 0 || p.Rounds+p.Bad["too_many_classes"] != 2000 || len(p.Learners[0].Classes) != 3 {
 		t.Fatalf("with 3 classes: rounds %d, bad %v, classes %q", p.Rounds, p.Bad, p.Learners[0].Classes)
 	}
+}
+
+// A replay shares one transport over its partitions and closes its
+// connections when it returns. It had a transport a partition, open
+// after the replay until their idle timeout. So does the producer.
+func TestReplayClosesItsConnections(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 3, Topics: []string{"stream"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	path, _ := a9aHead(t, 300)
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	before := kafkaconntest.Open()
+	// The producer closes its connections too.
+	if n, err := feed.Produce(ctx, feed.ProduceConfig{Conn: conn, Topic: "stream", Data: path}); err != nil || n != 300 {
+		t.Fatalf("produced %d: %v", n, err)
+	}
+	kafkaconntest.Closed(t, before, 5*time.Second)
+	k, _ := learners.ParseKernel("rbf:gamma=0.05")
+	rep, err := Run(ctx, Source{Conn: conn, Topic: "stream"}, Config{Learners: []string{"rbp:budget=20"}, Kernel: k, Seed: 5, Detectors: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rounds int64
+	for _, p := range rep.Partitions {
+		rounds += p.Rounds
+	}
+	if len(rep.Partitions) != 3 || rounds != 300 {
+		t.Fatalf("%d partitions, %d rounds; want 3, 300", len(rep.Partitions), rounds)
+	}
+	kafkaconntest.Closed(t, before, 5*time.Second)
 }
