@@ -60,8 +60,10 @@ type walked struct {
 	next int64
 	// skipped counts records left out: aborted data and markers.
 	skipped int
-	// batches counts the whole batches read.
-	batches int
+	// batches counts the whole batches read, bytes their size on the
+	// wire (not a batch the broker cut at the end of the answer: it says
+	// nothing of what the partition's batches cost).
+	batches, bytes int
 }
 
 // Record batch layout (magic 2): base offset (8), length (4), leader
@@ -127,6 +129,7 @@ func (d *decoder) partition(rp *kmsg.FetchResponseTopicPartition, from int64, ke
 			return w, fmt.Errorf("record batch at offset %d: CRC %08x, its header says %08x: corrupt", rb.FirstOffset, got, uint32(rb.CRC))
 		}
 		w.batches++
+		w.bytes += size
 		if d.readCommitted {
 			// Every batch, even one wholly before from: a transaction
 			// opened there is open in the batches that follow.
@@ -286,6 +289,7 @@ func (d *decoder) legacy(b []byte, from int64, w *walked, keep func(*rawRecord))
 		rec.Headers = rec.Headers[:0]
 		w.next = max(w.next, rec.Offset+1)
 		w.batches++
+		w.bytes = len(b) // of the whole set, the cut message included
 		keep(rec)
 	}
 }

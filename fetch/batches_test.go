@@ -215,8 +215,8 @@ func TestDecoderRefusesCorruptBatches(t *testing.T) {
 	// A batch cut by the broker at the end of the answer is left for the
 	// next request, without error.
 	got, w, err := decodeAll(t, true, &kmsg.FetchResponseTopicPartition{RecordBatches: append(slices.Clone(good), good[:30]...)}, 0)
-	if err != nil || len(got) != 2 || w.next != 2 || w.batches != 1 {
-		t.Fatalf("cut batch: %v, next %d, %d batches, %v", got, w.next, w.batches, err)
+	if err != nil || len(got) != 2 || w.next != 2 || w.batches != 1 || w.bytes != len(good) {
+		t.Fatalf("cut batch: %v, next %d, %d batches of %d bytes, %v; want 2 records, next 2, 1 batch of %d bytes", got, w.next, w.batches, w.bytes, err, len(good))
 	}
 }
 

@@ -780,7 +780,7 @@ func (s *source) copyOut(rp *kmsg.FetchResponseTopicPartition, from int64, h *he
 		return err
 	}
 	h.batch.Next, h.batch.Skipped, h.batches = w.next, w.skipped, w.batches
-	h.wire = len(rp.RecordBatches)
+	h.wire = w.bytes
 	if len(recs) == 0 {
 		return nil
 	}
