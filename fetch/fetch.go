@@ -218,15 +218,12 @@ func (r *Reader) Fetch(ctx context.Context, maxWait time.Duration) (*Batch, erro
 	maxWait = max(maxWait, time.Millisecond)
 	rctx, cancel := context.WithTimeout(ctx, maxWait+r.cfg.RequestTimeout)
 	defer cancel()
-	x := newExchange(r.cfg.ClientID, &r.buf)
-	x.req.MaxWaitMillis = int32(maxWait.Milliseconds())
-	x.req.MinBytes = 1
+	x := newExchange(r.cfg.ClientID, &r.buf, maxWait, r.cfg.ReadUncommitted)
 	// The partition's limit is the one that binds: a broker may leave the
 	// aborted-transaction list out of a response cut by the request-wide
 	// limit (the embedded broker does), and without it aborted records
 	// would pass as committed.
 	x.req.MaxBytes = int32(min(2*r.cfg.MaxBytes, math.MaxInt32))
-	x.req.IsolationLevel = isolation(r.cfg.ReadUncommitted)
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(r.cfg.Partition), r.offset, int32(r.cfg.MaxBytes)
 	x.req.Topics = []kmsg.FetchRequestTopic{{Topic: r.cfg.Topic, Partitions: []kmsg.FetchRequestTopicPartition{rp}}}

@@ -617,15 +617,12 @@ func (s *source) readable(p *Partition) int64 {
 // fetch sends one request and hands out its answers.
 func (s *source) fetch(asks []ask, wait time.Duration) {
 	f := s.f
-	x := newExchange(f.cfg.ClientID, &s.buf)
-	x.req.MaxWaitMillis = int32(wait.Milliseconds())
-	x.req.MinBytes = 1
+	x := newExchange(f.cfg.ClientID, &s.buf, wait, f.cfg.ReadUncommitted)
 	// The partitions' shares are what bind: a broker may leave the
 	// aborted-transaction list out of a partition cut by the request-wide
 	// limit (the embedded broker does), and without it aborted records
 	// would pass as committed. Their sum is within the budget already.
 	x.req.MaxBytes = math.MaxInt32
-	x.req.IsolationLevel = isolation(f.cfg.ReadUncommitted)
 	index := map[topicPartition]int{}
 	reserved := 0
 	for i, a := range asks {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/segmentio/kafka-go/protocol"
 	fetchapi "github.com/segmentio/kafka-go/protocol/fetch"
@@ -51,9 +52,15 @@ const (
 // this the length is taken as corrupt rather than allocated.
 const maxAnswer = 1 << 30
 
-func newExchange(clientID string, buf *[]byte) *exchange {
+// newExchange is a Fetch request that waits up to wait for at least a
+// byte, reading committed data unless uncommitted; its answer goes in
+// *buf.
+func newExchange(clientID string, buf *[]byte, wait time.Duration, uncommitted bool) *exchange {
 	x := &exchange{clientID: clientID, buf: buf}
 	x.req.Default()
+	x.req.MaxWaitMillis = int32(wait.Milliseconds())
+	x.req.MinBytes = 1
+	x.req.IsolationLevel = isolation(uncommitted)
 	return x
 }
 
