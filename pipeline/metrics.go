@@ -32,6 +32,7 @@ type Metrics struct {
 	WindowRate    *prometheus.GaugeVec   // streamlearner_windowed_mistake_ratio{partition}
 	Produced      prometheus.Counter     // streamlearner_predictions_produced_total
 	ProduceErrors prometheus.Counter     // streamlearner_produce_errors_total
+	FetchErrors   prometheus.Counter     // streamlearner_fetch_errors_total
 	Commits       *prometheus.CounterVec // streamlearner_offset_commits_total{result}
 	Rebalances    prometheus.Counter     // streamlearner_rebalances_total
 	AssignedGauge prometheus.Gauge       // streamlearner_assigned_partitions
@@ -123,6 +124,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		WindowRate:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_windowed_mistake_ratio", Help: "Fraction of the last labeled records (window of 1000) predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label."}, part),
 		Produced:      prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_predictions_produced_total", Help: "Prediction records acknowledged by the brokers."}),
 		ProduceErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_produce_errors_total", Help: "Failed attempts to write predictions or dead letters (retried)."}),
+		FetchErrors:   prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_fetch_errors_total", Help: "Failed fetches of input or label records: broker errors, corrupt record batches (retried)."}),
 		Commits:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_offset_commits_total", Help: "Offset commits by result (ok, fenced, error)."}, []string{"result"}),
 		Rebalances:    prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_rebalances_total", Help: "Group generations this member joined."}),
 		AssignedGauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_assigned_partitions", Help: "Input partitions assigned to this member."}),
@@ -182,7 +184,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck, m.Degraded,
 			m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches)
 		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,
-			m.Produced, m.ProduceErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge,
+			m.Produced, m.ProduceErrors, m.FetchErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge,
 			m.Round, m.Lag, m.CheckpointSaves, m.CheckpointDuration, m.CheckpointBytes, m.CheckpointTime)
 	}
 	// Series that should read 0 rather than be absent before the first event.

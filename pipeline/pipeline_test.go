@@ -32,12 +32,17 @@ func startBroker(t *testing.T, topics ...string) *embedded.Broker {
 
 // testConfig is a member of group g on broker b with short group timings.
 func testConfig(t *testing.T, b *embedded.Broker, learner string) Config {
+	return testConfigAt(t, b.Addr(), learner)
+}
+
+// testConfigAt is testConfig for the broker at addr.
+func testConfigAt(t *testing.T, addr, learner string) Config {
 	k, err := learners.ParseKernel("rbf:gamma=0.02")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return Config{
-		Conn: kafkaconn.Config{Brokers: []string{b.Addr()}}, Topic: "in", Group: "g", OutputTopic: "out",
+		Conn: kafkaconn.Config{Brokers: []string{addr}}, Topic: "in", Group: "g", OutputTopic: "out",
 		Learner: learner, Kernel: k, Seed: 7, FlushInterval: 50 * time.Millisecond,
 		HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 3 * time.Second, RebalanceTimeout: 3 * time.Second,
 		ShutdownTimeout: 3 * time.Second, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),

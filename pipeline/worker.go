@@ -416,6 +416,7 @@ func (w *worker) run(gen context.Context) {
 				w.resetOffset(r, oor, &w.st.NextOffset)
 				continue
 			}
+			cfg.Metrics.FetchErrors.Inc()
 			w.log.Warn().Err(err).Msg("fetch")
 			select { // a broker that answers with errors is not hammered
 			case <-gctx.Done():
@@ -811,6 +812,7 @@ func (w *worker) playLabels(ctx context.Context, before time.Time) int {
 				w.resetOffset(ls.r, oor, &w.st.LabelOffset)
 				continue
 			}
+			w.m.cfg.Metrics.FetchErrors.Inc()
 			w.log.Warn().Err(err).Msg("fetch labels")
 			ls.caughtUp = true // try again with the next input batch
 			return labelsDone
