@@ -257,7 +257,7 @@ func decode(b []byte, lim Limits, s *scratch) (Example, *Error) {
 	if err := precheck(b, lim); err != nil {
 		return Example{}, err
 	}
-	ex, err := decodeJSON(b, lim) // a pooled scratch, fresh arrays
+	ex, err := decodeJSON(b, lim, s) // nil s: a pooled scratch, fresh arrays
 	if err == nil {
 		err = checkValues(ex, lim)
 	}
@@ -273,7 +273,7 @@ func DecodeJSON(b []byte, lim Limits) (Example, error) {
 	if err := precheck(b, lim); err != nil {
 		return Example{}, err
 	}
-	ex, err := decodeJSON(b, lim)
+	ex, err := decodeJSON(b, lim, nil)
 	if err == nil {
 		err = checkValues(ex, lim)
 	}
@@ -298,8 +298,8 @@ func DecodeLIBSVM(line []byte, lim Limits) (Example, error) {
 // the vectors of LIBSVM records out of arrays it keeps and reuses after
 // Reset, where Decode allocates two arrays for each: a reader that is done
 // with a run of records before it decodes the next run allocates nothing
-// in the steady state. (JSON records still get arrays of their own.) A
-// Decoder is not safe for concurrent use.
+// in the steady state, whether the records are LIBSVM lines or JSON
+// objects. A Decoder is not safe for concurrent use.
 type Decoder struct {
 	lim Limits
 	s   scratch

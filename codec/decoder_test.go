@@ -218,6 +218,7 @@ func TestDecoderIsDecode(t *testing.T) {
 	}
 	for k := range 3000 {
 		run = append(run, fmt.Appendf(nil, "%d 1:%d %d:0.5 %d:-2", k%3-1, k+1, 10+k%7, 20+k%5))
+		run = append(run, fmt.Appendf(nil, `{"label":%d,"features":{"%d":0.5,"1":%d,"%d":-2}}`, k%3-1, 10+k%7, k+1, 20+k%5))
 	}
 	for _, lim := range append(simpleLimits, Limits{MaxBytes: 64}) {
 		d := NewDecoder(lim)
@@ -245,16 +246,20 @@ func TestDecoderIsDecode(t *testing.T) {
 		if lim != (Limits{}) {
 			continue
 		}
-		b := []byte("-1 3:1 11:1 14:1 19:1 39:1 42:1 55:1 64:1 67:1 73:1 75:1 76:1 80:1 83:1")
-		if n := testing.AllocsPerRun(100, func() {
-			for range 100 {
-				if _, err := d.Decode(b); err != nil {
-					t.Fatal(err)
+		for _, b := range [][]byte{
+			[]byte("-1 3:1 11:1 14:1 19:1 39:1 42:1 55:1 64:1 67:1 73:1 75:1 76:1 80:1 83:1"),
+			[]byte(`{"label":-1,"features":{"3":1,"11":1,"14":1,"19":1,"39":1,"42":1,"55":1,"64":1,"67":1,"73":1,"75":1,"76":1,"80":1,"83":1}}`),
+		} {
+			if n := testing.AllocsPerRun(100, func() {
+				for range 100 {
+					if _, err := d.Decode(b); err != nil {
+						t.Fatal(err)
+					}
 				}
+				d.Reset()
+			}); n != 0 {
+				t.Errorf("%+v, %.20s…: %v allocations a run of 100 records after Reset, want 0", lim, b, n)
 			}
-			d.Reset()
-		}); n != 0 {
-			t.Errorf("%+v: %v allocations a run of 100 records after Reset, want 0", lim, n)
 		}
 	}
 }

@@ -20,8 +20,13 @@ type jsonDecoder struct {
 	s   *scratch
 }
 
-func decodeJSON(b []byte, lim Limits) (Example, *Error) {
-	s := getScratch()
+func decodeJSON(b []byte, lim Limits, s *scratch) (Example, *Error) {
+	if s != nil { // a Decoder's: vectors from its arena
+		s.ents, s.buf = s.ents[:0], s.buf[:0]
+		d := jsonDecoder{b: b, lim: lim, s: s}
+		return d.record()
+	}
+	s = getScratch()
 	d := jsonDecoder{b: b, lim: lim, s: s}
 	ex, err := d.record()
 	putScratch(s)
@@ -130,7 +135,7 @@ func (d *jsonDecoder) record() (Example, *Error) {
 		return ex, errorf(ReasonMissingFeatures, "object has no \"features\" key")
 	}
 	ex.LabelOnly = d.lim.LabelOnly && len(d.s.ents) == 0
-	x, err := finish(d.s.ents, sorted, d.lim)
+	x, err := finishIn(d.s.ents, sorted, d.lim, d.s.arena)
 	if err != nil {
 		return Example{}, err
 	}

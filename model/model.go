@@ -106,6 +106,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/features"
@@ -273,7 +274,11 @@ type Model struct {
 	feat  *features.Featurizer
 	ev    codec.Event
 	// lim is Config.Limits, accepting label-only records when delayed.
-	lim  codec.Limits
+	lim codec.Limits
+	// rec decodes records (not events) into storage it reuses at the
+	// next record: nothing keeps a decoded vector past the step (the
+	// learners and the pending store copy what they keep).
+	rec  *codec.Decoder
 	pend *pending.Store // nil unless Config.Delayed
 	// eval scores the emitted predictions (the champion's).
 	eval prequential.Evaluator
@@ -546,11 +551,18 @@ func (m *Model) decode(b []byte) (x sparse.Vector, label, key []byte, labelOnly 
 		m.feat.Commit() // the last message's scaling stands; a refusal of this one undoes only its own
 	}
 	if !m.cfg.Events {
-		ex, err := codec.Decode(b, m.lim)
+		if m.rec == nil {
+			m.rec = codec.NewDecoder(m.lim)
+		}
+		m.rec.Reset()
+		ex, err := m.rec.Decode(b)
 		if err != nil {
 			return sparse.Vector{}, nil, nil, false, err
 		}
-		return ex.X, []byte(ex.Label), nil, ex.LabelOnly, nil
+		// The label's bytes are only read (a new class's name is copied
+		// where it is kept), so they can be the string's own: a copy cost
+		// an allocation a record.
+		return ex.X, unsafe.Slice(unsafe.StringData(ex.Label), len(ex.Label)), nil, ex.LabelOnly, nil
 	}
 	if err := m.dec.Decode(b, &m.ev); err != nil {
 		return sparse.Vector{}, nil, nil, false, err

@@ -348,6 +348,33 @@ func TestStepOnEventsAllocatesNothingAtBudget(t *testing.T) {
 	}
 }
 
+// Records, LIBSVM lines or JSON objects as the service reads them, decode
+// into storage the model reuses: a step at budget allocates nothing (each
+// record used to take a vector's two arrays).
+func TestStepOnRecordsAllocatesNothingAtBudget(t *testing.T) {
+	libsvm := lines(t, "../testdata/a9a.gz", 1000)
+	var json [][]byte
+	for _, b := range libsvm {
+		ex, err := codec.DecodeLIBSVM(b, codec.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		json = append(json, codec.AppendJSON(nil, ex))
+	}
+	for name, recs := range map[string][][]byte{"libsvm": libsvm, "json": json} {
+		m := build(t, Config{Learner: "rbp:budget=50", Kernel: kernel(t, "rbf:gamma=0.01")})
+		for _, b := range recs {
+			if _, err := m.Step(b); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		i := 0
+		if n := testing.AllocsPerRun(200, func() { m.Step(recs[i%len(recs)]); i++ }); n != 0 {
+			t.Errorf("%s: %v allocations per step", name, n)
+		}
+	}
+}
+
 // A learner and evaluator kept apart (checkpoints before the model type)
 // become a model that continues exactly as the model that never stopped.
 func TestFromLearnerContinuesExactly(t *testing.T) {

@@ -38,6 +38,9 @@ type worker struct {
 	bad   zerolog.Logger // rate-limited, for bad records
 	st    *State
 	spec  string
+	// rec decodes records in pass-through mode as the model decodes them
+	// when learning.
+	rec *codec.Decoder
 	// preds are the buffered predictions, by position in arena: a
 	// kafka.Message each (152 bytes) cost as much as the prediction's own
 	// bytes, for every partition between its flushes.
@@ -639,7 +642,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	)
 	switch {
 	case cfg.PassThrough:
-		r, err = passThrough(msg.Value, cfg)
+		r, err = w.passThrough(msg.Value)
 	case cfg.DelayedLabels:
 		r, err = m.StepAt(msg.Value, model.At{Key: rec.Key, Time: rec.Time.UnixMilli(), Offset: rec.Offset, LabelTopic: fromLabels})
 	default:
@@ -863,8 +866,13 @@ func (w *worker) pendingGauges(p *pending.Store, expired int) {
 // passThrough decodes a record as the model would and predicts nothing
 // (margin 0): the service's path without learning, for measuring what
 // learning costs. Records only.
-func passThrough(b []byte, cfg *Config) (model.Result, error) {
-	ex, err := codec.Decode(b, cfg.Limits)
+func (w *worker) passThrough(b []byte) (model.Result, error) {
+	cfg := w.m.cfg
+	if w.rec == nil {
+		w.rec = codec.NewDecoder(cfg.Limits)
+	}
+	w.rec.Reset()
+	ex, err := w.rec.Decode(b)
 	if err != nil {
 		return model.Result{}, err
 	}
