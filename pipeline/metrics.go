@@ -2,7 +2,7 @@ package pipeline
 
 import (
 	"github.com/streamlearner/streamlearner/codec"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -316,7 +316,8 @@ func (c *roundCounts) observe(h *RoundHistogram, v float64) {
 	if c.counts == nil {
 		c.counts = make([]uint64, len(h.bounds)+1)
 	}
-	c.counts[sort.SearchFloat64s(h.bounds, v)]++
+	i, _ := slices.BinarySearch(h.bounds, v)
+	c.counts[i]++
 	c.sum += v
 	c.n++
 }
