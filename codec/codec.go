@@ -303,11 +303,28 @@ func DecodeLIBSVM(line []byte, lim Limits) (Example, error) {
 type Decoder struct {
 	lim Limits
 	s   scratch
+	// keep bounds the entries (and keep*4 the string bytes) kept across
+	// a Reset; 0: maxPooledEntries (and 64 KiB).
+	keep int
 }
 
-// NewDecoder returns a Decoder under lim (zero fields take the defaults).
+// NewDecoder returns a Decoder under lim (zero fields take the defaults),
+// for runs of records: its storage grows in steps of a few hundred a9a
+// records.
 func NewDecoder(lim Limits) *Decoder {
 	return &Decoder{lim: lim.withDefaults(), s: scratch{arena: &arena{}}}
+}
+
+// recordKeep is the most entries a record Decoder keeps across a Reset:
+// a larger record's storage is dropped, as Decode would drop it.
+const recordKeep = 1024
+
+// NewRecordDecoder returns a Decoder for one record at a time, Reset
+// before each: its storage is the size of the records it has read, up to
+// recordKeep entries, so that a Decoder for each of hundreds of
+// partitions costs a few hundred bytes, not a run's arena.
+func NewRecordDecoder(lim Limits) *Decoder {
+	return &Decoder{lim: lim.withDefaults(), s: scratch{arena: &arena{min: 1, keep: recordKeep}}, keep: recordKeep}
 }
 
 // Decode decodes b as Decode does. The vector it returns, like every
@@ -325,10 +342,14 @@ func (d *Decoder) Decode(b []byte) (Example, error) {
 // far. Storage grown for a huge record is dropped, as the pool drops it.
 func (d *Decoder) Reset() {
 	d.s.arena.reset()
-	if cap(d.s.ents) > maxPooledEntries {
-		d.s.ents = nil
+	keep, keepBytes := maxPooledEntries, 1<<16
+	if d.keep > 0 {
+		keep, keepBytes = d.keep, 4*d.keep
 	}
-	if cap(d.s.buf) > 1<<16 {
+	if cap(d.s.ents) > keep || cap(d.s.idx) > keep {
+		d.s.ents, d.s.idx, d.s.val = nil, nil, nil
+	}
+	if cap(d.s.buf) > keepBytes {
 		d.s.buf = nil
 	}
 }
@@ -376,6 +397,9 @@ type scratch struct {
 type arena struct {
 	idx []uint32
 	val []float64
+	// min is the fewest entries allocated at once, keep the most kept
+	// across a reset; 0: minArena, maxArena.
+	min, keep int
 }
 
 // minArena is the fewest entries an arena allocates at once: a few
@@ -393,7 +417,7 @@ const maxArena = 1 << 20
 func (a *arena) room(n int) ([]uint32, []float64) {
 	k := len(a.idx)
 	if k+n > cap(a.idx) {
-		c := max(2*cap(a.idx), n, minArena)
+		c := max(2*cap(a.idx), n, cmp.Or(a.min, minArena))
 		a.idx, a.val = make([]uint32, 0, c), make([]float64, 0, c)
 		k = 0
 	}
@@ -410,7 +434,7 @@ func (a *arena) vector(n int) sparse.Vector {
 }
 
 func (a *arena) reset() {
-	if cap(a.idx) > maxArena {
+	if cap(a.idx) > cmp.Or(a.keep, maxArena) {
 		a.idx, a.val = nil, nil
 	}
 	a.idx, a.val = a.idx[:0], a.val[:0]

@@ -220,8 +220,11 @@ func TestDecoderIsDecode(t *testing.T) {
 		run = append(run, fmt.Appendf(nil, "%d 1:%d %d:0.5 %d:-2", k%3-1, k+1, 10+k%7, 20+k%5))
 		run = append(run, fmt.Appendf(nil, `{"label":%d,"features":{"%d":0.5,"1":%d,"%d":-2}}`, k%3-1, 10+k%7, k+1, 20+k%5))
 	}
-	for _, lim := range append(simpleLimits, Limits{MaxBytes: 64}) {
+	for i, lim := range append(simpleLimits, Limits{MaxBytes: 64}) {
 		d := NewDecoder(lim)
+		if i%2 == 1 { // a record's worth of storage, grown as it goes
+			d = NewRecordDecoder(lim)
+		}
 		for pass := range 2 {
 			exs := make([]Example, len(run))
 			for k, b := range run {
@@ -261,6 +264,35 @@ func TestDecoderIsDecode(t *testing.T) {
 				t.Errorf("%+v, %.20s…: %v allocations a run of 100 records after Reset, want 0", lim, b, n)
 			}
 		}
+	}
+}
+
+// TestRecordDecoderKeepsARecordsWorth: a Decoder for one record at a
+// time (one for each partition a member serves) keeps storage the size of
+// its records, not a run's arena, and drops what a huge record grew.
+func TestRecordDecoderKeepsARecordsWorth(t *testing.T) {
+	d := NewRecordDecoder(Limits{})
+	small := []byte(`{"label":1,"features":{"3":1,"11":1,"14":1,"19":1,"39":1,"42":1,"55":1,"64":1,"67":1,"73":1,"75":1,"76":1,"80":1,"83":1}}`)
+	for range 100 {
+		d.Reset()
+		if _, err := d.Decode(small); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := cap(d.s.arena.idx); c > 64 {
+		t.Errorf("after records of 14 entries the arena holds %d entries; NewDecoder's runs start at %d", c, minArena)
+	}
+	huge := fmt.Appendf(nil, "1")
+	for k := range 5000 {
+		huge = fmt.Appendf(huge, " %d:1", k+1)
+	}
+	d.Reset()
+	if ex, err := d.Decode(huge); err != nil || ex.X.Len() != 5000 {
+		t.Fatalf("huge record: %d entries, %v", ex.X.Len(), err)
+	}
+	d.Reset()
+	if a, e, i := cap(d.s.arena.idx), cap(d.s.ents), cap(d.s.idx); max(a, e, i) > 64 {
+		t.Errorf("after a record of 5,000 entries and a Reset, the arena keeps %d entries, the scratch %d and %d", a, e, i)
 	}
 }
 

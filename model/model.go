@@ -552,7 +552,7 @@ func (m *Model) decode(b []byte) (x sparse.Vector, label, key []byte, labelOnly 
 	}
 	if !m.cfg.Events {
 		if m.rec == nil {
-			m.rec = codec.NewDecoder(m.lim)
+			m.rec = codec.NewRecordDecoder(m.lim)
 		}
 		m.rec.Reset()
 		ex, err := m.rec.Decode(b)

@@ -879,7 +879,7 @@ func (w *worker) pendingGauges(p *pending.Store, expired int) {
 func (w *worker) passThrough(b []byte) (model.Result, error) {
 	cfg := w.m.cfg
 	if w.rec == nil {
-		w.rec = codec.NewDecoder(cfg.Limits)
+		w.rec = codec.NewRecordDecoder(cfg.Limits)
 	}
 	w.rec.Reset()
 	ex, err := w.rec.Decode(b)
