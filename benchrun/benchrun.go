@@ -65,9 +65,9 @@ type Config struct {
 	Progress func(serving bool, done, total int64)
 	// SampleRSS reads VmRSS every second while serving.
 	SampleRSS bool
-	// FetchMaxBytes and FlushMaxBytes are the member's budgets
-	// (pipeline.Config); 0 takes the pipeline's defaults.
-	FetchMaxBytes, FlushMaxBytes int
+	// FetchMaxBytes, FetchPartitionMaxBytes and FlushMaxBytes are the
+	// member's budgets (pipeline.Config); 0 takes the pipeline's defaults.
+	FetchMaxBytes, FetchPartitionMaxBytes, FlushMaxBytes int
 }
 
 // Result is what one run measured.
@@ -206,7 +206,7 @@ func serve(ctx context.Context, addr, out string, cfg Config) (Result, error) {
 		Conn: kafkaconn.Config{Brokers: []string{addr}}, Topic: cfg.Topic, Group: cfg.Topic + "-bench", OutputTopic: out,
 		Learner: cfg.Learner, Kernel: cfg.Kernel, PassThrough: cfg.PassThrough, Metrics: metrics,
 		HeartbeatInterval: 500 * time.Millisecond, Log: zerolog.Nop(), CheckpointEvery: cfg.CheckpointEvery,
-		ProcessingGuarantee: cfg.ProcessingGuarantee, FetchMaxBytes: cfg.FetchMaxBytes, FlushMaxBytes: cfg.FlushMaxBytes,
+		ProcessingGuarantee: cfg.ProcessingGuarantee, FetchMaxBytes: cfg.FetchMaxBytes, FetchPartitionMaxBytes: cfg.FetchPartitionMaxBytes, FlushMaxBytes: cfg.FlushMaxBytes,
 		OnAssign: func(int32, []int) { started <- time.Now() },
 	}
 	if cfg.CheckpointDir != "" {

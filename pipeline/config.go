@@ -414,6 +414,19 @@ func (c *Config) coordinatorTimeout() time.Duration {
 	return max(c.SessionTimeout, c.RebalanceTimeout) + 5*time.Second
 }
 
+// FetchBudgets are FetchMaxBytes and FetchPartitionMaxBytes with their
+// defaults filled in.
+func (c *Config) FetchBudgets() (member, partition int) {
+	member, partition = c.FetchMaxBytes, c.FetchPartitionMaxBytes
+	if member == 0 {
+		member = 16 << 20
+	}
+	if partition == 0 {
+		partition = max(2<<20, 2*c.Limits.WithDefaults().MaxBytes)
+	}
+	return member, partition
+}
+
 // Validate fills in defaults and checks the configuration.
 func (c *Config) Validate() error {
 	if err := c.Conn.Validate(); err != nil {
@@ -497,12 +510,7 @@ func (c *Config) Validate() error {
 	if c.FetchMaxBytes < 0 || c.FetchPartitionMaxBytes < 0 {
 		return fmt.Errorf("fetch max bytes %d, partition max bytes %d: negative", c.FetchMaxBytes, c.FetchPartitionMaxBytes)
 	}
-	if c.FetchMaxBytes == 0 {
-		c.FetchMaxBytes = 16 << 20
-	}
-	if c.FetchPartitionMaxBytes == 0 {
-		c.FetchPartitionMaxBytes = max(2<<20, 2*c.Limits.WithDefaults().MaxBytes)
-	}
+	c.FetchMaxBytes, c.FetchPartitionMaxBytes = c.FetchBudgets()
 	if c.CheckpointEvery <= 0 {
 		c.CheckpointEvery = 10000
 	}
