@@ -105,7 +105,14 @@ func (k *Kernel) raw(dot, nx, ny float64) float64 {
 	default: // RBF
 		// ‖x−y‖² = ‖x‖² + ‖y‖² − 2x·y can round below zero for x ≈ y.
 		d := nx + ny - 2*dot
-		if d < 0 {
+		if d <= 0 {
+			if k.Gamma <= math.MaxFloat64 {
+				// exp(−γ·0) is 1 exactly, and k(x,x), computed in every
+				// round (twice with the model's overflow check), needs
+				// no exp. (γ = +Inf, from sigma2 = 5e-324, makes −γ·0
+				// NaN.)
+				return 1
+			}
 			d = 0
 		}
 		return math.Exp(-k.Gamma * d)

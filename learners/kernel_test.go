@@ -67,6 +67,34 @@ func TestKernelsMatchTheirFormulas(t *testing.T) {
 	}
 }
 
+// TestRBFIsExpBitForBit: the RBF kernel's value without a call to exp
+// where the distance is zero (k(x,x) in every round) is exp's, bit for
+// bit, for every γ a spec allows, overflowing and NaN norms included.
+func TestRBFIsExpBitForBit(t *testing.T) {
+	norms := []float64{0, 5e-324, 1e-300, 0.3, 1, 14, 1e100, math.MaxFloat64 / 2, math.MaxFloat64, math.Inf(1), math.NaN()}
+	for _, spec := range []string{"rbf:gamma=0.01", "rbf:gamma=5e-324", "rbf:sigma2=5e-324", "rbf:gamma=1e308"} {
+		k := mustKernel(t, spec)
+		ref := func(dot, nx, ny float64) float64 {
+			d := nx + ny - 2*dot
+			if d < 0 {
+				d = 0
+			}
+			return math.Exp(-k.Gamma * d)
+		}
+		for _, n := range norms {
+			if got, want := k.self(n), ref(n, n, n); !sameBits(got, want) {
+				t.Errorf("%s: k(x,x) for ‖x‖² = %g is %v, exp gives %v", spec, n, got, want)
+			}
+			for _, m := range norms {
+				dot := math.Sqrt(n * m) // x and y in the same direction: distance 0 or rounding below
+				if got, want := k.raw(dot, n, m), ref(dot, n, m); !sameBits(got, want) {
+					t.Errorf("%s: raw(%g, %g, %g) = %v, exp gives %v", spec, dot, n, m, got, want)
+				}
+			}
+		}
+	}
+}
+
 func TestKernelRowMatchesEval(t *testing.T) {
 	xs, _ := stream(3, 60)
 	for _, ks := range allKernels {
