@@ -108,6 +108,9 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 	if err != nil {
 		return st, err
 	}
+	// Idle connections would otherwise live on, each with a goroutine,
+	// until their timeout; the readers have stopped by then (below).
+	defer transport.CloseIdleConnections()
 	parts, err := Partitions(ctx, dialer, cfg.Conn.Brokers, cfg.Topic)
 	if err != nil {
 		return st, fmt.Errorf("tail: %w", err)
@@ -137,13 +140,18 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	var wg sync.WaitGroup
+	defer func() {
+		// Whatever ends the tail, its readers stop before it returns:
+		// none is left fetching on the closed transport.
+		cancel()
+		wg.Wait()
+	}()
 	type item struct {
 		m   kafka.Message
 		err error
 	}
 	ch := make(chan item, 1024)
-	var wg sync.WaitGroup
 	for _, sp := range spans {
 		wg.Add(1)
 		go func() {
@@ -153,7 +161,10 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 			r, err := fetch.NewReader(fetch.Config{Addr: client.Addr, Transport: transport, Topic: cfg.Topic, Partition: sp.partition,
 				ReadUncommitted: cfg.ReadUncommitted, MaxBytes: 4 << 20, ClientID: cfg.Conn.ClientID}, sp.start)
 			if err != nil {
-				ch <- item{err: err}
+				select {
+				case ch <- item{err: err}:
+				case <-ctx.Done():
+				}
 				return
 			}
 			for {

@@ -14,6 +14,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/kafkaconn/kafkaconntest"
 )
 
 // writePredictions writes n labeled predictions of input partition 0 to
@@ -97,6 +98,39 @@ func TestTailRulesStartAndEnd(t *testing.T) {
 
 // TestTailDoesNotCreateAMissingTopic: the embedded broker creates topics
 // on demand; a tail of a typo must fail instead of leaving one behind.
+// TestTailClosesItsConnections: however a tail ends (the log's end, its
+// limit, the caller's error), its readers have stopped and its
+// connections are closed when it returns.
+func TestTailClosesItsConnections(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 3, Topics: []string{"out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	writePredictions(t, b.Addr(), "out", 30, func(i int) float64 { return float64(i%3 - 1) })
+	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stop := errors.New("enough")
+	for _, c := range []struct {
+		name string
+		cfg  TailConfig
+		emit func(codec.Prediction, TailStats) error
+		want error
+	}{
+		{"at the end", TailConfig{ExitAtEnd: true}, func(codec.Prediction, TailStats) error { return nil }, nil},
+		{"at the limit, following", TailConfig{Limit: 5}, func(codec.Prediction, TailStats) error { return nil }, nil},
+		{"on the caller's error, following", TailConfig{}, func(codec.Prediction, TailStats) error { return stop }, stop},
+	} {
+		before := kafkaconntest.Open()
+		c.cfg.Conn, c.cfg.Topic = conn, "out"
+		if _, err := Tail(ctx, c.cfg, c.emit); !errors.Is(err, c.want) {
+			t.Fatalf("%s: %v, want %v", c.name, err, c.want)
+		}
+		kafkaconntest.Closed(t, before, 5*time.Second)
+	}
+}
+
 func TestTailDoesNotCreateAMissingTopic(t *testing.T) {
 	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"out"}})
 	if err != nil {
