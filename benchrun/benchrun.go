@@ -4,7 +4,9 @@
 // reports records/s from the member's assignment to the last acknowledged
 // prediction, with the CPU time and resident memory of this process over
 // that window. It is shared by the end-to-end Go benchmark and by
-// `streamlearner bench`, so both measure the same thing.
+// `streamlearner bench`, so both measure the same thing. Run does it all in
+// one process; Load and Serve split it, so that the member can be a
+// process of its own (as `streamlearner bench` runs it).
 package benchrun
 
 import (
@@ -46,7 +48,7 @@ type Config struct {
 	// Records is how many records to load: Input over and over. Default
 	// len(Input).
 	Records int
-	Input   []kafka.Message
+	Input   []kafka.Message `json:"-"`
 	// Learner, Kernel and Seed configure the member; PassThrough runs the
 	// same consume/decode/produce path without learning.
 	Learner     string
@@ -62,7 +64,7 @@ type Config struct {
 	ProcessingGuarantee string
 	// Progress, if set, is called about once a second while loading
 	// (serving false) and serving, with the records done and the total.
-	Progress func(serving bool, done, total int64)
+	Progress func(serving bool, done, total int64) `json:"-"`
 	// SampleRSS reads VmRSS every second while serving.
 	SampleRSS bool
 	// FetchMaxBytes, FetchPartitionMaxBytes and FlushMaxBytes are the
@@ -145,6 +147,30 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	// would start from them.
 	debug.FreeOSMemory()
 	return serve(ctx, addr, out, cfg)
+}
+
+// Load creates the run's topics on cfg.Broker and loads the records, for
+// a member that Serve runs in another process.
+func Load(ctx context.Context, cfg Config) error {
+	if cfg.Broker == "" {
+		return errors.New("bench: Load needs a broker's address")
+	}
+	if err := createTopics(ctx, cfg.Broker, cfg.Partitions, cfg.Topic, cfg.Topic+".out", cfg.Topic+".dlq"); err != nil {
+		return err
+	}
+	return load(ctx, cfg.Broker, cfg)
+}
+
+// Serve runs one member over the records Load loaded into cfg.Broker and
+// measures it. Run in a process of its own, its memory and CPU are the
+// member's alone: a process that served before keeps some of what that
+// run touched (a 256-partition run left the next 4-partition peak 7–16
+// MB higher).
+func Serve(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.Broker == "" {
+		return Result{}, errors.New("bench: Serve needs a broker's address")
+	}
+	return serve(ctx, cfg.Broker, cfg.Topic+".out", cfg)
 }
 
 // createTopics makes the run's topics on an external broker.

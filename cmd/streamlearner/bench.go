@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -250,7 +252,7 @@ func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int
 	defer os.RemoveAll(dir)
 	bar := progress.New(os.Stderr, mode)
 	defer bar.Done()
-	return benchrun.Run(ctx, benchrun.Config{
+	cfg := benchrun.Config{
 		Broker: addr, Topic: fmt.Sprintf("bench-%s-%d-%d", mode, partitions, run), Partitions: partitions, Records: c.Records, Input: msgs,
 		Learner: c.Learner, Kernel: kern, PassThrough: mode == "passthrough",
 		ProcessingGuarantee: map[bool]string{true: pipeline.ExactlyOnce, false: pipeline.AtLeastOnce}[mode == "exactly-once"],
@@ -262,14 +264,111 @@ func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int
 			}
 			bar.Update(done, 2*total)
 		},
-	})
+	}
+	if c.InProcess {
+		return benchrun.Run(ctx, cfg)
+	}
+	if err := benchrun.Load(ctx, cfg); err != nil {
+		return benchrun.Result{}, err
+	}
+	return serveChild(ctx, cfg)
+}
+
+// serveJob is what bench hands a bench-serve process: the run's
+// configuration, its kernel as a spec.
+type serveJob struct {
+	Config benchrun.Config
+	Kernel string
+}
+
+// serveChild runs the member of one bench run in a bench-serve process of
+// its own, so that its CPU and peak memory are that run's alone; the
+// child reports progress and then its result on stdout.
+func serveChild(ctx context.Context, cfg benchrun.Config) (benchrun.Result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return benchrun.Result{}, fmt.Errorf("bench: find this executable: %w", err)
+	}
+	job, err := json.Marshal(serveJob{Config: cfg, Kernel: cfg.Kernel.String()})
+	if err != nil {
+		return benchrun.Result{}, fmt.Errorf("bench: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, exe, "bench-serve")
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Stdin = bytes.NewReader(job)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return benchrun.Result{}, fmt.Errorf("bench: serve: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return benchrun.Result{}, fmt.Errorf("bench: start serve: %w", err)
+	}
+	var res benchrun.Result
+	got := false
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 64<<20) // the result's RSS samples
+	for sc.Scan() {
+		kind, rest, _ := strings.Cut(sc.Text(), " ")
+		switch kind {
+		case "progress":
+			var done, total int64
+			if _, err := fmt.Sscan(rest, &done, &total); err == nil && cfg.Progress != nil {
+				cfg.Progress(true, done, total)
+			}
+		case "result":
+			if err := json.Unmarshal([]byte(rest), &res); err != nil {
+				return res, fmt.Errorf("bench: serve's result: %w", err)
+			}
+			got = true
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+		return res, fmt.Errorf("bench: serve: %w", err)
+	}
+	if !got {
+		return res, errors.New("bench: serve ended without a result")
+	}
+	return res, nil
+}
+
+// benchServeCmd is the member of one bench run, in a process of its own
+// (see serveChild); not for users.
+type benchServeCmd struct{}
+
+func (c *benchServeCmd) Run(ctx context.Context, out io.Writer) error {
+	var job serveJob
+	if err := json.NewDecoder(os.Stdin).Decode(&job); err != nil {
+		return fmt.Errorf("bench-serve: read the job: %w", err)
+	}
+	kern, err := learners.ParseKernel(job.Kernel)
+	if err != nil {
+		return fmt.Errorf("bench-serve: %w", err)
+	}
+	cfg := job.Config
+	cfg.Kernel = kern
+	cfg.Progress = func(_ bool, done, total int64) { fmt.Fprintf(out, "progress %d %d\n", done, total) }
+	res, err := benchrun.Serve(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("bench-serve: %w", err)
+	}
+	_, err = fmt.Fprintf(out, "result %s\n", b)
+	return err
 }
 
 func brokerWhere(inProcess bool) string {
 	if inProcess {
 		return "in process (its work counts as the service's)"
 	}
-	return "in a child process per run"
+	return "in a child process per run, the member in another"
 }
 
 // childBroker runs `streamlearner broker` from this executable on a free

@@ -25,6 +25,7 @@ type cli struct {
 	Version kong.VersionFlag `help:"Print the version and exit."`
 
 	Bench      benchCmd      `cmd:"" help:"Measure the service end to end on the embedded broker: records/s, CPU per record and memory, learning beside pass-through."`
+	BenchServe benchServeCmd `cmd:"" name:"bench-serve" hidden:"" help:"The member of one bench run, in a process of its own (bench runs it)."`
 	Demo       demoCmd       `cmd:"" help:"A one-command demo: embedded broker, a stream, the service with checkpoints, live progress; leaves nothing running."`
 	Run        runCmd        `cmd:"" help:"Serve as a consumer-group member: predict, then learn, each record of the input topic; emit predictions."`
 	Broker     brokerCmd     `cmd:"" help:"Run a development Kafka broker (embedded, 127.0.0.1 only)."`
