@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"slices"
 	"time"
 
@@ -102,6 +103,7 @@ func (d *decoder) partition(rp *kmsg.FetchResponseTopicPartition, from int64, ke
 	})
 	txns := d.txns
 	b := rp.RecordBatches
+	prevEnd := int64(math.MinInt64) // past the last batch read
 	for len(b) > batchMagicAt {
 		switch magic := b[batchMagicAt]; {
 		case magic < 2:
@@ -128,6 +130,12 @@ func (d *decoder) partition(rp *kmsg.FetchResponseTopicPartition, from int64, ke
 		if got := crc32.Checksum(raw[batchCRCFrom:], castagnoli); got != uint32(rb.CRC) {
 			return w, fmt.Errorf("record batch at offset %d: CRC %08x, its header says %08x: corrupt", rb.FirstOffset, got, uint32(rb.CRC))
 		}
+		if rb.FirstOffset < prevEnd {
+			// A log's batches follow each other; an overlap would hand
+			// over offsets already delivered.
+			return w, fmt.Errorf("record batch at offset %d overlaps the one before, which ends at %d: corrupt", rb.FirstOffset, prevEnd)
+		}
+		prevEnd = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
 		w.batches++
 		w.bytes += size
 		if d.readCommitted {
@@ -285,6 +293,10 @@ func (d *decoder) legacy(b []byte, from int64, w *walked, keep func(*rawRecord))
 		}
 		if rec.Offset < from {
 			continue // brokers answer from the start of a compressed set
+		}
+		if rec.Offset < w.next {
+			// The rest of the pipeline counts on offsets that rise.
+			return fmt.Errorf("read message set: offset %d after %d: corrupt", rec.Offset, w.next-1)
 		}
 		rec.Headers = rec.Headers[:0]
 		w.next = max(w.next, rec.Offset+1)

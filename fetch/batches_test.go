@@ -206,6 +206,8 @@ func TestDecoderRefusesCorruptBatches(t *testing.T) {
 		"a flipped bit":  {flipped, "CRC"},
 		"a short length": {short, "too short"},
 		"magic 3":        {append(slices.Clone(good[:16]), 3, 0, 0, 0, 0), "unknown magic 3"},
+		// Found by FuzzDecoder: offsets 0 and 1, then 1 again.
+		"overlapping batches": {append(slices.Clone(good), encodeBatch(1, 0, -1, 0, rec{0, []byte("again")})...), "overlaps"},
 	} {
 		_, _, err := decodeAll(t, true, &kmsg.FetchResponseTopicPartition{RecordBatches: c.data}, 0)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -235,6 +237,14 @@ func TestDecoderReadsLegacyMessageSets(t *testing.T) {
 	got, w, err := decodeAll(t, true, &kmsg.FetchResponseTopicPartition{RecordBatches: data}, 1)
 	if err != nil || fmt.Sprint(got) != "[1=old1 2=old2]" || w.next != 3 {
 		t.Fatalf("%v, next %d, %v; want [1=old1 2=old2], next 3", got, w.next, err)
+	}
+	// An offset that does not rise is a corrupt set, not a duplicate: the
+	// second message's offset (a message is offset, size, body; the CRC
+	// is in the body) made 0 again.
+	again := slices.Clone(data)
+	binary.BigEndian.PutUint64(again[12+binary.BigEndian.Uint32(again[8:]):], 0)
+	if got, _, err := decodeAll(t, true, &kmsg.FetchResponseTopicPartition{RecordBatches: again}, 0); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Fatalf("offsets 0, 0, 2: read %v, %v; want a corrupt set", got, err)
 	}
 }
 
