@@ -65,6 +65,8 @@ type walked struct {
 	// wire (not a batch the broker cut at the end of the answer: it says
 	// nothing of what the partition's batches cost).
 	batches, bytes int
+	// kept counts the records handed over.
+	kept int
 }
 
 // Record batch layout (magic 2): base offset (8), length (4), leader
@@ -125,15 +127,15 @@ func (d *decoder) partition(rp *kmsg.FetchResponseTopicPartition, from int64, ke
 		b = b[size:]
 		var rb kmsg.RecordBatch
 		if err := rb.ReadFrom(raw); err != nil {
-			return w, fmt.Errorf("record batch at offset %d: %w", rb.FirstOffset, err)
+			return d.corrupt(w, from, raw, b, fmt.Errorf("record batch at offset %d: %w", rb.FirstOffset, err))
 		}
 		if got := crc32.Checksum(raw[batchCRCFrom:], castagnoli); got != uint32(rb.CRC) {
-			return w, fmt.Errorf("record batch at offset %d: CRC %08x, its header says %08x: corrupt", rb.FirstOffset, got, uint32(rb.CRC))
+			return d.corrupt(w, from, raw, b, fmt.Errorf("record batch at offset %d: CRC %08x, its header says %08x: corrupt", rb.FirstOffset, got, uint32(rb.CRC)))
 		}
 		if rb.FirstOffset < prevEnd {
 			// A log's batches follow each other; an overlap would hand
 			// over offsets already delivered.
-			return w, fmt.Errorf("record batch at offset %d overlaps the one before, which ends at %d: corrupt", rb.FirstOffset, prevEnd)
+			return d.corrupt(w, from, raw, b, fmt.Errorf("record batch at offset %d overlaps the one before, which ends at %d: corrupt", rb.FirstOffset, prevEnd))
 		}
 		prevEnd = rb.FirstOffset + int64(rb.LastOffsetDelta) + 1
 		w.batches++
@@ -146,11 +148,64 @@ func (d *decoder) partition(rp *kmsg.FetchResponseTopicPartition, from int64, ke
 				txns = txns[1:]
 			}
 		}
+		before := w
 		if err := d.batch(&rb, from, &w, keep); err != nil {
-			return w, fmt.Errorf("record batch at offset %d: %w", rb.FirstOffset, err)
+			if w.kept > before.kept || w.skipped > before.skipped {
+				// Records of the batch went out already: the answer
+				// cannot be cut before it.
+				return w, fmt.Errorf("record batch at offset %d: %w", rb.FirstOffset, err)
+			}
+			return d.corrupt(before, from, raw, b, fmt.Errorf("record batch at offset %d: %w", rb.FirstOffset, err))
 		}
 	}
 	return w, nil
+}
+
+// A CorruptError is a record batch that cannot be read: its CRC, its
+// framing or its records are wrong. It is returned only when the batch
+// comes first in what a fetch covered (after good batches the answer ends
+// before it, without error), so that Offset is where the reader stands.
+// Next is the base offset of the well-formed batch that follows it in the
+// same answer, the first offset past it that can be trusted (the CRC does
+// not cover the base offset, and covers the last offset delta, which is
+// what is in doubt); −1 when the answer held none. Raw is the batch as
+// the broker sent it, at most MaxCorruptRaw bytes.
+type CorruptError struct {
+	Offset, Next int64
+	Raw          []byte
+	Err          error
+}
+
+// MaxCorruptRaw bounds CorruptError.Raw.
+const MaxCorruptRaw = 1 << 20
+
+func (e *CorruptError) Error() string { return e.Err.Error() }
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// corrupt ends partition at a batch that cannot be read (raw; rest is
+// what follows it in the answer): without error when batches before it
+// covered anything, for the next fetch to start at it; else as a
+// *CorruptError.
+func (d *decoder) corrupt(w walked, from int64, raw, rest []byte, err error) (walked, error) {
+	base := int64(binary.BigEndian.Uint64(raw))
+	if w.next > from {
+		return w, nil
+	}
+	e := &CorruptError{Offset: base, Next: -1, Raw: bytes.Clone(raw[:min(len(raw), MaxCorruptRaw)]), Err: err}
+	if base < from {
+		// The batch holds from: the reader stands inside it.
+		e.Offset = from
+	}
+	// The next batch that is whole, of magic 2, and checks out.
+	if len(rest) > batchCRCFrom && rest[batchMagicAt] == 2 {
+		if size := batchLengthFrom + int(int32(binary.BigEndian.Uint32(rest[8:]))); size > batchCRCFrom && size <= len(rest) &&
+			crc32.Checksum(rest[batchCRCFrom:size], castagnoli) == binary.BigEndian.Uint32(rest[17:]) {
+			if next := int64(binary.BigEndian.Uint64(rest)); next > e.Offset {
+				e.Next = next
+			}
+		}
+	}
+	return w, e
 }
 
 // batch reads one whole record batch.
@@ -208,6 +263,7 @@ func (d *decoder) batch(rb *kmsg.RecordBatch, from int64, w *walked, keep func(*
 			ts = rb.MaxTimestamp
 		}
 		rec.Time = time.UnixMilli(ts)
+		w.kept++
 		keep(rec)
 	}
 	w.next = max(w.next, end)

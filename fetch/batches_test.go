@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"os"
@@ -206,12 +207,38 @@ func TestDecoderRefusesCorruptBatches(t *testing.T) {
 		"a flipped bit":  {flipped, "CRC"},
 		"a short length": {short, "too short"},
 		"magic 3":        {append(slices.Clone(good[:16]), 3, 0, 0, 0, 0), "unknown magic 3"},
-		// Found by FuzzDecoder: offsets 0 and 1, then 1 again.
-		"overlapping batches": {append(slices.Clone(good), encodeBatch(1, 0, -1, 0, rec{0, []byte("again")})...), "overlaps"},
 	} {
 		_, _, err := decodeAll(t, true, &kmsg.FetchResponseTopicPartition{RecordBatches: c.data}, 0)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
+		}
+	}
+	// Found by FuzzDecoder: offsets 0 and 1, then 1 again. After good
+	// batches, a batch that cannot be read ends the answer before it.
+	overlap := append(slices.Clone(good), encodeBatch(1, 0, -1, 0, rec{0, []byte("again")})...)
+	if got, w, err := decodeAll(t, true, &kmsg.FetchResponseTopicPartition{RecordBatches: overlap}, 0); err != nil || len(got) != 2 || w.next != 2 {
+		t.Errorf("overlapping batches: %v, next %d, %v; want offsets 0 and 1, next 2", got, w.next, err)
+	}
+	// First in what a fetch covers, it is a *CorruptError that says
+	// where the next good batch begins, if the answer holds one.
+	third := encodeBatch(4, 0, -1, 1, rec{0, []byte("v4")}, rec{1, []byte("v5")})
+	bad := encodeBatch(2, 0, -1, 1, rec{0, []byte("v2")}, rec{1, []byte("v3")})
+	bad[len(bad)-3] ^= 0x40
+	for _, c := range []struct {
+		data     []byte
+		from     int64
+		at, next int64
+		whole    bool
+	}{
+		{slices.Concat(bad, third), 2, 2, 4, true},
+		{slices.Concat(bad, third), 3, 3, 4, true},
+		{bad, 2, 2, -1, true},
+		{slices.Concat(bad, third[:30]), 2, 2, -1, true}, // the next batch cut short
+	} {
+		_, _, err := decodeAll(t, true, &kmsg.FetchResponseTopicPartition{RecordBatches: c.data}, c.from)
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Offset != c.at || ce.Next != c.next || !bytes.Equal(ce.Raw, bad) {
+			t.Errorf("from %d: %v (%+v); want a CorruptError at %d, next %d, with the batch", c.from, err, ce, c.at, c.next)
 		}
 	}
 	// A batch cut by the broker at the end of the answer is left for the

@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -11,7 +13,9 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // A fetch the broker answers with an error (here a corrupt batch, as the
@@ -63,5 +67,115 @@ func TestFetchErrorsAreCountedAndRetried(t *testing.T) {
 	waitFor(t, "every prediction", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Produced) >= n })
 	if got := testutil.ToFloat64(cfg.Metrics.FetchErrors); got != bad {
 		t.Errorf("fetch errors counted %v, want %d", got, bad)
+	}
+}
+
+// A record batch that every fetch finds corrupt (damaged in the broker's
+// log, not on the way) is dead-lettered whole after corruptRetries
+// fetches, and the partition goes on from the batch after it: the records
+// around it are all predicted, and the committed offset passes it.
+func TestCorruptBatchIsDeadLetteredAndSkipped(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "in.dlq"), kfake.GroupMinSessionTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Three batches of 10 records: offsets 0–9, 10–19 and 20–29.
+	for b := range 3 {
+		w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "in", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 10}
+		var msgs []kafka.Message
+		for i := range 10 {
+			msgs = append(msgs, kafka.Message{Value: fmt.Appendf(nil, `{"label": %d, "features": {"1": %g}}`, 1-2*(i%2), float64(b*10+i+1)/30)})
+		}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+	}
+	// The log's batches as the broker keeps them, the second made corrupt:
+	// the broker answers fetches with them from here on.
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(int16(kmsg.Fetch), 11) // by topic name
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.MaxVersions(versions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.MaxBytes, req.MaxWaitMillis = 11, 1<<20, 100
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic = "in"
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.PartitionMaxBytes = 1 << 20
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	res, err := req.RequestWith(ctx, cl)
+	cl.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches [][]byte
+	for raw := res.Topics[0].Partitions[0].RecordBatches; len(raw) > 12; {
+		size := 12 + int(binary.BigEndian.Uint32(raw[8:]))
+		batches = append(batches, raw[:size])
+		raw = raw[size:]
+	}
+	if len(batches) != 3 || binary.BigEndian.Uint64(batches[1]) != 10 || binary.BigEndian.Uint64(batches[2]) != 20 {
+		t.Fatalf("%d batches in the log; want 3, at 0, 10 and 20", len(batches))
+	}
+	bad := batches[1]
+	bad[len(bad)-3] ^= 0x40
+	c.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := r.(*kmsg.FetchRequest)
+		if len(req.Topics) != 1 || req.Topics[0].Topic != "in" || len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].FetchOffset >= 30 {
+			return nil, nil, false // the broker's own answer
+		}
+		rp := req.Topics[0].Partitions[0]
+		res := req.ResponseKind().(*kmsg.FetchResponse)
+		res.Version = req.Version
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = "in"
+		p := kmsg.NewFetchResponseTopicPartition()
+		p.Partition, p.HighWatermark, p.LastStableOffset = rp.Partition, 30, 30
+		for k, b := range batches {
+			if int64(k*10+10) > rp.FetchOffset {
+				p.RecordBatches = append(p.RecordBatches, b...)
+			}
+		}
+		rt.Partitions = append(rt.Partitions, p)
+		res.Topics = append(res.Topics, rt)
+		return res, nil, true
+	})
+
+	cfg := testConfigAt(t, addr, "rbp:budget=10")
+	cfg.Metrics = NewMetrics(nil)
+	cfg.CheckpointEvery = 1
+	stop, _ := runMember(t, cfg)
+	waitFor(t, "the records around the batch predicted", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Produced) >= 20 })
+	dl := readFetched(t, addr, "in.dlq", 0, 1, false, 10*time.Second)
+	if len(dl) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dl))
+	}
+	h := map[string]string{}
+	for _, hd := range dl[0].Headers {
+		h[hd.Key] = string(hd.Value)
+	}
+	if h[HeaderError] != string(ReasonCorruptBatch) || h[HeaderSourceOffset] != "10" || !bytes.Equal(dl[0].Value, bad) {
+		t.Errorf("dead letter %v, %d bytes; want %s at offset 10 holding the batch's %d bytes", h, len(dl[0].Value), ReasonCorruptBatch, len(bad))
+	}
+	if got := testutil.ToFloat64(cfg.Metrics.FetchErrors); got < corruptRetries {
+		t.Errorf("fetch errors counted %v, want at least %d", got, corruptRetries)
+	}
+	waitFor(t, "the offset committed past the batch", 10*time.Second, func() bool {
+		oc := &kafka.Client{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}}
+		resp, err := oc.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: "g", Topics: map[string][]int{"in": {0}}})
+		return err == nil && len(resp.Topics["in"]) == 1 && resp.Topics["in"][0].CommittedOffset == 30
+	})
+	stop()
+	if got := testutil.ToFloat64(cfg.Metrics.Produced); got != 20 {
+		t.Errorf("%v predictions, want 20 (the batch's 10 records are its dead letter)", got)
 	}
 }

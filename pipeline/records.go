@@ -43,13 +43,16 @@ const (
 const (
 	ReasonInternal      codec.Reason = "internal"       // could not encode the prediction
 	ReasonOutputRefused codec.Reason = "output_refused" // the broker permanently refused the prediction
+	// ReasonCorruptBatch: a record batch of the input that every fetch
+	// found corrupt; its dead letter holds the batch as the broker sent it.
+	ReasonCorruptBatch codec.Reason = "corrupt_batch"
 )
 
 // Reasons lists every dead-letter reason the service can report, every
 // label value streamlearner_dead_letters_total can carry: codec's, the
 // learners' refusals and its own.
 func Reasons() []codec.Reason {
-	return append(codec.Reasons(), learners.RefusedKernel, learners.RefusedMargin, ReasonInternal, ReasonOutputRefused)
+	return append(codec.Reasons(), learners.RefusedKernel, learners.RefusedMargin, ReasonInternal, ReasonOutputRefused, ReasonCorruptBatch)
 }
 
 // Reasons returns the dead-letter reasons a member with this configuration

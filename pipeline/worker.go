@@ -108,6 +108,7 @@ type worker struct {
 	// rounds are the round durations not yet in the histogram (added at
 	// each flush).
 	rounds    roundCounts
+	corrupt   corruptRun
 	evicted   uint64
 	waiting   prometheus.Gauge
 	expired   prometheus.Counter
@@ -421,6 +422,10 @@ func (w *worker) run(gen context.Context) {
 			}
 			cfg.Metrics.FetchErrors.Inc()
 			w.log.Warn().Err(err).Msg("fetch")
+			var ce *fetch.CorruptError
+			if errors.As(err, &ce) && w.corruptBatch(r, ce) {
+				continue
+			}
 			select { // a broker that answers with errors is not hammered
 			case <-gctx.Done():
 			case <-time.After(200 * time.Millisecond):
@@ -431,6 +436,50 @@ func (w *worker) run(gen context.Context) {
 			return
 		}
 	}
+}
+
+// corruptRetries is how many fetches in a row must find the same batch
+// corrupt before it is skipped: one damaged on the way reads whole when
+// fetched again; one damaged in the broker's log never will.
+const corruptRetries = 5
+
+// corruptBatch counts a fetch that found the batch at the partition's
+// offset corrupt. At the corruptRetries-th in a row it dead-letters the
+// batch whole (its bytes as the broker sent them: its records cannot be
+// told apart) and moves the offset past it, to where the next good batch
+// begins, as a dead-lettered record's offset is passed; it says whether
+// it did. Where the next batch is not known yet (none followed it in the
+// answer), the partition waits for one.
+func (w *worker) corruptBatch(r interface{ SetOffset(int64) }, ce *fetch.CorruptError) bool {
+	if ce.Offset != w.st.NextOffset || ce.Next <= ce.Offset {
+		w.corrupt = corruptRun{}
+		return false
+	}
+	if w.corrupt.at != ce.Offset {
+		w.corrupt = corruptRun{at: ce.Offset}
+	}
+	if w.corrupt.n++; w.corrupt.n < corruptRetries {
+		return false
+	}
+	w.corrupt = corruptRun{}
+	if len(w.preds)+len(w.dead) == 0 {
+		w.since = time.Now()
+	}
+	msg := kafka.Message{Topic: w.part.Topic, Partition: w.part.ID, Offset: ce.Offset, Value: ce.Raw}
+	w.deadLetter(&msg, ReasonCorruptBatch, fmt.Sprintf("%v (in %d fetches); offsets %d to %d skipped", ce.Err, corruptRetries, ce.Offset, ce.Next-1))
+	w.log.Error().Int64("offset", ce.Offset).Int64("next", ce.Next).Int("bytes", len(ce.Raw)).
+		Msg("record batch corrupt in every fetch: dead-lettered whole, its offsets skipped")
+	r.SetOffset(ce.Next)
+	w.st.NextOffset = ce.Next
+	w.pending++
+	return true
+}
+
+// corruptRun counts the fetches in a row that found the batch at offset
+// at corrupt.
+type corruptRun struct {
+	at int64
+	n  int
 }
 
 // full says whether the output buffers are to be flushed now: as many
