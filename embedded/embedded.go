@@ -47,6 +47,10 @@ type Config struct {
 	// GroupMinSessionTimeout lets tests use short group session timeouts;
 	// default 1 s.
 	GroupMinSessionTimeout time.Duration
+	// Brokers is the number of brokers in the cluster, each on a port of
+	// its own (the first on Port); default 1. More than one lets tests
+	// move partition leaders and coordinators between them.
+	Brokers int
 }
 
 // Broker is a running embedded broker.
@@ -76,9 +80,12 @@ func Start(cfg Config) (*Broker, error) {
 	// on the next CreateTopics or a clean shutdown, so after a kill -9 the
 	// topic was gone while group offsets into it survived. autoCreate
 	// below routes auto-creation through CreateTopic, which persists it.
+	// Ports fixes the broker count: the first on cfg.Port, any others
+	// on free ports.
+	ports := make([]int, max(1, cfg.Brokers))
+	ports[0] = cfg.Port
 	opts := []kfake.Opt{
-		kfake.Ports(cfg.Port),
-		kfake.NumBrokers(1),
+		kfake.Ports(ports...),
 		kfake.DefaultNumPartitions(cfg.Partitions),
 		kfake.GroupMinSessionTimeout(cfg.GroupMinSessionTimeout),
 		kfake.BrokerConfigs(map[string]string{
@@ -147,6 +154,10 @@ func createTopic(c *kfake.Cluster, topic string, partitions int) error {
 	}
 	return err
 }
+
+// Cluster is the broker's kfake cluster, for tests that inject faults
+// (Cluster.Fault), move leaders or remove brokers.
+func (b *Broker) Cluster() *kfake.Cluster { return b.c }
 
 // Addr is the broker's host:port, for clients' bootstrap list.
 func (b *Broker) Addr() string { return b.addr }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go/compress"
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/features"
@@ -279,6 +280,20 @@ type Config struct {
 	// it at once). Default 10 s, as Kafka Streams sets it; the brokers'
 	// transaction.max.timeout.ms must allow it.
 	TransactionTimeout time.Duration
+	// DisableIdempotence writes at-least-once outputs without a producer
+	// id. By default (false) each partition's worker writes as an
+	// idempotent producer (a producer id and a sequence number per output
+	// partition, as Kafka's producers do by default since 3.0), so that a
+	// batch sent again after a timeout — which Kafka may answer after it
+	// appended the batch — is kept once: duplicates then come only from a
+	// member that stopped before its commit. Brokers before 0.11, or ACLs
+	// that refuse IDEMPOTENT_WRITE, need it set.
+	DisableIdempotence bool
+	// Compression compresses the batches of predictions and dead letters:
+	// "none", "gzip", "snappy", "lz4" or "zstd". Default lz4, which costs
+	// little CPU and takes JSON predictions to a fraction of their size;
+	// readers decompress whatever a batch says it holds.
+	Compression string
 
 	// PassThrough skips the learner (margin 0, no learning): the same
 	// consume, decode and produce path, for measuring what learning costs.
@@ -297,6 +312,15 @@ const (
 	AtLeastOnce = "at-least-once"
 	ExactlyOnce = "exactly-once"
 )
+
+// codec is the compression codec of Compression (nil for none).
+func (c *Config) codec() (compress.Codec, error) {
+	var z compress.Compression
+	if err := z.UnmarshalText([]byte(c.Compression)); err != nil || c.Compression != "none" && z == compress.None {
+		return nil, fmt.Errorf("compression %q: want none, gzip, snappy, lz4 or zstd", c.Compression)
+	}
+	return z.Codec(), nil
+}
 
 // ModelConfig is partition p's model: randomized learners of partition p
 // are seeded with Seed + p, so partitions draw independent streams and a
@@ -560,6 +584,12 @@ func (c *Config) Validate() error {
 	}
 	if c.TransactionalIDPrefix == "" {
 		c.TransactionalIDPrefix = c.Group
+	}
+	if c.Compression == "" {
+		c.Compression = "lz4"
+	}
+	if _, err := c.codec(); err != nil {
+		return err
 	}
 	if c.CommitInterval <= 0 {
 		c.CommitInterval = 500 * time.Millisecond

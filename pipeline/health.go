@@ -21,20 +21,49 @@ type health struct {
 	// degraded holds the partitions whose last DegradedAfter records all
 	// came to nothing, with why: each was dead-lettered, or its prediction
 	// was refused by the brokers. Such a partition reads and commits, so
-	// it is never stuck, yet serves nobody.
-	degraded      map[string]string
-	degradedGauge prometheus.Gauge // streamlearner_degraded_partitions
+	// it is never stuck, yet serves nobody
+	// (streamlearner_degraded_partitions).
+	degraded marks
+	// halted holds the assigned partitions not served now, with why: a
+	// producer that cannot be initialised, a commit fenced while the
+	// generation lives on, transactions aborted again and again. Unlike
+	// stuck, a halted partition shows at once
+	// (streamlearner_unserved_partitions).
+	halted marks
+}
+
+// marks is a set of partitions, each with why, counted by a gauge.
+type marks struct {
+	why   map[string]string
+	gauge prometheus.Gauge
+}
+
+func (m *marks) set(partition, why string) {
+	if m.why == nil {
+		m.why = map[string]string{}
+	}
+	m.why[partition] = why
+	m.count()
+}
+
+func (m *marks) clear(partition string) {
+	if _, ok := m.why[partition]; ok {
+		delete(m.why, partition)
+		m.count()
+	}
+}
+
+func (m *marks) count() {
+	if m.gauge != nil {
+		m.gauge.Set(float64(len(m.why)))
+	}
 }
 
 // degrade marks a partition whose recent records all came to nothing.
 func (h *health) degrade(partition, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.degraded == nil {
-		h.degraded = map[string]string{}
-	}
-	h.degraded[partition] = why
-	h.setDegraded()
+	h.degraded.set(partition, why)
 }
 
 // served clears the mark: a prediction of the partition was delivered,
@@ -42,25 +71,34 @@ func (h *health) degrade(partition, why string) {
 func (h *health) served(partition string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.degraded[partition]; ok {
-		delete(h.degraded, partition)
-		h.setDegraded()
-	}
+	h.degraded.clear(partition)
 }
 
-func (h *health) setDegraded() {
-	if h.degradedGauge != nil {
-		h.degradedGauge.Set(float64(len(h.degraded)))
-	}
+// halt marks a partition that is not served, with why.
+func (h *health) halt(partition, why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.halted.set(partition, why)
 }
 
-// why lists the degraded partitions and their reasons, for /readyz.
+// resume clears halt's mark.
+func (h *health) resume(partition string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.halted.clear(partition)
+}
+
+// why lists the degraded and unserved partitions and their reasons, for
+// /readyz.
 func (h *health) why() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []string
-	for p, why := range h.degraded {
+	for p, why := range h.degraded.why {
 		out = append(out, "partition "+p+": "+why)
+	}
+	for p, why := range h.halted.why {
+		out = append(out, "partition "+p+" not served: "+why)
 	}
 	slices.Sort(out)
 	return out

@@ -136,8 +136,12 @@ func Run(ctx context.Context, cfg Config) error {
 	// Closed after the workers' last commits (below), which may still
 	// read.
 	defer m.fetcher.Close()
+	codec, err := cfg.codec()
+	if err != nil {
+		return err
+	}
 	newProducer := func(topic string, limit int) *producer {
-		return &producer{client: &kafka.Client{Addr: m.client.Addr, Transport: limited}, topic: topic, limit: limit, autoCreate: cfg.AutoCreateTopics}
+		return &producer{client: &kafka.Client{Addr: m.client.Addr, Transport: limited}, topic: topic, limit: limit, autoCreate: cfg.AutoCreateTopics, codec: codec}
 	}
 	m.out, m.dlq = newProducer(cfg.OutputTopic, m.outLimit), newProducer(cfg.DLQTopic, m.dlqLimit)
 

@@ -97,6 +97,11 @@ type Metrics struct {
 	// DegradedAfter records all came to nothing: every one dead-lettered,
 	// or its prediction refused by the brokers (also makes /readyz 503).
 	Degraded prometheus.Gauge // streamlearner_degraded_partitions
+	// Unserved is the number of assigned partitions not served now: a
+	// producer id that cannot be initialised, a commit fenced while the
+	// member's generation lives on, transactions aborted again and again
+	// (also makes /readyz 503, at once, naming each and why).
+	Unserved prometheus.Gauge // streamlearner_unserved_partitions
 	// Delayed labels: records awaiting their label, how long labels took
 	// (label time − record time, by record timestamps), records that
 	// left the pending store unlabeled (expired, evicted), and labels
@@ -157,6 +162,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Stuck:            prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions unable to flush their output or commit for longer than the stuck threshold."}),
 		Degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_degraded_partitions",
 			Help: "Assigned partitions whose last 1000 records all came to nothing: every one dead-lettered, or its prediction refused by the brokers."}),
+		Unserved: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_unserved_partitions",
+			Help: "Assigned partitions not served now: their producer cannot be initialised, their commit was fenced while the generation lives on, or their transactions abort again and again."}),
 	}
 	m.PendingRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_pending_records", Help: "Records predicted and awaiting their label (delayed labels)."}, part)
 	// 10 ms to about 12 days by factors of 4: clicks come in minutes,
@@ -176,12 +183,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)})
 	m.RegistryErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_schema_registry_errors_total",
 		Help: "Schema registry requests that got no answer (unreachable, 5xx); the partition waits and retries meanwhile, dead-lettering nothing."}, part)
-	m.health.gauge, m.health.after, m.health.degradedGauge = m.Stuck, time.Minute, m.Degraded
+	m.health.gauge, m.health.after, m.health.degraded.gauge, m.health.halted.gauge = m.Stuck, time.Minute, m.Degraded, m.Unserved
 	if reg != nil {
 		reg.MustRegister(m.RegistryErrors)
 		reg.MustRegister(m.PendingRecords, m.LabelDelay, m.PendingExpired, m.PendingEvicted, m.OrphanLabels)
 		reg.MustRegister(m.Transactions, m.TransactionDuration, m.VisibleLatency)
-		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck, m.Degraded,
+		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck, m.Degraded, m.Unserved,
 			m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches)
 		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,
 			m.Produced, m.ProduceErrors, m.FetchErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge,
@@ -214,6 +221,7 @@ func (m *Metrics) assigned(partition string, reasons []codec.Reason) {
 // degraded mark: the partition's new owner says how it fares.
 func (m *Metrics) forget(partition string) {
 	m.health.served(partition)
+	m.health.resume(partition)
 	for _, g := range []*prometheus.GaugeVec{m.Support, m.WindowRate, m.Lag, m.CheckpointBytes, m.CheckpointTime, m.PendingRecords} {
 		g.DeleteLabelValues(partition)
 	}

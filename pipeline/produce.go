@@ -9,10 +9,12 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"sync"
 	"syscall"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/compress"
 	"github.com/segmentio/kafka-go/protocol"
 	metadataAPI "github.com/segmentio/kafka-go/protocol/metadata"
 )
@@ -37,6 +39,8 @@ type producer struct {
 	// the Writer's BatchBytes.
 	limit      int
 	autoCreate bool
+	// codec compresses each batch's records; nil writes them as they are.
+	codec compress.Codec
 }
 
 // Defaults of kafka.Writer, kept: attempts per write, the backoff between
@@ -56,11 +60,11 @@ const (
 // retried (temporary broker errors, dropped connections) are retried here
 // too, until ctx ends; the request under way is never cancelled.
 //
-// With t (exactly-once), the batch is written in t's open transaction: the
-// partition is added to it first, and the batch carries t's producer id
-// and the partition's next sequence number, the same on every retry, so
-// that the broker keeps one copy of a batch sent twice.
-func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte, t *txn) error {
+// With wr (an idempotent or transactional producer), the batch carries
+// wr's producer id and the partition's next sequence number, the same on
+// every retry, so that the broker keeps one copy of a batch sent twice;
+// a transactional one adds the partition to its open transaction first.
+func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte, wr writer) error {
 	for i := range msgs {
 		if writerSize(&msgs[i]) > p.limit-batchOverhead {
 			return kafka.MessageTooLargeError{Message: msgs[i]}
@@ -74,7 +78,15 @@ func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, b
 			case <-time.After(min(time.Duration(attempt*attempt)*produceBackoffMin, produceBackoffMax)):
 			}
 		}
-		err := p.once(context.WithoutCancel(ctx), src, msgs, buf, t)
+		err := p.once(context.WithoutCancel(ctx), src, msgs, buf, wr)
+		if i, ok := wr.(*idempotent); ok && err != nil && sequenceLost(err) && attempt+1 < produceAttempts {
+			// The broker's sequence for the producer is not ours: start
+			// a new epoch and send the batch again.
+			if berr := i.bump(ctx); berr != nil {
+				return fmt.Errorf("after %w: %w", err, berr)
+			}
+			continue
+		}
 		if err == nil || attempt+1 == produceAttempts || !temporary(err) {
 			return err
 		}
@@ -82,7 +94,7 @@ func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, b
 }
 
 // once makes one attempt of produce.
-func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte, t *txn) error {
+func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte, wr writer) error {
 	ctx, cancel := context.WithTimeout(ctx, produceTimeout)
 	defer cancel()
 	n, err := p.partitions(ctx)
@@ -90,13 +102,17 @@ func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf 
 		return fmt.Errorf("partitions of %s: %w", p.topic, err)
 	}
 	part, id, txnID := src%n, noProducer, ""
-	if t != nil {
-		if err := t.add(ctx, p.topic, part); err != nil {
+	if wr != nil {
+		if id, txnID, err = wr.prepare(ctx, p.topic, part); err != nil {
 			return err
 		}
-		id, txnID = t.batchID(p.topic, part), t.id
 	}
 	*buf = appendRecordBatch((*buf)[:0], msgs, time.Now(), id)
+	if p.codec != nil {
+		if *buf, err = compressBatch(*buf, p.codec); err != nil {
+			return fmt.Errorf("compress a batch for %s: %w", p.topic, err)
+		}
+	}
 	res, err := p.client.RawProduce(ctx, &kafka.RawProduceRequest{
 		Topic: p.topic, Partition: part, RequiredAcks: kafka.RequireAll, TransactionalID: txnID,
 		RawRecords: protocol.RawRecordSet{Reader: bytes.NewReader(*buf)},
@@ -104,9 +120,9 @@ func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf 
 	if err == nil {
 		err = res.Error
 	}
-	if t != nil && (err == nil || errors.Is(err, kafka.DuplicateSequenceNumber)) {
+	if wr != nil && (err == nil || errors.Is(err, kafka.DuplicateSequenceNumber)) {
 		// Written (a duplicate is a retry of a batch the broker has).
-		t.wrote(p.topic, part, len(msgs))
+		wr.wrote(p.topic, part, len(msgs))
 		return nil
 	}
 	return fence(err)
@@ -234,6 +250,36 @@ func appendRecordBatch(dst []byte, msgs []kafka.Message, now time.Time, id batch
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// compressBatch compresses the records of the one record batch in set
+// (as appendRecordBatch wrote it) with c, in place: the header then says
+// so in its attributes, and its length and CRC cover the compressed
+// records.
+func compressBatch(set []byte, c compress.Codec) ([]byte, error) {
+	const header = 61
+	zb := compressBufs.Get().(*bytes.Buffer)
+	defer compressBufs.Put(zb)
+	zb.Reset()
+	zw := c.NewWriter(zb)
+	if _, err := zw.Write(set[4+header:]); err != nil {
+		zw.Close()
+		return set, err
+	}
+	if err := zw.Close(); err != nil {
+		return set, err
+	}
+	set = append(set[:4+header], zb.Bytes()...)
+	b := set[4:]
+	be := binary.BigEndian
+	be.PutUint32(b[8:], uint32(len(b)-12))
+	be.PutUint16(b[21:], be.Uint16(b[21:])|uint16(c.Code()))
+	be.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	be.PutUint32(set, uint32(len(b)))
+	return set, nil
+}
+
+// compressBufs holds the buffers batches are compressed into.
+var compressBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // batchID is a record batch's producer: id, epoch, the sequence number of
 // its first record, and whether it belongs to a transaction.

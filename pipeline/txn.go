@@ -40,20 +40,18 @@ type topicPartition struct {
 	partition int
 }
 
-// fenced reports whether a broker error means the producer lost its
-// transactional id to the partition's next owner (errFenced, as a commit
-// of a newer generation's partition is).
+// fenced reports whether err means the group moved on: the offsets are
+// refused because another generation owns the partition (errFenced, as a
+// commit of a newer generation's partition is). Only that stops a
+// partition: a producer error, even PRODUCER_FENCED, is first taken for
+// what it most often is — the coordinator aborting a transaction that
+// outlived its timeout, or sequence state lost to a produce in doubt — and
+// answered by bumping the epoch (txn.bump), which is refused only when a
+// newer owner initialised the transactional id.
 func fenced(err error) bool {
-	return errors.Is(err, errFenced) || errors.Is(err, kafka.ProducerFenced) || errors.Is(err, kafka.InvalidProducerEpoch) ||
-		errors.Is(err, kafka.InvalidProducerIDMapping) || errors.Is(err, kafka.TransactionCoordinatorFenced) ||
+	return errors.Is(err, errFenced) ||
 		// TxnOffsetCommit from a generation the group left behind.
-		errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.FencedInstanceID) ||
-		// The coordinator ended the transaction under this producer: a
-		// new owner's InitProducerID aborted it (or it outlived the
-		// transaction timeout, which bumps the epoch too). Either way the
-		// id is no longer this member's to use; initialising it again
-		// would fence the partition's rightful owner.
-		errors.Is(err, kafka.InvalidTransactionState)
+		errors.Is(err, kafka.IllegalGeneration) || errors.Is(err, kafka.UnknownMemberId) || errors.Is(err, kafka.FencedInstanceID)
 }
 
 // fence marks err as fencing when it is one.
@@ -62,6 +60,14 @@ func fence(err error) error {
 		return fmt.Errorf("%w: %w", errFenced, err)
 	}
 	return err
+}
+
+// producerFenced reports the answers to a bump that mean another holder
+// initialised the transactional id since this producer did: the
+// partition's next owner.
+func producerFenced(err error) bool {
+	return errors.Is(err, kafka.ProducerFenced) || errors.Is(err, kafka.InvalidProducerEpoch) ||
+		errors.Is(err, kafka.TransactionCoordinatorFenced)
 }
 
 // retriable reports the coordinator answers that a retry after a pause
@@ -94,9 +100,16 @@ func retry(ctx context.Context, what string, op func(context.Context) error) err
 // transaction the id left open (this member's or a previous owner's) and
 // fences every earlier holder of the id.
 func (t *txn) init(ctx context.Context) error {
-	return retry(ctx, "init producer id "+t.id, func(ctx context.Context) error {
+	return t.initProducer(ctx, "init producer id "+t.id, -1, -1)
+}
+
+// initProducer sends InitProducerID for the transactional id, as its
+// holder pid at epoch (−1, −1: a new holder), and starts afresh with the
+// id and epoch the coordinator answers.
+func (t *txn) initProducer(ctx context.Context, what string, pid, epoch int) error {
+	return retry(ctx, what, func(ctx context.Context) error {
 		res, err := t.client.InitProducerID(ctx, &kafka.InitProducerIDRequest{
-			TransactionalID: t.id, TransactionTimeoutMs: int(t.timeout.Milliseconds()), ProducerID: -1, ProducerEpoch: -1,
+			TransactionalID: t.id, TransactionTimeoutMs: int(t.timeout.Milliseconds()), ProducerID: pid, ProducerEpoch: epoch,
 		})
 		if err != nil {
 			return err
@@ -108,6 +121,33 @@ func (t *txn) init(ctx context.Context) error {
 		t.seq, t.added, t.open = map[topicPartition]int32{}, map[topicPartition]bool{}, false
 		return nil
 	})
+}
+
+// bump recovers the producer after an aborted transaction (KIP-360):
+// InitProducerID with the current producer id and epoch aborts whatever
+// is still open and bumps the epoch, so that the sequence numbers start
+// again at 0. Without it a replay would carry the aborted batches'
+// numbers, which the broker keeps across the abort: a batch of the same
+// size is acknowledged as a duplicate of the aborted one and never
+// written (the replay lost, silently), one of another size is out of
+// order for ever. A transaction the coordinator aborted on its timeout
+// bumped the epoch already; the coordinator accepts the previous one here.
+//
+// It fails with errFenced when the coordinator refuses the bump because
+// another holder initialised the id since (the partition's next owner).
+// A coordinator that no longer knows the producer id (the id expired)
+// gets a fresh InitProducerID: no owner holds it.
+func (t *txn) bump(ctx context.Context) error {
+	err := t.initProducer(ctx, "bump the epoch of "+t.id, t.pid, t.epoch)
+	switch {
+	case err == nil:
+		return nil
+	case producerFenced(err):
+		return fmt.Errorf("%w: %w", errFenced, err)
+	case errors.Is(err, kafka.InvalidProducerIDMapping):
+		return t.init(ctx)
+	}
+	return err
 }
 
 // add makes partition p of topic part of the open transaction (opening
@@ -150,14 +190,19 @@ func partitionError[P any](topics map[string][]P, errOf func(P) error) error {
 	return nil
 }
 
-// batchID is what a batch written in the open transaction carries.
-func (t *txn) batchID(topic string, p int) batchID {
-	return batchID{producer: int64(t.pid), epoch: int16(t.epoch), seq: t.seq[topicPartition{topic, p}], transactional: true}
+// prepare adds partition p of topic to the transaction and returns what
+// a batch written to it carries.
+func (t *txn) prepare(ctx context.Context, topic string, p int) (batchID, string, error) {
+	if err := t.add(ctx, topic, p); err != nil {
+		return batchID{}, "", err
+	}
+	return batchID{producer: int64(t.pid), epoch: int16(t.epoch), seq: t.seq[topicPartition{topic, p}], transactional: true}, t.id, nil
 }
 
 // wrote advances partition p's sequence past n records written.
 func (t *txn) wrote(topic string, p, n int) {
-	t.seq[topicPartition{topic, p}] += int32(n)
+	tp := topicPartition{topic, p}
+	t.seq[tp] = nextSeq(t.seq[tp], n)
 }
 
 // commit commits the open transaction together with the consumed

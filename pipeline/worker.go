@@ -69,7 +69,10 @@ type worker struct {
 	// transaction rewinds; rewound tells the fetch loop that the records
 	// it holds were dropped by a rewind. txnOldest is the timestamp of the
 	// oldest record whose output is in the open transaction.
-	txn       *txn
+	txn *txn
+	// wr is who the worker writes as: txn under exactly-once, an
+	// idempotent producer under at-least-once (unless disabled), or nil.
+	wr        writer
 	reader    *fetch.Partition
 	rewound   bool
 	txnOldest time.Time
@@ -82,6 +85,9 @@ type worker struct {
 	// the partition degraded (degraded) until it is reset.
 	unused, undelivered int
 	degraded            bool
+	// aborts counts the transactions aborted in a row since the last
+	// commit; abortLoop of them halt the partition in /readyz.
+	aborts int
 
 	// The partition's counters, resolved once: a label lookup per record
 	// would cost more than timing the round.
@@ -135,17 +141,21 @@ func (w *worker) run(gen context.Context) {
 	cfg := w.m.cfg
 	w.label = strconv.Itoa(w.part.ID)
 	w.srcHdrs = []kafka.Header{{Key: HeaderSourcePartition, Value: []byte(w.label)}}
-	if cfg.ProcessingGuarantee == ExactlyOnce {
+	switch {
+	case cfg.ProcessingGuarantee == ExactlyOnce:
 		// Before anything else: initialising the partition's transactional
 		// id aborts what its previous owner left open and fences it.
 		w.txn = &txn{client: w.m.client, id: fmt.Sprintf("%s.%s.%d", cfg.TransactionalIDPrefix, w.part.Topic, w.part.ID), timeout: cfg.TransactionTimeout}
-		if err := w.txn.init(gctx); err != nil {
-			if gctx.Err() == nil {
-				w.log.Error().Err(err).Str("transactional_id", w.txn.id).Msg("cannot initialise the partition's transactional producer; partition not served")
-				<-gctx.Done()
-			}
+		if !w.until(gctx, "initialise the partition's transactional producer "+w.txn.id, w.txn.init) {
 			return
 		}
+		w.wr = w.txn
+	case !cfg.DisableIdempotence:
+		idem := &idempotent{client: w.m.client}
+		if !w.until(gctx, "initialise the partition's idempotent producer", idem.init) {
+			return
+		}
+		w.wr = idem
 	}
 	if err := w.restore(gctx); err != nil {
 		// Returning would end the whole generation and rejoin in a loop;
@@ -228,23 +238,26 @@ func (w *worker) run(gen context.Context) {
 	defer w.m.untrack(w.part)
 	pos.Store(w.st.NextOffset)
 
-	// settle runs the commit protocol, retrying until it goes through;
-	// false means the generation ended and the worker must return. While
-	// it retries the partition reads nothing more, so its lag shows.
-	settle := func() bool {
+	// settleWith runs the commit protocol (a commit at once with force,
+	// else as the cadence says), retrying until it goes through; false
+	// means the generation ended and the worker must return. While it
+	// retries the partition reads nothing more, so its lag shows.
+	settleWith := func(force bool) bool {
 		for {
-			err := w.checkpoint(gctx, false)
+			err := w.checkpoint(gctx, force)
 			if err == nil {
 				mt.health.ok(w.label)
+				if w.aborts > 0 {
+					w.aborts = 0
+					mt.health.resume(w.label)
+				}
 				return true
 			}
 			if errors.Is(err, errFenced) {
-				if w.txn != nil {
-					mt.Transactions.WithLabelValues("aborted", "fenced").Inc()
+				if !w.fencedWait(gctx, err) {
+					return false
 				}
-				w.log.Warn().Err(err).Msg("commit refused (another member owns the partition now); dropping the partition's model")
-				<-gctx.Done()
-				return false
+				continue
 			}
 			if gctx.Err() != nil {
 				w.stop()
@@ -255,11 +268,14 @@ func (w *worker) run(gen context.Context) {
 				// what it covered, so it goes back to the committed
 				// snapshot and reads the records again.
 				mt.Transactions.WithLabelValues("aborted", "error").Inc()
-				w.log.Warn().Err(err).Msg("transaction aborted; restoring the committed snapshot and reading again from its offset")
+				if w.aborts++; w.aborts >= abortLoop {
+					mt.health.halt(w.label, fmt.Sprintf("%d transactions aborted in a row (last: %v)", w.aborts, err))
+				}
+				w.log.Warn().Err(err).Int("in_a_row", w.aborts).Msg("transaction aborted; restoring the committed snapshot and reading again from its offset")
 				// Nothing is committed until the rewind is whole: the
 				// model would be ahead of the outputs.
 				for {
-					err := w.rewind(gctx)
+					err := w.rewind(gctx, w.txn.bump)
 					if err == nil {
 						break
 					}
@@ -267,10 +283,10 @@ func (w *worker) run(gen context.Context) {
 						return false // the generation ended; the next owner's InitProducerID aborts what is open
 					}
 					if errors.Is(err, errFenced) {
-						mt.Transactions.WithLabelValues("aborted", "fenced").Inc()
-						w.log.Warn().Err(err).Msg("partition lost while rewinding (another member owns the partition now); not serving it")
-						<-gctx.Done()
-						return false
+						if !w.fencedWait(gctx, err) {
+							return false
+						}
+						break
 					}
 					mt.health.stuck(w.label, time.Now())
 					w.log.Error().Err(err).Msg("rewind after an aborted transaction; will retry")
@@ -290,6 +306,7 @@ func (w *worker) run(gen context.Context) {
 			}
 		}
 	}
+	settle := func() bool { return settleWith(false) }
 	// labelsBefore plays the labels stamped before t (all, for zero t),
 	// settling whenever the output buffers fill: a flood of labels for
 	// nothing is a flood of dead letters, and memory must not follow it.
@@ -367,7 +384,10 @@ func (w *worker) run(gen context.Context) {
 				if w.rewound {
 					break
 				}
-				if cfg.Registry != nil && !w.schemaReady(gctx, b.Records[i].Value, settle) {
+				// Before waiting out a registry outage, everything is
+				// committed: a transaction left open through it would be
+				// aborted by the coordinator on its timeout.
+				if cfg.Registry != nil && !w.schemaReady(gctx, b.Records[i].Value, func() bool { return settleWith(true) }) {
 					return
 				}
 				if w.rewound {
@@ -423,7 +443,7 @@ func (w *worker) run(gen context.Context) {
 			cfg.Metrics.FetchErrors.Inc()
 			w.log.Warn().Err(err).Msg("fetch")
 			var ce *fetch.CorruptError
-			if errors.As(err, &ce) && w.corruptBatch(r, ce) {
+			if errors.As(err, &ce) && w.corruptBatch(w.part.Topic, &w.corrupt, &w.st.NextOffset, r, ce) {
 				continue
 			}
 			select { // a broker that answers with errors is not hammered
@@ -450,27 +470,27 @@ const corruptRetries = 5
 // begins, as a dead-lettered record's offset is passed; it says whether
 // it did. Where the next batch is not known yet (none followed it in the
 // answer), the partition waits for one.
-func (w *worker) corruptBatch(r interface{ SetOffset(int64) }, ce *fetch.CorruptError) bool {
-	if ce.Offset != w.st.NextOffset || ce.Next <= ce.Offset {
-		w.corrupt = corruptRun{}
+func (w *worker) corruptBatch(topic string, run *corruptRun, next *int64, r interface{ SetOffset(int64) }, ce *fetch.CorruptError) bool {
+	if ce.Offset != *next || ce.Next <= ce.Offset {
+		*run = corruptRun{}
 		return false
 	}
-	if w.corrupt.at != ce.Offset {
-		w.corrupt = corruptRun{at: ce.Offset}
+	if run.at != ce.Offset {
+		*run = corruptRun{at: ce.Offset}
 	}
-	if w.corrupt.n++; w.corrupt.n < corruptRetries {
+	if run.n++; run.n < corruptRetries {
 		return false
 	}
-	w.corrupt = corruptRun{}
+	*run = corruptRun{}
 	if len(w.preds)+len(w.dead) == 0 {
 		w.since = time.Now()
 	}
-	msg := kafka.Message{Topic: w.part.Topic, Partition: w.part.ID, Offset: ce.Offset, Value: ce.Raw}
+	msg := kafka.Message{Topic: topic, Partition: w.part.ID, Offset: ce.Offset, Value: ce.Raw}
 	w.deadLetter(&msg, ReasonCorruptBatch, fmt.Sprintf("%v (in %d fetches); offsets %d to %d skipped", ce.Err, corruptRetries, ce.Offset, ce.Next-1))
-	w.log.Error().Int64("offset", ce.Offset).Int64("next", ce.Next).Int("bytes", len(ce.Raw)).
+	w.log.Error().Str("log", topic).Int64("offset", ce.Offset).Int64("next", ce.Next).Int("bytes", len(ce.Raw)).
 		Msg("record batch corrupt in every fetch: dead-lettered whole, its offsets skipped")
 	r.SetOffset(ce.Next)
-	w.st.NextOffset = ce.Next
+	*next = ce.Next
 	w.pending++
 	return true
 }
@@ -493,21 +513,26 @@ func (w *worker) full() bool {
 	return fb > 0 && int64(len(w.arena)) >= fb
 }
 
-// rewind undoes an aborted transaction's work: its outputs are dropped
-// (the brokers discard what was written), the model and positions go back
-// to the last committed snapshot, and the readers to its offsets, so that
-// the records are played again from there — giving, by determinism, the
-// outputs the aborted transaction held, byte for byte.
-func (w *worker) rewind(ctx context.Context) error {
+// rewind undoes the work since the last commit: the buffered outputs
+// are dropped (under exactly-once the brokers discard what was written),
+// producer readies the producer for the replay (txn.bump after an
+// aborted transaction, txn.init to take a partition back), the model and
+// positions go back to the last committed snapshot, and the readers to
+// its offsets, so that the records are played again from there — giving,
+// by determinism, the outputs the aborted transaction held, byte for
+// byte.
+func (w *worker) rewind(ctx context.Context, producer func(context.Context) error) error {
 	clear(w.preds)
 	clear(w.dead)
 	w.preds, w.dead, w.arena = w.preds[:0], w.dead[:0], w.arena[:0]
 	w.txnOldest = time.Time{}
-	if err := w.txn.abort(ctx); err != nil {
-		// Never InitProducerID here: if another member owns the partition
-		// now, that would fence it. A fenced abort ends the worker; any
-		// other failure is retried.
-		return err
+	if producer != nil {
+		// No EndTxn(abort) first: InitProducerID aborts what is open, and
+		// an abort refused for an epoch the coordinator already bumped
+		// would say nothing more.
+		if err := producer(ctx); err != nil {
+			return err
+		}
 	}
 	if err := w.restore(ctx); err != nil {
 		return err
@@ -519,6 +544,65 @@ func (w *worker) rewind(ctx context.Context) error {
 	}
 	w.pending, w.rewound = 0, true
 	return nil
+}
+
+// abortLoop is how many transactions aborted in a row halt a partition
+// in /readyz: one or two are a broker's passing fault, recovered from by
+// the replay; more mean the partition is not getting its work out.
+const abortLoop = 5
+
+// fencedWait holds a partition whose commit was refused as fenced (the
+// group or the transaction coordinator says another member owns it now).
+// Usually the generation is ending: this member's next heartbeat learns
+// of the rebalance, and the wait ends with ctx (false). A generation that
+// outlives the session timeout plus two heartbeats is still the group's
+// — no rebalance took the partition — so the fence was the coordinator's
+// doing (a transaction it aborted, an id it expired): the worker takes
+// the partition back, a new producer and the committed snapshot, and
+// goes on (true). Meanwhile /readyz names the partition as unserved.
+func (w *worker) fencedWait(ctx context.Context, err error) bool {
+	mt := w.m.cfg.Metrics
+	if w.txn != nil {
+		mt.Transactions.WithLabelValues("aborted", "fenced").Inc()
+	}
+	mt.health.halt(w.label, "fenced: "+err.Error())
+	defer mt.health.resume(w.label)
+	w.log.Warn().Err(err).Msg("commit refused (another member owns the partition now); the partition waits for the rebalance")
+	wait := w.m.cfg.SessionTimeout + 2*w.m.cfg.HeartbeatInterval
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(wait):
+	}
+	w.log.Warn().Dur("after", wait).Msg("no rebalance came: this member still owns the partition; taking it back from its last committed snapshot")
+	var producer func(context.Context) error
+	if w.txn != nil {
+		producer = w.txn.init
+	}
+	return w.until(ctx, "take the partition back", func(ctx context.Context) error { return w.rewind(ctx, producer) })
+}
+
+// until runs op until it succeeds (true) or ctx ends (false), with a
+// growing pause between tries, the partition halted in /readyz meanwhile.
+func (w *worker) until(ctx context.Context, what string, op func(context.Context) error) bool {
+	mt := w.m.cfg.Metrics
+	for backoff := 500 * time.Millisecond; ; backoff = min(2*backoff, 10*time.Second) {
+		err := op(ctx)
+		if err == nil {
+			mt.health.resume(w.label)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		mt.health.halt(w.label, "cannot "+what+": "+err.Error())
+		w.log.Error().Err(err).Dur("retry_in", backoff).Msg("cannot " + what + "; partition not served meanwhile")
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+	}
 }
 
 // restore finds where the partition stands: the committed offset and its
@@ -820,6 +904,7 @@ type pred struct{ key, value, end int }
 // (copies: a fetched batch lives only until the next fetch).
 type labelSide struct {
 	r        *fetch.Reader
+	corrupt  corruptRun
 	queue    []fetch.Record
 	caughtUp bool // fetched to the partition's end since the last input batch
 	arena    []byte
@@ -876,6 +961,14 @@ func (w *worker) playLabels(ctx context.Context, before time.Time) int {
 			}
 			w.m.cfg.Metrics.FetchErrors.Inc()
 			w.log.Warn().Err(err).Msg("fetch labels")
+			// A batch of labels corrupt in the broker's log is dead-lettered
+			// and passed as an input batch is: its labels are lost (their
+			// records expire from the pending store, counted), where
+			// retrying it would stop the partition's learning for good.
+			var ce *fetch.CorruptError
+			if errors.As(err, &ce) && w.corruptBatch(w.st.LabelTopic, &ls.corrupt, &w.st.LabelOffset, ls.r, ce) {
+				continue
+			}
 			ls.caughtUp = true // try again with the next input batch
 			return labelsDone
 		}
@@ -1133,7 +1226,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 			n++
 		}
 		group := (*msgs)[:n]
-		err := wr.produce(ctx, w.part.ID, group, batch, w.txn)
+		err := wr.produce(ctx, w.part.ID, group, batch, w.wr)
 		if err == nil {
 			if preds {
 				mt.Produced.Add(float64(n))
@@ -1151,7 +1244,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 		if refused(err) {
 			// Find the records refused for good, one by one.
 			for i := range group {
-				if err := wr.produce(ctx, w.part.ID, group[i:i+1], batch, w.txn); err != nil {
+				if err := wr.produce(ctx, w.part.ID, group[i:i+1], batch, w.wr); err != nil {
 					if !refused(err) {
 						*msgs = (*msgs)[i:]
 						return fmt.Errorf("write to %s: %w", wr.topic, err)

@@ -1,0 +1,191 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// writer is who a worker's record batches are written as: a plain
+// producer (nil), an idempotent one (at-least-once, the default) or the
+// partition's transactional one (exactly-once). produce asks it for each
+// batch's header and tells it what was written, so that a batch retried
+// carries the same producer id, epoch and sequence numbers and the broker
+// keeps one copy of it.
+type writer interface {
+	// prepare readies partition p of topic for a batch (a transaction
+	// adds it) and returns what the batch header says of its producer,
+	// and the transactional id of the request ("" for none).
+	prepare(ctx context.Context, topic string, p int) (batchID, string, error)
+	// wrote advances partition p's sequence past n records written.
+	wrote(topic string, p, n int)
+}
+
+// nextSeq is seq advanced by n records. Sequence numbers are int32 and
+// wrap to 0 after math.MaxInt32, as Kafka's do
+// (DefaultRecordBatch.incrementSequence): a producer that writes 2^31
+// records in one epoch goes on at 0, which the broker expects.
+func nextSeq(seq int32, n int) int32 {
+	if int64(seq)+int64(n) > math.MaxInt32 {
+		return int32(int64(seq) + int64(n) - math.MaxInt32 - 1)
+	}
+	return seq + int32(n)
+}
+
+// idempotent is the producer of a worker under at-least-once: a producer
+// id without a transactional id (InitProducerID), and a sequence number
+// per output partition, so that a batch sent again after a timeout — which
+// Kafka may answer after appending it — is acknowledged as the duplicate it
+// is instead of written twice. It is the worker's alone: two workers
+// writing to one output partition have ids of their own.
+//
+// A sequence error (OUT_OF_ORDER_SEQUENCE, UNKNOWN_PRODUCER_ID: the broker
+// lost the producer's state, or a batch in doubt was never written) bumps
+// the epoch, as Kafka's producers do since 2.5 (KIP-360): sequences start
+// again at 0 and the batch is sent once more. That can write a batch twice
+// only when an earlier attempt of it was appended and its answer lost.
+type idempotent struct {
+	client *kafka.Client
+	pid    int64
+	epoch  int16
+	seq    map[topicPartition]int32
+}
+
+func (i *idempotent) init(ctx context.Context) error {
+	return retry(ctx, "init idempotent producer id", func(ctx context.Context) error {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionTimeoutMillis = math.MaxInt32 // as Kafka's producer: no transaction
+		req.ProducerID, req.ProducerEpoch = -1, -1
+		resp := kmsg.NewPtrInitProducerIDResponse()
+		if err := kmsgRoundTrip(ctx, i.client, req, resp); err != nil {
+			return err
+		}
+		if err := kafkaError(resp.ErrorCode); err != nil {
+			return err
+		}
+		i.pid, i.epoch, i.seq = resp.ProducerID, resp.ProducerEpoch, map[topicPartition]int32{}
+		return nil
+	})
+}
+
+func (i *idempotent) prepare(_ context.Context, topic string, p int) (batchID, string, error) {
+	return batchID{producer: i.pid, epoch: i.epoch, seq: i.seq[topicPartition{topic, p}]}, "", nil
+}
+
+func (i *idempotent) wrote(topic string, p, n int) {
+	tp := topicPartition{topic, p}
+	i.seq[tp] = nextSeq(i.seq[tp], n)
+}
+
+// bump starts a new epoch of the producer id, its sequences at 0; past the
+// last epoch it takes a new producer id.
+func (i *idempotent) bump(ctx context.Context) error {
+	if i.epoch == math.MaxInt16 {
+		return i.init(ctx)
+	}
+	i.epoch++
+	clear(i.seq)
+	return nil
+}
+
+// sequenceLost reports the produce errors after which an idempotent
+// producer's sequence numbers no longer match the broker's.
+func sequenceLost(err error) bool {
+	return errors.Is(err, kafka.OutOfOrderSequenceNumber) || errors.Is(err, kafka.UnknownProducerId) ||
+		errors.Is(err, kafka.InvalidProducerEpoch) || errors.Is(err, kafka.InvalidProducerIDMapping)
+}
+
+// kafkaError is the kafka-go error of a Kafka error code (nil for 0), so
+// that answers decoded with kmsg are classified as kafka-go's are.
+func kafkaError(code int16) error {
+	if code == 0 {
+		return nil
+	}
+	return kafka.Error(int(code))
+}
+
+// kmsgRoundTrip sends req through the client's transport to any broker
+// and decodes the answer into resp. It serves the requests kafka-go
+// encodes in a way that would route them wrongly: an InitProducerID
+// without a transactional id is a TransactionalMessage to kafka-go, which
+// would look up a transaction coordinator for the empty id.
+func kmsgRoundTrip(ctx context.Context, c *kafka.Client, req kmsg.Request, resp kmsg.Response) error {
+	x := &rawExchange{req: req, resp: resp}
+	m, err := c.Transport.RoundTrip(ctx, c.Addr, x)
+	if err != nil {
+		return err
+	}
+	if m.(*rawExchange).err != nil {
+		return m.(*rawExchange).err
+	}
+	return nil
+}
+
+// rawExchange is one kmsg request and its answer on a connection kafka-go
+// dialled (and authenticated), at the highest version both sides speak.
+type rawExchange struct {
+	req     kmsg.Request
+	resp    kmsg.Response
+	version int16
+	err     error
+}
+
+func (x *rawExchange) ApiKey() protocol.ApiKey { return protocol.ApiKey(x.req.Key()) }
+
+func (x *rawExchange) Required(versions map[protocol.ApiKey]int16) bool {
+	v, ok := versions[x.ApiKey()]
+	if !ok {
+		v = -1
+	}
+	x.version = min(v, x.req.MaxVersion())
+	return true
+}
+
+func (x *rawExchange) RawExchange(rw io.ReadWriter) (protocol.Message, error) {
+	key := kmsg.NameForKey(x.req.Key())
+	if x.version < 0 {
+		return nil, fmt.Errorf("the broker does not serve %s", key)
+	}
+	x.req.SetVersion(x.version)
+	const correlationID = 1 // one request at a time on the connection
+	buf := kmsg.NewRequestFormatter().AppendRequest(nil, x.req, correlationID)
+	if _, err := rw.Write(buf); err != nil {
+		return nil, fmt.Errorf("send %s: %w", key, err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(rw, size[:]); err != nil {
+		return nil, fmt.Errorf("read %s answer: %w", key, err)
+	}
+	n := int(int32(binary.BigEndian.Uint32(size[:])))
+	if n < 4 || n > 1<<20 {
+		return nil, fmt.Errorf("read %s answer: its length %d is not that of an answer", key, n)
+	}
+	buf = make([]byte, n)
+	if _, err := io.ReadFull(rw, buf); err != nil {
+		return nil, fmt.Errorf("read %s answer: %w", key, err)
+	}
+	if id := int32(binary.BigEndian.Uint32(buf)); id != correlationID {
+		return nil, fmt.Errorf("read %s answer: correlation id %d, not %d", key, id, correlationID)
+	}
+	x.resp.SetVersion(x.version)
+	body := buf[4:]
+	if x.resp.IsFlexible() {
+		// The flexible response header ends in tagged fields: none are
+		// defined, so a broker sends a count of 0.
+		if len(body) == 0 || body[0] != 0 {
+			return nil, fmt.Errorf("read %s answer: unexpected tagged header fields", key)
+		}
+		body = body[1:]
+	}
+	if err := x.resp.ReadFrom(body); err != nil {
+		x.err = fmt.Errorf("decode %s answer (v%d): %w", key, x.version, err)
+	}
+	return x, nil
+}
