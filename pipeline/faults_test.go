@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -361,5 +363,42 @@ func TestBrokerFaults(t *testing.T) {
 				r.run(t)
 			})
 		}
+	}
+}
+
+// When the output and dead-letter topics both refuse every record for
+// good, the partition shows as unserved in /readyz and the refusals are
+// counted, but the log says so a few times a second, not for every
+// attempt: the worker retried the bare dead letters in a loop without a
+// pause, and logged each (212 MB of log in 21 s).
+func TestOutputsRefusedForGoodDoNotFloodTheLog(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	for _, topic := range []string{"out", "in.dlq"} {
+		b.Cluster().Fault(kfake.Fault{Keys: key(kmsg.Produce), Topic: topic, Err: kerr.InvalidRecord, Count: -1})
+	}
+	msgs := faultMsgs(200)
+	produce(t, b, "in", msgs, toPartition(0))
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	cfg := testConfig(t, b, "perceptron")
+	cfg.Log = zerolog.New(logs)
+	cfg.Metrics = NewMetrics(nil)
+	cfg.StuckAfter = time.Second
+	stop, _ := runMember(t, cfg)
+	waitFor(t, "readiness to turn 503", 20*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.AssignedGauge) == 4 && !cfg.Metrics.Ready() })
+	start := time.Now()
+	logs.mu.Lock()
+	before := bytes.Count(logs.w.Bytes(), []byte("\n"))
+	logs.mu.Unlock()
+	time.Sleep(3 * time.Second)
+	logs.mu.Lock()
+	lines := bytes.Count(logs.w.Bytes(), []byte("\n")) - before
+	logs.mu.Unlock()
+	took := time.Since(start)
+	stop()
+	if perSecond := float64(lines) / took.Seconds(); perSecond > 20 {
+		t.Errorf("%d log lines in %v (%.0f a second) while the outputs were refused", lines, took, perSecond)
+	}
+	if n := testutil.ToFloat64(cfg.Metrics.ProduceErrors); n < 10 {
+		t.Errorf("%v failed writes counted, want the refusals counted", n)
 	}
 }

@@ -1243,13 +1243,16 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 		}
 		if refused(err) {
 			// Find the records refused for good, one by one.
+			bare := 0
 			for i := range group {
 				if err := wr.produce(ctx, w.part.ID, group[i:i+1], batch, w.wr); err != nil {
 					if !refused(err) {
 						*msgs = (*msgs)[i:]
 						return fmt.Errorf("write to %s: %w", wr.topic, err)
 					}
-					w.refusedOutput(group[i], err, preds, limit)
+					if !w.refusedOutput(group[i], err, preds, limit) {
+						bare++
+					}
 				} else if preds {
 					mt.Produced.Inc()
 					w.delivered()
@@ -1257,6 +1260,12 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 			}
 			clear(group)
 			*msgs = (*msgs)[n:]
+			if bare > 0 {
+				// Dead letters refused even bare went back in the queue:
+				// the flush fails, and the partition retries after a
+				// pause rather than in a loop.
+				return fmt.Errorf("write to %s: %d dead letters refused even without their record: %w", wr.topic, bare, err)
+			}
 			continue
 		}
 		if ctx.Err() != nil || w.txn != nil {
@@ -1280,8 +1289,13 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 // refusedOutput deals with a record the broker refused for good: a
 // prediction goes to the dead-letter topic in its place; a dead letter is
 // cut to half the room and queued again, down to its headers alone.
-func (w *worker) refusedOutput(m kafka.Message, err error, pred bool, limit int) {
-	w.log.Error().Err(err).Int("bytes", recordSize(&m)).Bool("prediction", pred).Msg("record refused by the broker for good")
+//
+// It reports false for a dead letter refused even bare, queued again as
+// it is.
+func (w *worker) refusedOutput(m kafka.Message, err error, pred bool, limit int) bool {
+	// Rate-limited: a topic that refuses everything would log each
+	// record (the refusals are counted in the metrics).
+	w.bad.Error().Err(err).Int("bytes", recordSize(&m)).Bool("prediction", pred).Msg("record refused by the broker for good")
 	if pred {
 		// The prediction's bytes are in the arena, reused after the flush.
 		src := kafka.Message{Topic: w.part.Topic, Partition: w.part.ID, Key: bytes.Clone(m.Key), Value: bytes.Clone(m.Value)}
@@ -1290,7 +1304,7 @@ func (w *worker) refusedOutput(m kafka.Message, err error, pred bool, limit int)
 		w.dead = append(w.dead, deadLetter(src, ReasonOutputRefused, "prediction refused: "+err.Error(), w.m.dlqLimit))
 		w.undelivered++
 		w.health(string(ReasonOutputRefused) + ": " + err.Error())
-		return
+		return true
 	}
 	own := min(5, len(m.Headers))
 	if recordSize(&m) <= 4096 {
@@ -1298,9 +1312,10 @@ func (w *worker) refusedOutput(m kafka.Message, err error, pred bool, limit int)
 		// left, and the partition shows as stuck.
 		w.m.cfg.Metrics.health.stuck(w.label, time.Now())
 		w.dead = append(w.dead, m)
-		return
+		return false
 	}
 	w.dead = append(w.dead, fit(m, own, max(4096, min(limit, recordSize(&m))/2)))
+	return true
 }
 
 // degradedAfter is how many records in a row must come to nothing (all

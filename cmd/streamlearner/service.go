@@ -165,6 +165,8 @@ type runCmd struct {
 	CommitInterval        time.Duration `default:"500ms" help:"With exactly-once: how often each partition's transaction commits (or sooner, every --checkpoint-every records), with a snapshot; a prediction is visible to read_committed consumers once its transaction commits, so about this long after its record. --checkpoint-interval is not used."`
 	TransactionalIDPrefix string        `placeholder:"PREFIX" help:"With exactly-once: transactional ids are PREFIX.TOPIC.PARTITION, one per input partition, so that a partition's new owner fences the old one (default: the group id)."`
 	TransactionTimeout    time.Duration `default:"10s" help:"With exactly-once: how long the brokers let a transaction stay open before aborting it (a crashed member's open transaction holds back read_committed consumers this long unless another member takes its partitions over, which aborts it at once)."`
+	Idempotence           bool          `default:"true" negatable:"" help:"With at-least-once: write as an idempotent producer (a producer id and sequence numbers), so that a batch retried after a broker timeout is kept once; duplicates then come only from a member that stopped before committing. --no-idempotence for brokers before 0.11 or without IDEMPOTENT_WRITE."`
+	Compression           string        `default:"lz4" enum:"none,gzip,snappy,lz4,zstd" help:"Compression of the batches of predictions and dead letters: none, gzip, snappy, lz4 or zstd."`
 	ResetOffsets          string        `placeholder:"WHERE" help:"Move every partition of the group, once, to earliest, latest, an offset, -N (N before the end) or an RFC 3339 time, with a new model (as kafka-consumer-groups --reset-offsets): the records from there are predicted and learned again. Applied once per value: a restart with the same value goes on from its checkpoints."`
 
 	DelayedLabels      bool          `help:"Labels may come after their records: a keyed record without a label is predicted and waits for a label message (its key and label, no feature) in the same topic and partition; see docs/delayed.md."`
@@ -271,7 +273,8 @@ func (c *runCmd) Run(ctx context.Context) error {
 		PendingMaxBytes: c.PendingMaxBytes, PendingMaxKeyBytes: c.PendingMaxKeyBytes,
 		ResetOffsets: c.ResetOffsets, ProcessingGuarantee: c.ProcessingGuarantee, TransactionalIDPrefix: c.TransactionalIDPrefix, CommitInterval: c.CommitInterval,
 		TransactionTimeout: c.TransactionTimeout,
-		Log:                log,
+		DisableIdempotence: !c.Idempotence, Compression: c.Compression,
+		Log: log,
 	}
 	mc, err := c.modelConfig(c.fieldFlags, labels)
 	if err != nil {
