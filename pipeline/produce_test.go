@@ -3,7 +3,10 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +118,72 @@ func TestWriterSizeMatchesKafkaGo(t *testing.T) {
 	}
 	if got := writerSize(&m); got != limit {
 		t.Errorf("writerSize %d, kafka-go's Writer takes the message from BatchBytes %d on", got, limit)
+	}
+}
+
+// A compressed batch reads back as written, through kafka-go's decoder
+// (with its CRC check), for every codec; its header names the codec and
+// what it holds is smaller than the records it compresses.
+func TestCompressedBatchReadsBack(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var msgs []kafka.Message
+	for i := range 200 {
+		msgs = append(msgs, kafka.Message{Key: fmt.Appendf(nil, "in/0/%d", i), Value: fmt.Appendf(nil, `{"topic":"in","partition":0,"offset":%d,"prediction":1,"margin":0.%d}`, i, i), Headers: []kafka.Header{{Key: HeaderSourcePartition, Value: []byte("0")}}})
+	}
+	plain := appendRecordBatch(nil, msgs, now, noProducer)
+	for _, name := range []string{"gzip", "snappy", "lz4", "zstd"} {
+		cfg := Config{Compression: name}
+		c, err := cfg.codec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := compressBatch(appendRecordBatch(nil, msgs, now, batchID{producer: 7, epoch: 1, seq: 42}), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) >= len(plain)/2 {
+			t.Errorf("%s: %d bytes, the plain batch %d", name, len(got), len(plain))
+		}
+		if attrs := binary.BigEndian.Uint16(got[4+21:]); int8(attrs&7) != c.Code() {
+			t.Errorf("%s: attributes %#x", name, attrs)
+		}
+		var rs protocol.RecordSet
+		if _, err := rs.ReadFrom(bytes.NewReader(got)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for i, m := range msgs {
+			r, err := rs.Records.ReadRecord()
+			if err != nil {
+				t.Fatalf("%s: record %d: %v", name, i, err)
+			}
+			key, _ := io.ReadAll(r.Key)
+			value, _ := io.ReadAll(r.Value)
+			if r.Offset != int64(i) || !bytes.Equal(key, m.Key) || !bytes.Equal(value, m.Value) || len(r.Headers) != 1 {
+				t.Fatalf("%s: record %d: offset %d key %q value %q", name, i, r.Offset, key, value)
+			}
+		}
+	}
+	if _, err := (&Config{Compression: "brotli"}).codec(); err == nil {
+		t.Error("compression brotli accepted")
+	}
+}
+
+// Sequence numbers wrap as Kafka's do (DefaultRecordBatch.incrementSequence):
+// after math.MaxInt32 comes 0.
+func TestSequenceNumbersWrapAsKafkas(t *testing.T) {
+	for _, c := range []struct {
+		seq  int32
+		n    int
+		want int32
+	}{
+		{0, 5, 5},
+		{math.MaxInt32 - 5, 5, math.MaxInt32},
+		{math.MaxInt32 - 5, 6, 0},
+		{math.MaxInt32, 1, 0},
+		{math.MaxInt32 - 1, 10, 8},
+	} {
+		if got := nextSeq(c.seq, c.n); got != c.want {
+			t.Errorf("nextSeq(%d, %d) = %d, want %d", c.seq, c.n, got, c.want)
+		}
 	}
 }
