@@ -25,6 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
@@ -70,6 +72,10 @@ type Config struct {
 	// FetchMaxBytes, FetchPartitionMaxBytes and FlushMaxBytes are the
 	// member's budgets (pipeline.Config); 0 takes the pipeline's defaults.
 	FetchMaxBytes, FetchPartitionMaxBytes, FlushMaxBytes int
+	// Compression and DisableIdempotence are the member's
+	// (pipeline.Config); "" takes the pipeline's default codec.
+	Compression        string
+	DisableIdempotence bool
 }
 
 // Result is what one run measured.
@@ -83,6 +89,9 @@ type Result struct {
 	// reset; else since the process started).
 	RSS     []RSSSample
 	PeakRSS int64
+	// OutputBytes is what the brokers store of the output topic after
+	// the run (0 where not measured).
+	OutputBytes int64
 }
 
 // RSSSample is the resident memory at a moment of the run.
@@ -233,6 +242,7 @@ func serve(ctx context.Context, addr, out string, cfg Config) (Result, error) {
 		Learner: cfg.Learner, Kernel: cfg.Kernel, PassThrough: cfg.PassThrough, Metrics: metrics,
 		HeartbeatInterval: 500 * time.Millisecond, Log: zerolog.Nop(), CheckpointEvery: cfg.CheckpointEvery,
 		ProcessingGuarantee: cfg.ProcessingGuarantee, FetchMaxBytes: cfg.FetchMaxBytes, FetchPartitionMaxBytes: cfg.FetchPartitionMaxBytes, FlushMaxBytes: cfg.FlushMaxBytes,
+		Compression: cfg.Compression, DisableIdempotence: cfg.DisableIdempotence,
 		OnAssign: func(int32, []int) { started <- time.Now() },
 	}
 	if cfg.CheckpointDir != "" {
@@ -294,6 +304,38 @@ func serve(ctx context.Context, addr, out string, cfg Config) (Result, error) {
 		return res, fmt.Errorf("bench: service: %w", err)
 	}
 	return res, nil
+}
+
+// OutputBytes is what the brokers at addr store of topic: the size of its
+// partitions' logs (DescribeLogDirs), batch headers and compression
+// included, as a disk or a consumer's network sees it.
+func OutputBytes(ctx context.Context, addr, topic string) (int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrDescribeLogDirsRequest()
+	rt := kmsg.NewDescribeLogDirsRequestTopic()
+	rt.Topic = topic
+	for p := range int32(1024) {
+		rt.Partitions = append(rt.Partitions, p)
+	}
+	req.Topics = append(req.Topics, rt)
+	var total int64
+	for _, shard := range cl.RequestSharded(ctx, req) {
+		if shard.Err != nil {
+			return 0, fmt.Errorf("describe log dirs of %s: %w", topic, shard.Err)
+		}
+		for _, d := range shard.Resp.(*kmsg.DescribeLogDirsResponse).Dirs {
+			for _, t := range d.Topics {
+				for _, p := range t.Partitions {
+					total += p.Size
+				}
+			}
+		}
+	}
+	return total, nil
 }
 
 // EvalCPU is the learner's own cost in eval, as the service's learning

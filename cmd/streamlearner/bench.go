@@ -46,7 +46,16 @@ type benchCmd struct {
 	// ProcessingGuarantee exactly-once alternates learning runs of both
 	// guarantees and reports the ratio against exactlyOnceTarget.
 	ProcessingGuarantee string `default:"at-least-once" enum:"at-least-once,exactly-once" help:"exactly-once: alternate learning runs at-least-once and exactly-once (transactions every 500 ms) and report their ratio of records/s, instead of pass-through beside learning."`
+	// Compression with several codecs alternates learning runs, one a
+	// codec, and judges the second's CPU against the first's.
+	Compression []string `default:"lz4" sep:"," enum:"none,gzip,snappy,lz4,zstd" help:"The member's --compression; several (none,lz4,zstd) alternate learning runs, one a codec, instead of pass-through beside learning, and report each one's CPU and output bytes per record (stored by the broker) against the first's."`
+	// Idempotence is the member's --idempotence.
+	Idempotence bool `default:"true" negatable:"" help:"The member's --idempotence (at-least-once)."`
 }
+
+// compressionCPUTarget: a codec costs at most this much CPU per record
+// more than writing outputs uncompressed (lz4, issue 35).
+const compressionCPUTarget = 200 * time.Nanosecond
 
 // The targets of a member with many partitions (issue 25): CPU per record
 // at the most partitions within partitionCPUTarget times that at the
@@ -89,8 +98,8 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "end to end: %s ×%.1f = %d records over %v partitions, %s %s, checkpoint every %d; broker %s\n",
 		c.Data, float64(c.Records)/float64(len(msgs)), c.Records, c.Partitions, c.Learner, kern, c.CheckpointEvery, brokerWhere(c.InProcess))
-	fmt.Fprintf(out, "%-12s %10s %12s %14s %12s\n", "mode", "partitions", "records/s", "cpu µs/record", "peak RSS MB")
-	rates, cpus := map[string][]float64{}, map[string][]float64{}
+	fmt.Fprintf(out, "%-12s %10s %12s %14s %12s %14s\n", "mode", "partitions", "records/s", "cpu µs/record", "peak RSS MB", "output B/record")
+	rates, cpus, outBytes := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	var evals []float64 // eval's CPU per round, beside each learning run
 	var lastLearn benchrun.Result
 	// scale holds, per partition count, the learning runs' CPU per record
@@ -101,6 +110,11 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 		for _, parts := range c.Partitions {
 			modes := []string{"passthrough", "learn"}
 			switch {
+			case len(c.Compression) > 1:
+				modes = modes[:0]
+				for _, z := range c.Compression {
+					modes = append(modes, "learn/"+z)
+				}
 			case c.ProcessingGuarantee == pipeline.ExactlyOnce:
 				modes = []string{"learn", "exactly-once"}
 			case c.LearnOnly:
@@ -114,8 +128,10 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 				if parts == c.Partitions[0] {
 					rates[mode] = append(rates[mode], res.RecordsPerSecond())
 					cpus[mode] = append(cpus[mode], float64(res.CPUPerRecord()))
+					outBytes[mode] = append(outBytes[mode], float64(res.OutputBytes)/float64(res.Records))
 				}
-				fmt.Fprintf(out, "%-12s %10d %12.0f %14.2f %12.0f\n", mode, parts, res.RecordsPerSecond(), float64(res.CPUPerRecord().Nanoseconds())/1e3, float64(res.PeakRSS)/(1<<20))
+				fmt.Fprintf(out, "%-12s %10d %12.0f %14.2f %12.0f %14.1f\n", mode, parts, res.RecordsPerSecond(), float64(res.CPUPerRecord().Nanoseconds())/1e3, float64(res.PeakRSS)/(1<<20),
+					float64(res.OutputBytes)/float64(res.Records))
 				if mode == "learn" && parts == c.Partitions[0] && !c.LearnOnly && c.ProcessingGuarantee != pipeline.ExactlyOnce {
 					// Eval's round beside each pair of runs, not once at the
 					// end: on a shared host the CPU a round costs drifts by
@@ -127,7 +143,7 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 					}
 					evals = append(evals, float64(e))
 				}
-				if mode == "learn" {
+				if strings.HasPrefix(mode, "learn") {
 					lastLearn = res
 					if scale[parts] == nil {
 						scale[parts] = &scaleRow{}
@@ -182,6 +198,27 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 			fmt.Fprintf(out, "peak RSS, %d partitions − %d (the member's budgets full at both): %.0f − %.0f MB = %+.1f MB, %.0f kB a partition (target ≤ model %.0f kB + %d kB: %s)\n",
 				hi, mid, rh/(1<<20), rm/(1<<20), (rh-rm)/(1<<20), (rh-rm)/float64(hi-mid)/1e3, float64(mem.Held)/1e3, partitionRSSTarget/1000, verdict)
 		}
+	}
+	if len(c.Compression) > 1 {
+		// Each codec against the first, run by run (alternated, so a
+		// drifting host weighs on both alike).
+		base := "learn/" + c.Compression[0]
+		for _, z := range c.Compression[1:] {
+			mode := "learn/" + z
+			var extra []float64
+			for i := range cpus[mode] {
+				extra = append(extra, cpus[mode][i]-cpus[base][i])
+			}
+			cost := time.Duration(median(extra))
+			verdict := "met"
+			if cost > compressionCPUTarget {
+				verdict = "NOT met"
+			}
+			fmt.Fprintf(out, "%s against %s: CPU %+.2f µs/record (target ≤ %.1f µs: %s); output %.1f → %.1f bytes/record (%.2f×); %.0f → %.0f records/s\n",
+				z, c.Compression[0], float64(cost.Nanoseconds())/1e3, compressionCPUTarget.Seconds()*1e6, verdict,
+				median(outBytes[base]), median(outBytes[mode]), median(outBytes[mode])/median(outBytes[base]), median(rates[base]), median(rates[mode]))
+		}
+		return nil
 	}
 	if eos, learn := median(rates["exactly-once"]), median(rates["learn"]); c.ProcessingGuarantee == pipeline.ExactlyOnce {
 		verdict := "met"
@@ -252,11 +289,16 @@ func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int
 	defer os.RemoveAll(dir)
 	bar := progress.New(os.Stderr, mode)
 	defer bar.Done()
+	compression := c.Compression[0]
+	if z, ok := strings.CutPrefix(mode, "learn/"); ok {
+		compression = z
+	}
 	cfg := benchrun.Config{
 		Broker: addr, Topic: fmt.Sprintf("bench-%s-%d-%d", mode, partitions, run), Partitions: partitions, Records: c.Records, Input: msgs,
 		Learner: c.Learner, Kernel: kern, PassThrough: mode == "passthrough",
 		ProcessingGuarantee: map[bool]string{true: pipeline.ExactlyOnce, false: pipeline.AtLeastOnce}[mode == "exactly-once"],
 		CheckpointEvery:     c.CheckpointEvery, CheckpointDir: dir, SampleRSS: sampleRSS,
+		Compression: compression, DisableIdempotence: !c.Idempotence,
 		FetchMaxBytes: c.FetchMaxBytes, FetchPartitionMaxBytes: c.FetchPartitionMaxBytes, FlushMaxBytes: c.FlushMaxBytes,
 		Progress: func(serving bool, done, total int64) {
 			if serving { // loading is the first half of the bar
@@ -271,7 +313,12 @@ func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int
 	if err := benchrun.Load(ctx, cfg); err != nil {
 		return benchrun.Result{}, err
 	}
-	return serveChild(ctx, cfg)
+	res, err := serveChild(ctx, cfg)
+	if err != nil {
+		return res, err
+	}
+	res.OutputBytes, err = benchrun.OutputBytes(ctx, addr, cfg.Topic+".out")
+	return res, err
 }
 
 // serveJob is what bench hands a bench-serve process: the run's
