@@ -135,6 +135,23 @@ func TestEnvironmentVariablesDoNotCollide(t *testing.T) {
 	}
 }
 
+// TestStaleVariableNamedWhenParsingFails: a required flag set only under
+// the unprefixed variable fails to parse, and the error says which
+// variable the command reads instead of leaving "missing flags" alone.
+func TestStaleVariableNamedWhenParsingFails(t *testing.T) {
+	t.Setenv("STREAMLEARNER_TOPIC", "in")
+	code, _, errOut := runCLI(t, "run", "--brokers", "127.0.0.1:1", "--group", "g", "--output-topic", "o", "--learner", "perceptron")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	want := []string{
+		"streamlearner: missing flags: --topic=STRING",
+		"streamlearner: warning: STREAMLEARNER_TOPIC is not read; for --topic this command reads STREAMLEARNER_RUN_TOPIC",
+		"see 'streamlearner run --help'",
+	}
+	if code != 2 || !slices.Equal(lines, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and:\n%s", code, errOut, strings.Join(want, "\n"))
+	}
+}
+
 // TestHelpShowsEveryDefault walks every command's flags: a flag with a
 // default shows it in --help, as --flag=DEFAULT or "default: DEFAULT".
 func TestHelpShowsEveryDefault(t *testing.T) {

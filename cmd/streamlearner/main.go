@@ -114,13 +114,24 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (code
 	}
 	kongplete.Complete(p, kongplete.WithExitFunc(exit))
 	kctx, err := p.Parse(signedValues(args))
+	warn := func(kctx *kong.Context) {
+		for _, w := range staleEnvWarnings(kctx, os.Environ()) {
+			fmt.Fprintln(stderr, "streamlearner: warning:", w)
+		}
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "streamlearner: %v\n%s\n", err, usageHint(p, err))
+		fmt.Fprintf(stderr, "streamlearner: %v\n", err)
+		// A variable of the old spelling is the likely cause of a
+		// missing flag: said beside the error, not only after a parse
+		// that succeeds.
+		var perr *kong.ParseError
+		if errors.As(err, &perr) && perr.Context != nil {
+			warn(perr.Context)
+		}
+		fmt.Fprintln(stderr, usageHint(p, err))
 		return exitUsage
 	}
-	for _, w := range staleEnvWarnings(kctx, os.Environ()) {
-		fmt.Fprintln(stderr, "streamlearner: warning:", w)
-	}
+	warn(kctx)
 	// The commands' context is cancelled on SIGINT or SIGTERM. Asking for
 	// the signals starts a thread to receive them, 0.2 ms of start-up that
 	// a command line ending in the parser (--version, --help, a usage
