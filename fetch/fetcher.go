@@ -35,11 +35,14 @@ import (
 //     counts against FetcherConfig.MaxBytes; when it is spent, requests
 //     wait for consumers to release batches. A request reserves each
 //     share at what the partition's last answer was held as per wire
-//     byte, so the bound can be exceeded when an answer is held as more
-//     (the first of a partition, a batch better compressed), and by one
-//     batch larger than a partition's share, which is still delivered
-//     whole (brokers return the first batch of a response whatever the
-//     limits, so that no consumer stalls on it).
+//     byte. An answer held as more (the first of a partition, whose
+//     batch may be larger than its share: brokers return the first
+//     batch of a response whatever the limits; a batch better
+//     compressed) is kept only within the budget; otherwise it is
+//     dropped and asked for again, its cost now known, when there is
+//     room. The bound is exceeded only by an answer larger than the
+//     whole budget, kept when nothing else is held, so that no consumer
+//     stalls on it.
 //   - A batch's records (keys, values, header values) live in memory of
 //     their own, valid until the Partition's next Fetch or Close; then it
 //     is released to the budget.
@@ -577,7 +580,9 @@ func (s *source) plan(asks *[]ask) (time.Duration, bool) {
 		// Never less than one of the partition's batches.
 		e := p.expansion()
 		share := min(f.cfg.PartitionMaxBytes, max(int(float64(cost)/e), p.batchBytes))
-		c := int(float64(share) * e)
+		// A batch larger than the share still comes whole: what it is
+		// held as is reserved.
+		c := int(float64(max(share, p.batchBytes)) * e)
 		if reserved+c > avail && (k > 0 || f.used > 0) {
 			break // the others wait for room, in turn
 		}
@@ -624,7 +629,6 @@ func (s *source) fetch(asks []ask, wait time.Duration) {
 	// would pass as committed. Their sum is within the budget already.
 	x.req.MaxBytes = math.MaxInt32
 	index := map[topicPartition]int{}
-	reserved := 0
 	for i, a := range asks {
 		if len(x.req.Topics) == 0 || x.req.Topics[len(x.req.Topics)-1].Topic != a.p.topic {
 			x.req.Topics = append(x.req.Topics, kmsg.FetchRequestTopic{Topic: a.p.topic})
@@ -634,7 +638,6 @@ func (s *source) fetch(asks []ask, wait time.Duration) {
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(a.p.id), a.offset, int32(a.share)
 		t.Partitions = append(t.Partitions, rp)
 		index[topicPartition{a.p.topic, a.p.id}] = i
-		reserved += a.cost
 	}
 	ctx, cancel := context.WithTimeout(f.ctx, wait+f.cfg.RequestTimeout)
 	res, err := answerOf(f.cfg.Transport.RoundTrip(ctx, f.cfg.Addr, x))
@@ -659,10 +662,12 @@ func (s *source) fetch(asks []ask, wait time.Duration) {
 	}
 	moved := false
 	f.mu.Lock()
-	f.used -= reserved
+	// Each ask's reservation is given back as its answer is kept or
+	// dropped; the asks not yet handled keep theirs meanwhile.
 	for i, a := range asks {
 		p := a.p
 		p.inflight = false
+		f.used -= a.cost
 		if p.closed || p.epoch != a.epoch {
 			continue // moved or closed meanwhile: the answer is for nobody
 		}
@@ -687,14 +692,25 @@ func (s *source) fetch(asks []ask, wait time.Duration) {
 				p.signal()
 				continue
 			}
-			p.at = h.batch.Next
-			f.used += h.bytes
 			if h.batches > 0 {
 				p.batchBytes = max(1, h.wire/h.batches)
 			}
 			if h.bytes > 0 && h.wire > 0 {
 				p.expand = float64(h.bytes) / float64(h.wire)
 			}
+			if h.bytes > a.cost && f.used > 0 && f.used+h.bytes > f.cfg.MaxBytes && h.batches > 0 {
+				// Held as more than was reserved (a first batch larger
+				// than the share, which brokers send whole; records that
+				// inflate more than the last ones did) and past the
+				// budget: dropped, and asked for again with what it
+				// costs now known, when there is room for it or nothing
+				// else is held. The share asked for next covers this
+				// answer whole, so that its first batch fits it.
+				p.batchBytes = max(p.batchBytes, h.wire)
+				continue
+			}
+			p.at = h.batch.Next
+			f.used += h.bytes
 		}
 		if h.err != nil && leaderMoved(h.err) {
 			s.unhome(p)

@@ -167,7 +167,7 @@ func TestFetcherHoldsNoMoreThanMaxBytes(t *testing.T) {
 			produceTo(t, addr, "t", p, values[p][i:i+50]...)
 		}
 	}
-	const budget = 64 << 10 // 4 shares of 16 KiB, for 12 partitions of 75 KB
+	const budget = 64 << 10 // for 12 partitions of 190 KB on the wire
 	f, err := NewFetcher(FetcherConfig{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}, MaxBytes: budget})
 	if err != nil {
 		t.Fatal(err)
@@ -200,9 +200,9 @@ func TestFetcherHoldsNoMoreThanMaxBytes(t *testing.T) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // room for requests the budget should stop
-	// Every 50-record batch is 12.5 KB on the wire: a share of 16 KiB
-	// takes one, so a budget of 64 KiB holds at most four batches
-	// (requests reserve their shares).
+	// Every 50-record batch is 31.7 KB on the wire (key, value and
+	// header of 210 bytes each) and held as 38.2 KB: a budget of 64 KiB
+	// holds one, beside what requests reserve.
 	if p := peak.Load(); p > budget {
 		t.Errorf("held %d bytes with consumers holding their batches, budget %d", p, budget)
 	}
@@ -227,6 +227,60 @@ func TestFetcherHoldsNoMoreThanMaxBytes(t *testing.T) {
 	}
 	if p := peak.Load(); p > budget {
 		t.Errorf("held up to %d bytes, budget %d", p, budget)
+	}
+}
+
+// A partition's first batch, larger than the share its request gave it,
+// is not kept while it would take the Fetcher past its budget: it is
+// fetched again once there is room for it. Partition 0's consumer holds
+// a batch of about 30 KB; partition 1's first batch (50 records of 630
+// bytes on the wire) comes whole on a share of 9 KB and is held as 38 KB.
+func TestFetcherBatchLargerThanItsShareWaitsForRoom(t *testing.T) {
+	_, addr, _, _ := cluster(t, 1, 2)
+	row := func(p, i int) string { return fmt.Sprintf("p%d-%d-%s", p, i, strings.Repeat("x", 200)) }
+	var held, big []string
+	for i := range 40 {
+		held = append(held, row(0, i))
+	}
+	for i := range 50 {
+		big = append(big, row(1, i))
+	}
+	produceTo(t, addr, "t", 0, held...)
+	produceTo(t, addr, "t", 1, big...)
+	const budget = 64 << 10
+	f, err := NewFetcher(FetcherConfig{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}, MaxBytes: budget, MaxWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p0 := f.Open("t", 0, 0)
+	defer p0.Close()
+	b, err := p0.Fetch(ctx, 5*time.Second)
+	if err != nil || len(b.Records) != len(held) {
+		t.Fatalf("partition 0: %v, %d records, want %d", err, len(b.Records), len(held))
+	}
+	p1 := f.Open("t", 1, 0)
+	defer p1.Close()
+	// Partition 1's answer comes meanwhile, however many requests it
+	// takes; what is kept of it must fit beside partition 0's batch.
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if h := f.Held(); h > budget {
+			t.Fatalf("held %d bytes with partition 0's batch taken, budget %d", h, budget)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Partition 0's batch released, partition 1's comes whole.
+	if _, err := p0.Fetch(ctx, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := drain(ctx, p1, int64(len(big)), big); err != nil {
+		t.Fatal(err)
+	}
+	if h := f.Held(); h > budget {
+		t.Errorf("held %d bytes, budget %d", h, budget)
 	}
 }
 

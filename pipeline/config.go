@@ -129,7 +129,8 @@ type Config struct {
 	// AutoCreateTopics creates the output and dead-letter topics at start
 	// when missing, with as many partitions as the input topic (default
 	// false: a missing topic fails the start, naming it, because a typo
-	// should fail, not create).
+	// should fail, not create). The input topic is never created: the
+	// member waits for it, not ready (Metrics.Waiting says why).
 	AutoCreateTopics bool
 	// ReadUncommitted reads records of open and aborted transactions too.
 	// Default false: read committed — the records of aborted transactions

@@ -123,6 +123,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := m.prepare(ctx); err != nil {
 		return err
 	}
+	if ctx.Err() != nil {
+		return nil // stopped while waiting for the input topic
+	}
 	m.fetcher, err = fetch.NewFetcher(fetch.FetcherConfig{
 		// Limited too: every partition asks for its log's bounds at once
 		// when a member starts (256 partitions opened 256 connections).

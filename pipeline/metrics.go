@@ -4,6 +4,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -113,6 +114,9 @@ type Metrics struct {
 	OrphanLabels   *prometheus.CounterVec // streamlearner_orphan_labels_total{partition,reason}
 
 	health health
+	// waiting is why the member has not joined its group (its input topic
+	// does not exist), for /readyz; nil once it joins.
+	waiting atomic.Pointer[string]
 }
 
 // NewMetrics creates the series and registers them with reg (nil: not

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -568,7 +567,8 @@ func TestModelMemoryCountsThePendingStore(t *testing.T) {
 // TestAutoCreateMakesTheOutputTopicsAtStart: with --auto-create the
 // output and dead-letter topics exist once the member serves, before any
 // record is written to them (a tail could not start while every record
-// was dead-lettered); a missing input topic is said loudly.
+// was dead-lettered). A missing input topic is not created:
+// TestMissingInputTopicIsWaitedForNotCreated.
 func TestAutoCreateMakesTheOutputTopicsAtStart(t *testing.T) {
 	b := startBroker(t, "in", "other")
 	cfg := testConfig(t, b, "perceptron")
@@ -586,19 +586,6 @@ func TestAutoCreateMakesTheOutputTopicsAtStart(t *testing.T) {
 			t.Errorf("topic %s: %v, %d partitions", tp.Name, tp.Error, len(tp.Partitions))
 		}
 	}
-
-	typo := testConfig(t, b, "perceptron")
-	typo.Topic, typo.Group, typo.AutoCreateTopics = "inn", "g2", true
-	tlogs := &syncWriter{w: &bytes.Buffer{}}
-	typo.Log = zerolog.New(tlogs)
-	typo.Metrics = NewMetrics(nil)
-	runMember(t, typo)
-	waitFor(t, "the warning", 20*time.Second, func() bool {
-		tlogs.mu.Lock()
-		s := tlogs.w.String()
-		tlogs.mu.Unlock()
-		return strings.Contains(s, "the INPUT topic does not exist") && strings.Contains(s, `"existing_topics":["in","in.dlq","other","out"]`)
-	})
 }
 
 // syncWriter lets a test read a log the member writes from its goroutines.

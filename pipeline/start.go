@@ -14,21 +14,23 @@ import (
 
 // prepare checks, before the member joins its group, what would otherwise
 // fail later and quietly: that the brokers answer (within
-// Config.ConnectTimeout), that the output and dead-letter topics exist
-// (unless they may be created), and how large a record each of them takes.
+// Config.ConnectTimeout), that the input topic exists (waiting for it
+// until ctx ends), that the output and dead-letter topics exist (unless
+// they may be created), and how large a record each of them takes.
 func (m *member) prepare(ctx context.Context) error {
 	cfg := m.cfg
+	wctx := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	var (
 		md  *kafka.MetadataResponse
 		err error
 	)
+	topics := []string{cfg.Topic, cfg.OutputTopic, cfg.DLQTopic}
+	if cfg.LabelTopic != "" {
+		topics = append(topics, cfg.LabelTopic)
+	}
 	for {
-		topics := []string{cfg.Topic, cfg.OutputTopic, cfg.DLQTopic}
-		if cfg.LabelTopic != "" {
-			topics = append(topics, cfg.LabelTopic)
-		}
 		md, err = m.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 		if err == nil || ctx.Err() != nil {
 			break
@@ -51,26 +53,20 @@ func (m *member) prepare(ctx context.Context) error {
 		exists[t.Name] = t.Error == nil && len(t.Partitions) > 0
 		partitions[t.Name] = len(t.Partitions)
 	}
-	if lt := cfg.LabelTopic; lt != "" {
-		// Co-partitioning is what puts a label beside its record; a count
-		// that differs would send labels to other partitions' workers.
-		switch {
-		case !exists[lt]:
-			return fmt.Errorf("label topic %q does not exist: create it with as many partitions as %q, or fix --label-topic", lt, cfg.Topic)
-		case exists[cfg.Topic] && partitions[lt] != partitions[cfg.Topic]:
+	// Co-partitioning is what puts a label beside its record; a count
+	// that differs would send labels to other partitions' workers.
+	coPartitioned := func() error {
+		if lt := cfg.LabelTopic; lt != "" && exists[cfg.Topic] && partitions[lt] != partitions[cfg.Topic] {
 			return fmt.Errorf("label topic %q has %d partitions, input topic %q has %d: the label topic must be co-partitioned with the input (as many partitions, labels keyed as their records)",
 				lt, partitions[lt], cfg.Topic, partitions[cfg.Topic])
 		}
+		return nil
 	}
-	if !exists[cfg.Topic] {
-		// The group would wait on a topic nobody writes to; a typo in
-		// --topic looks exactly like a quiet stream.
-		ev := cfg.Log.Warn()
-		if cfg.AutoCreateTopics {
-			ev = cfg.Log.Error()
-		}
-		ev.Str("topic", cfg.Topic).Strs("existing_topics", m.topicNames(ctx, 20)).
-			Msg("the INPUT topic does not exist: with --auto-create it is created empty and the member waits on it; check --topic for a typo")
+	if lt := cfg.LabelTopic; lt != "" && !exists[lt] {
+		return fmt.Errorf("label topic %q does not exist: create it with as many partitions as %q, or fix --label-topic", lt, cfg.Topic)
+	}
+	if err := coPartitioned(); err != nil {
+		return err
 	}
 	var created []string
 	for _, t := range []struct{ name, role, flag string }{
@@ -92,6 +88,21 @@ func (m *member) prepare(ctx context.Context) error {
 	}
 	if len(created) > 0 {
 		cfg.Log.Info().Strs("topics", created).Msg("created the missing output topics (--auto-create)")
+	}
+	if !exists[cfg.Topic] {
+		n, err := m.awaitInput(wctx)
+		if err != nil || wctx.Err() != nil {
+			return err
+		}
+		exists[cfg.Topic], partitions[cfg.Topic] = true, n
+		if err := coPartitioned(); err != nil {
+			return err
+		}
+		// The checks below ask the brokers again, with the time the
+		// first answer had.
+		cancel()
+		ctx, cancel = context.WithTimeout(wctx, cfg.ConnectTimeout)
+		defer cancel()
 	}
 	brokerLimit := 0
 	if len(md.Brokers) > 0 {

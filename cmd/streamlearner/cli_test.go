@@ -135,6 +135,23 @@ func TestEnvironmentVariablesDoNotCollide(t *testing.T) {
 	}
 }
 
+// TestStaleVariableNamedWhenParsingFails: a required flag set only under
+// the unprefixed variable fails to parse, and the error says which
+// variable the command reads instead of leaving "missing flags" alone.
+func TestStaleVariableNamedWhenParsingFails(t *testing.T) {
+	t.Setenv("STREAMLEARNER_TOPIC", "in")
+	code, _, errOut := runCLI(t, "run", "--brokers", "127.0.0.1:1", "--group", "g", "--output-topic", "o", "--learner", "perceptron")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	want := []string{
+		"streamlearner: missing flags: --topic=STRING",
+		"streamlearner: warning: STREAMLEARNER_TOPIC is not read; for --topic this command reads STREAMLEARNER_RUN_TOPIC",
+		"see 'streamlearner run --help'",
+	}
+	if code != 2 || !slices.Equal(lines, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 2 and:\n%s", code, errOut, strings.Join(want, "\n"))
+	}
+}
+
 // TestHelpShowsEveryDefault walks every command's flags: a flag with a
 // default shows it in --help, as --flag=DEFAULT or "default: DEFAULT".
 func TestHelpShowsEveryDefault(t *testing.T) {
@@ -278,13 +295,45 @@ func TestNegativeValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.Parse(signedValues(c.args)); err != nil || c.get(&parsed) != c.want {
+		if _, err := k.Parse(signedValues(k, c.args)); err != nil || c.get(&parsed) != c.want {
 			t.Errorf("%q: %v, %q; want %q", c.args, err, c.get(&parsed), c.want)
 		}
 	}
-	// A negative value of another flag, or after --, is left to the parser.
-	if got := signedValues([]string{"--limit", "-2", "--", "--from", "-2"}); !slices.Equal(got, []string{"--limit", "-2", "--", "--from", "-2"}) {
-		t.Errorf("rewrote %q", got)
+}
+
+// TestEveryFlagTakesANegativeValue: every flag that takes a value takes
+// a negative one without '=', by its long or its short name, as
+// --from -2 does (broker --schema-registry-port -1 was read as a short
+// flag "-1").
+func TestEveryFlagTakesANegativeValue(t *testing.T) {
+	k := cliModel(t)
+	for f, n := range flagOwners(k.Model.Node) {
+		if f.Name == "help" || f.Name == "version" || f.IsBool() || f.IsCounter() {
+			continue
+		}
+		path := commandPath(n)
+		names := []string{"--" + f.Name}
+		if f.Short != 0 {
+			names = append(names, "-"+string(f.Short))
+		}
+		for _, name := range names {
+			var parsed cli
+			p, err := kong.New(&parsed, options(context.Background(), &bytes.Buffer{})...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := append(slices.Clone(path), name, "-7")
+			if _, err := p.Parse(signedValues(p, args)); err != nil && strings.Contains(err.Error(), "short flag") {
+				t.Errorf("%q: %v", args, err)
+			}
+		}
+	}
+	// After --, and after a switch, "-7" is left to the parser.
+	p := cliModel(t)
+	for _, args := range [][]string{{"tail", "-e", "-7"}, {"tail", "--", "--limit", "-7"}} {
+		if got := signedValues(p, args); !slices.Equal(got, args) {
+			t.Errorf("%q rewritten as %q", args, got)
+		}
 	}
 }
 

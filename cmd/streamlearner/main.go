@@ -12,7 +12,6 @@ import (
 	"os/signal"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -59,24 +58,33 @@ const (
 // ending the process under a test.
 type exitRequest int
 
-// runMain is main without the process: it parses args, runs the command
-// and returns the exit code.
-// signedFlags take values that may start with '-': a position counted
-// from the end (--from -100), a label (--negative -1). The parser reads a
-// separate "-100" as a short flag, so signedValues joins it to its flag.
-var signedFlags = []string{"--from", "--to", "--positive", "--negative", "--classes", "--shifts", "--reset-offsets"}
-
-// signedValues rewrites "--from -2" as "--from=-2" for the signedFlags,
-// when the value is a negative number, so users can write what
-// kafka-consumer-groups and kcat accept. Other arguments pass unchanged.
-func signedValues(args []string) []string {
+// signedValues rewrites "--from -2" as "--from=-2" for every flag of the
+// parser's model that takes a value, by its long or short name, when the
+// value is negative (a position counted from the end, a label, "any free
+// port"), so users can write what kafka-consumer-groups and kcat accept:
+// the parser reads a separate "-2" as a short flag. Other arguments, and
+// everything after "--", pass unchanged.
+func signedValues(p *kong.Kong, args []string) []string {
+	valued := map[string]bool{}
+	for f := range flagOwners(p.Model.Node) {
+		if f.IsBool() || f.IsCounter() {
+			continue
+		}
+		valued["--"+f.Name] = true
+		for _, a := range f.Aliases {
+			valued["--"+a] = true
+		}
+		if f.Short != 0 {
+			valued["-"+string(f.Short)] = true
+		}
+	}
 	var out []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			return append(out, args[i:]...)
 		}
-		if slices.Contains(signedFlags, a) && i+1 < len(args) && isNegativeNumber(args[i+1]) {
+		if valued[a] && i+1 < len(args) && isNegative(args[i+1]) {
 			out = append(out, a+"="+args[i+1])
 			i++
 			continue
@@ -86,16 +94,15 @@ func signedValues(args []string) []string {
 	return out
 }
 
-// isNegativeNumber reports whether s is '-' and then a number, as a
-// negative offset or label is ("-2", "-1.5", "-1e3").
-func isNegativeNumber(s string) bool {
-	if len(s) < 2 || s[0] != '-' {
-		return false
-	}
-	_, err := strconv.ParseFloat(s[1:], 64)
-	return err == nil && s[1] >= '0' && s[1] <= '9'
+// isNegative reports whether s is '-' and then a digit: a negative
+// number ("-2", "-1.5", "-1e3") or a list or spec that starts with one
+// ("-1,1"). No flag's name starts with a digit, so s is a value.
+func isNegative(s string) bool {
+	return len(s) >= 2 && s[0] == '-' && s[1] >= '0' && s[1] <= '9'
 }
 
+// runMain is main without the process: it parses args, runs the command
+// and returns the exit code.
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -113,14 +120,25 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer) (code
 		return exitFailure
 	}
 	kongplete.Complete(p, kongplete.WithExitFunc(exit))
-	kctx, err := p.Parse(signedValues(args))
+	kctx, err := p.Parse(signedValues(p, args))
+	warn := func(kctx *kong.Context) {
+		for _, w := range staleEnvWarnings(kctx, os.Environ()) {
+			fmt.Fprintln(stderr, "streamlearner: warning:", w)
+		}
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "streamlearner: %v\n%s\n", err, usageHint(p, err))
+		fmt.Fprintf(stderr, "streamlearner: %v\n", err)
+		// A variable of the old spelling is the likely cause of a
+		// missing flag: said beside the error, not only after a parse
+		// that succeeds.
+		var perr *kong.ParseError
+		if errors.As(err, &perr) && perr.Context != nil {
+			warn(perr.Context)
+		}
+		fmt.Fprintln(stderr, usageHint(p, err))
 		return exitUsage
 	}
-	for _, w := range staleEnvWarnings(kctx, os.Environ()) {
-		fmt.Fprintln(stderr, "streamlearner: warning:", w)
-	}
+	warn(kctx)
 	// The commands' context is cancelled on SIGINT or SIGTERM. Asking for
 	// the signals starts a thread to receive them, 0.2 ms of start-up that
 	// a command line ending in the parser (--version, --help, a usage

@@ -32,6 +32,9 @@ func serveOps(ctx context.Context, addr string, reg *prometheus.Registry, m *pip
 			if why := m.Degradations(); len(why) > 0 {
 				msg = "not ready: degraded: " + strings.Join(why, "; ")
 			}
+			if why := m.Waiting(); why != "" {
+				msg = "not ready: " + why
+			}
 			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}

@@ -149,7 +149,7 @@ type runCmd struct {
 	FlushRecords           int           `default:"1000" help:"Predictions buffered per partition before a flush and commit."`
 	FlushInterval          time.Duration `default:"200ms" help:"Longest time a prediction waits before a flush and commit."`
 	FlushMaxBytes          int           `default:"8388608" help:"Predictions buffered by all partitions together: a partition flushes too when its share (this divided by the partitions assigned, at least 16 KiB) fills."`
-	AutoCreate             bool          `help:"Create missing output and dead-letter topics."`
+	AutoCreate             bool          `help:"Create missing output and dead-letter topics (never the input topic: a member waits for it, not ready)."`
 
 	CheckpointDir         string        `placeholder:"DIR" help:"Save partition models here, so a partition's next owner continues the same model (one node, or a shared disk)."`
 	CheckpointTopic       string        `placeholder:"TOPIC" help:"Save partition models in this compacted topic (created if missing), for members on several machines."`

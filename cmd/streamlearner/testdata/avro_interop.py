@@ -15,14 +15,48 @@ and the registry client of confluent_kafka.avro.
       Writes every event of JSONL, in file order, to the Avro object
       container file OUT (deflate blocks), with the Apache Avro library's
       DataFileWriter.
+  avro_interop.py missing MODE...
+      Prints each module the modes import that python3 cannot, one a
+      line with its Debian package; nothing when all import.
 """
 import json
 import sys
 
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.avro import CachedSchemaRegistryClient
-from confluent_kafka.avro.serializer.message_serializer import MessageSerializer
-import avro.schema
+# What each mode imports, and nothing else: "missing" tries exactly these
+# statements, so that a test skips a mode that would fail to start.
+# confluent_kafka.avro imports requests (its registry client).
+IMPORTS = {
+    "container": [
+        "import avro.schema",
+        "from avro.datafile import DataFileWriter",
+        "from avro.io import DatumWriter",
+    ],
+    "produce": [
+        "from confluent_kafka import Consumer, Producer, TopicPartition",
+        "from confluent_kafka.avro import CachedSchemaRegistryClient",
+        "from confluent_kafka.avro.serializer.message_serializer import MessageSerializer",
+        "import avro.schema",
+    ],
+}
+IMPORTS["check"] = IMPORTS["produce"]
+
+
+def load(mode):
+    for statement in IMPORTS[mode]:
+        exec(statement, globals())
+
+
+def missing(modes):
+    seen = set()
+    for mode in modes:
+        for statement in IMPORTS[mode]:
+            try:
+                exec(statement, {})
+            except ImportError as e:
+                name = (e.name or statement.split()[1]).split(".")[0]
+                if name not in seen:
+                    seen.add(name)
+                    print("%s (Debian's python3-%s)" % (name, name.replace("_", "-")))
 
 
 def read_topic(broker, topic):
@@ -49,8 +83,6 @@ def read_topic(broker, topic):
 
 
 def container(jsonl, avsc, out):
-    from avro.datafile import DataFileWriter
-    from avro.io import DatumWriter
     schema = avro.schema.parse(open(avsc).read())
     n = 0
     with DataFileWriter(open(out, "wb"), DatumWriter(), schema, codec="deflate") as w:
@@ -61,6 +93,10 @@ def container(jsonl, avsc, out):
 
 
 def main():
+    if sys.argv[1] == "missing":
+        missing(sys.argv[2:])
+        return
+    load(sys.argv[1])
     if sys.argv[1] == "container":
         container(*sys.argv[2:5])
         return
