@@ -209,11 +209,15 @@ type Result struct {
 	// many-class runs: the classes (in the order the first order met
 	// them), the mean accuracy and macro-F1 over orders, and per-class
 	// recall and the confusion matrix (row = true class) over all orders.
+	// Unanswered counts, by true class, the labeled records that had no
+	// prediction (a model that knew no class yet): mistakes outside the
+	// matrix, which the accuracy, kappa and recall count as such.
 	Classes        []string   `json:"classes,omitempty"`
 	Accuracy       float64    `json:"accuracy,omitempty"`
 	MacroF1        float64    `json:"macro_f1,omitempty"`
 	Recall         []float64  `json:"recall,omitempty"`
 	Confusion      [][]uint64 `json:"confusion,omitempty"`
+	Unanswered     []uint64   `json:"unanswered,omitempty"`
 	MistakeRate    float64    `json:"mistake_rate"`
 	MistakeRateStd float64    `json:"mistake_rate_std"`
 	// BaselineRate is the prequential majority-class baseline's mistake
@@ -273,6 +277,7 @@ type run struct {
 type rowStats struct {
 	row          int
 	confusion    [][]uint64
+	unanswered   []uint64
 	accuracy     float64
 	macroF1      float64
 	mistakeRate  float64
@@ -622,7 +627,7 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 			rs.row = k
 			rs.mistakeRate, rs.baselineRate, rs.kappa, rs.updates = ev.MistakeRate(), ev.BaselineRate(), sc.Kappa, ev.Updates
 			rs.support, rs.supportMax = ev.Support, ev.SupportMax
-			rs.accuracy, rs.macroF1, rs.confusion = sc.Accuracy, sc.MacroF1, ev.Confusion()
+			rs.accuracy, rs.macroF1, rs.confusion, rs.unanswered = sc.Accuracy, sc.MacroF1, ev.Confusion(), ev.UnansweredByClass()
 			if sel := m.Selector(); sel != nil && k == selector {
 				rs.switches = sel.Switches()
 			}
@@ -845,14 +850,14 @@ func mergeClasses(res *Result, runs []*run, row int) {
 				continue
 			}
 			acc, f1 = append(acc, rs.accuracy), append(f1, rs.macroF1)
-			res.Classes, res.Confusion = prequential.MergeConfusion(res.Classes, res.Confusion, r.classes, rs.confusion)
+			res.Classes, res.Confusion, res.Unanswered = prequential.MergeConfusion(res.Classes, res.Confusion, res.Unanswered, r.classes, rs.confusion, rs.unanswered)
 		}
 	}
 	if res.Classes == nil {
 		return
 	}
 	res.Accuracy, res.MacroF1 = mean(acc), mean(f1)
-	res.Recall = prequential.ScoresOf(res.Confusion, 0).Recall
+	res.Recall = prequential.ScoresOf(res.Confusion, res.Unanswered).Recall
 }
 
 func mean(xs []float64) float64 {
