@@ -67,8 +67,9 @@ type Summary struct {
 	Accuracy   float64    `json:"accuracy"`
 	MacroF1    float64    `json:"macro_f1"`
 	Recall     []float64  `json:"recall"`
-	// MeanRecovery is the mean of the recoveries that happened (records),
-	// Recovered/Shifts how many did.
+	// MeanRecovery is the mean of the recoveries that happened (records;
+	// one decided by its first window, Recovery.AtMost, counts as its
+	// bound), Recovered/Shifts how many did.
 	MeanRecovery float64 `json:"mean_recovery"`
 	Recovered    int     `json:"recovered"`
 	Shifts       int     `json:"shifts"`
@@ -230,6 +231,10 @@ type Recovery struct {
 	// Records until recovered, counting the shift's record; nil if the
 	// learner did not recover within its segment.
 	Records *int64 `json:"records"`
+	// AtMost is set when the first full recovery window already decided
+	// it: the learner may have been back sooner, which no window can
+	// tell, so Records bounds the recovery from above.
+	AtMost bool `json:"at_most,omitempty"`
 }
 
 // MarshalJSON writes PreRate as null when it is undefined, since JSON has
@@ -414,6 +419,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "partition\tlearner\tmistakes %\tbaseline %\tkappa\tsupport\tsegments (mistakes %)\trecovery (records)\tdetections (found/known, false)")
 	var empty []string
+	atMost := false
 	for _, p := range r.Partitions {
 		if p.Rounds == 0 {
 			// One line for all the partitions that held nothing, not a
@@ -439,9 +445,13 @@ func (r Report) WriteTable(w io.Writer) error {
 				if i > 0 {
 					rec += " "
 				}
-				if rc.Records == nil {
+				switch {
+				case rc.Records == nil:
 					rec += "-"
-				} else {
+				case rc.AtMost:
+					rec += fmt.Sprintf("≤%d", *rc.Records)
+					atMost = true
+				default:
 					rec += fmt.Sprint(*rc.Records)
 				}
 			}
@@ -467,6 +477,10 @@ func (r Report) WriteTable(w io.Writer) error {
 			word = "partitions"
 		}
 		fmt.Fprintf(w, "%s %s: no records in the range replayed\n", word, strings.Join(empty, ", "))
+	}
+	if atMost {
+		fmt.Fprintf(w, "recovery ≤N: back within tolerance over the first %d labeled records after the shift (--recovery-window), which end N records after it; it may have come sooner\n",
+			r.RecoveryWindow)
 	}
 	for _, p := range r.Partitions {
 		for i, l := range p.Learners {

@@ -62,3 +62,41 @@ func TestManyClassFiguresCountEveryLabeledRecord(t *testing.T) {
 		t.Errorf("the table does not say %q:\n%s", want, b.String())
 	}
 }
+
+// TestRecoveryAtTheFirstWindowIsABound: a recovery decided by the first
+// full post-shift window could have happened sooner, so the table shows
+// it as at most that many records (≤3 with a window of 3), unlike one
+// found later (4), and says what the bound is.
+func TestRecoveryAtTheFirstWindowIsABound(t *testing.T) {
+	var parts []PartitionReport
+	var cfg Config
+	for p, shifts := range [][]int64{{110}, {110, 112}} {
+		cfg = Config{Learners: []string{"perceptron"}, Kernel: linear(t), Window: 5, RecoveryWindow: 3,
+			Detectors: []string{}, ShiftOffsets: shifts}
+		s, err := NewStream(cfg, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Play(flipStream())
+		parts = append(parts, s.Report())
+	}
+	if r := parts[0].Learners[0].Recovery; len(r) != 1 || r[0].AtMost {
+		t.Fatalf("partition 0 recovery %+v: found after the first window, exact", r)
+	}
+	if r := parts[1].Learners[0].Recovery; len(r) != 2 || r[0].AtMost || !r[1].AtMost || *r[1].Records != 3 {
+		t.Fatalf("partition 1 recovery %+v: the second at most 3 records", r)
+	}
+	var b strings.Builder
+	if err := Assemble("t", cfg, parts).WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	var recs []string
+	for i, l := range strings.Split(b.String(), "\n")[1:3] {
+		// After partition, learner, four figures and the segments' rates.
+		f := strings.Fields(l)
+		recs = append(recs, strings.Join(f[6+len(parts[i].Learners[0].Segments):], " "))
+	}
+	if want := []string{"4", "- ≤3"}; strings.Join(recs, "; ") != strings.Join(want, "; ") || !strings.Contains(b.String(), "recovery ≤N: back within tolerance over the first 3 labeled records after the shift") {
+		t.Errorf("recovery columns %q, want %q:\n%s", recs, want, b.String())
+	}
+}

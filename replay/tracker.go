@@ -591,8 +591,10 @@ func (ln *lane) observePost(cfg Config, round int64, mistake bool) {
 	if !ln.waiting {
 		return
 	}
+	first := false // the window fills with this round
 	if len(ln.post) < cap(ln.post) {
 		ln.post = append(ln.post, mistake)
+		first = len(ln.post) == cap(ln.post)
 	} else {
 		if ln.post[ln.postNext] {
 			ln.postWrong--
@@ -610,7 +612,7 @@ func (ln *lane) observePost(cfg Config, round int64, mistake bool) {
 	rate := float64(ln.postWrong) / float64(len(ln.post))
 	if rate <= rec.PreRate+cfg.Tolerance {
 		n := round - rec.ShiftRound + 1
-		rec.Records = &n
+		rec.Records, rec.AtMost = &n, first
 		ln.waiting = false
 	}
 }
