@@ -468,28 +468,33 @@ func labelBytes(buf *[]byte, s string) []byte {
 }
 
 // Prediction is one record's prediction: its file line (0: unknown), key
-// (events with a key field), the predicted class or ±1, the margin, and the
-// label ("" when unlabeled).
+// (events with a key field), and the prediction, margin and label with the
+// fields and types of the service's prediction records (codec.Prediction),
+// so that one reader serves both: ±1 numbers for binary labels; with many
+// classes the predicted class's index and name (−1 and "" before any
+// class is known) and the true class's name.
 type Prediction struct {
-	Line      int     `json:"line,omitempty"`
-	Key       string  `json:"key,omitempty"`
-	Predicted string  `json:"prediction"`
-	Margin    float64 `json:"margin"`
-	Label     string  `json:"label,omitempty"`
+	Line       int     `json:"line,omitempty"`
+	Key        string  `json:"key,omitempty"`
+	Predicted  int     `json:"prediction"`
+	Class      string  `json:"class,omitempty"`
+	Margin     float64 `json:"margin"`
+	Label      int     `json:"label,omitempty"` // 0: unlabeled, or many classes
+	LabelClass string  `json:"label_class,omitempty"`
 }
 
 func predictionOf(m *model.Model, d *Data, j int, r model.Result) Prediction {
-	p := Prediction{Key: string(r.Key), Margin: r.Margin, Predicted: fmt.Sprintf("%+d", r.Predicted)}
+	p := Prediction{Key: string(r.Key), Margin: r.Margin, Predicted: r.Predicted}
 	if j < len(d.Lines) {
 		p.Line = d.Lines[j]
 	}
 	if m.Multi() {
-		p.Predicted = r.Class
+		p.Class = r.Class
 		if r.Labeled {
-			p.Label = m.Class(r.Label)
+			p.LabelClass = m.Class(r.Label)
 		}
 	} else if r.Labeled {
-		p.Label = fmt.Sprintf("%+d", r.Label)
+		p.Label = r.Label
 	}
 	return p
 }
