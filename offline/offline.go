@@ -121,17 +121,13 @@ func (cfg Config) candidates() []model.Candidate {
 func (cfg Config) rowNames() (specs, kernels []string) {
 	if cfg.Select == nil {
 		for _, spec := range cfg.Learners {
-			specs, kernels = append(specs, displaySpec(spec, cfg.Kernel)), append(kernels, cfg.Kernel.String())
+			specs, kernels = append(specs, model.Candidate{Learner: spec}.DisplayName(cfg.Kernel)), append(kernels, cfg.Kernel.String())
 		}
 		return specs, kernels
 	}
 	distinct := []string{}
 	for _, c := range cfg.candidates() {
-		name := displaySpec(c.Learner, c.Kernel)
-		if c.Kernel != cfg.Kernel {
-			name += "@" + c.Kernel.String()
-		}
-		specs, kernels = append(specs, name), append(kernels, c.Kernel.String())
+		specs, kernels = append(specs, c.DisplayName(cfg.Kernel)), append(kernels, c.Kernel.String())
 		if !slices.Contains(distinct, c.Kernel.String()) {
 			distinct = append(distinct, c.Kernel.String())
 		}
@@ -906,19 +902,4 @@ func writeTrace(w io.Writer, runs []*run) error {
 		}
 	}
 	return nil
-}
-
-// displaySpec is the canonical spec without a seed the user did not give:
-// each order runs with its own derived seed, so no single value is true.
-func displaySpec(spec string, k learners.Kernel) string {
-	l, err := learners.New(spec, k, 0)
-	if err != nil {
-		return spec
-	}
-	user, _ := learners.ParseSpec(spec)
-	canon, _ := learners.ParseSpec(l.Spec())
-	if _, ok := user.Params["seed"]; !ok {
-		delete(canon.Params, "seed")
-	}
-	return canon.String()
 }

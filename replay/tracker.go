@@ -103,18 +103,16 @@ func (c Config) lanes() []laneDef {
 		defs, names = append(defs, laneDef{name: name, mc: mc}), append(names, name)
 		cands = append(cands, model.Candidate{Learner: spec, Kernel: k})
 	}
+	// Rows named as eval names them.
 	for _, spec := range c.Learners {
-		add(spec, spec, c.Kernel)
+		add(model.Candidate{Learner: spec}.DisplayName(c.Kernel), spec, c.Kernel)
 	}
 	for _, ch := range c.Challengers {
-		k, name := ch.Kernel, ch.Learner
+		k := ch.Kernel
 		if k == (learners.Kernel{}) {
 			k = c.Kernel
 		}
-		if k != c.Kernel {
-			name += "@" + k.String()
-		}
-		add(name, ch.Learner, k)
+		add(ch.DisplayName(c.Kernel), ch.Learner, k)
 	}
 	if c.Select != nil && len(cands) > 0 {
 		mc := defs[0].mc
