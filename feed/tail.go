@@ -2,9 +2,12 @@ package feed
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,7 +48,9 @@ type TailConfig struct {
 	Skipped func(n uint64, partition int, offset int64, err error)
 }
 
-// TailStats are the running figures after a prediction.
+// TailStats are the running figures after a prediction. An accuracy over
+// no labeled prediction has no value: it is NaN until one comes (a service
+// with --delayed-labels writes its predictions before their labels).
 type TailStats struct {
 	Predictions uint64  // distinct predictions seen
 	Labeled     uint64  // of which labeled
@@ -53,20 +58,35 @@ type TailStats struct {
 	Window      float64 // over the last Window labeled predictions
 	Duplicates  uint64  // re-emitted predictions skipped
 	Skipped     uint64  // records that are not predictions
-	// SourceAccuracy and SourceWindow are Accuracy and Window over the
-	// predictions of the last one's input partition alone: each input
-	// partition has its own model, so mixing them hides a bad one.
+	// SourceLabeled, SourceAccuracy and SourceWindow are Labeled,
+	// Accuracy and Window over the predictions of the last one's input
+	// partition alone: each input partition has its own model, so mixing
+	// them hides a bad one.
+	SourceLabeled                uint64
 	SourceAccuracy, SourceWindow float64
 	// Sources is every input partition seen, "topic/partition", with its
-	// labeled predictions and accuracy, in the order they were first seen.
+	// predictions and accuracy, by topic and then partition number.
 	Sources []SourceStats
 }
 
 // SourceStats is the accuracy of one input partition's predictions.
 type SourceStats struct {
-	Source   string  // topic/partition of the input
-	Labeled  uint64  // labeled predictions
-	Accuracy float64 // over them
+	Source      string  // topic/partition of the input
+	Predictions uint64  // distinct predictions
+	Labeled     uint64  // of which labeled
+	Accuracy    float64 // over the labeled ones; NaN without any
+
+	topic     string // the order of Sources
+	partition int32
+}
+
+// accuracies are an evaluator's running and windowed accuracy, NaN before
+// its first labeled round (its rates are 0 then, which would read 100 %).
+func accuracies(ev *prequential.Evaluator) (running, window float64) {
+	if ev.Labeled == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return 1 - ev.MistakeRate(), 1 - ev.WindowRate()
 }
 
 // Right reports whether a labeled prediction was right, by the rule every
@@ -230,16 +250,28 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 		right, labeled := Right(p)
 		ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
 		st.Predictions, st.Labeled = ev.Rounds, ev.Labeled
-		st.Accuracy, st.Window = 1-ev.MistakeRate(), 1-ev.WindowRate()
+		st.Accuracy, st.Window = accuracies(&ev)
 		ps := bySource[src]
 		if ps == nil {
-			ps = &perSource{ev: prequential.Evaluator{Window: cfg.Window}, i: len(st.Sources)}
+			// Sources stay in order, however the partitions' predictions
+			// interleave: the summary reads as a list, not as a race.
+			i, _ := slices.BinarySearchFunc(st.Sources, src, func(s SourceStats, src source) int {
+				return cmp.Or(cmp.Compare(s.topic, src.topic), cmp.Compare(s.partition, src.partition))
+			})
+			st.Sources = slices.Insert(st.Sources, i, SourceStats{Source: fmt.Sprintf("%s/%d", p.Topic, p.Partition), topic: p.Topic, partition: p.Partition})
+			for _, o := range bySource {
+				if o.i >= i {
+					o.i++
+				}
+			}
+			ps = &perSource{ev: prequential.Evaluator{Window: cfg.Window}, i: i}
 			bySource[src] = ps
-			st.Sources = append(st.Sources, SourceStats{Source: fmt.Sprintf("%s/%d", p.Topic, p.Partition)})
 		}
 		ps.ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
-		st.SourceAccuracy, st.SourceWindow = 1-ps.ev.MistakeRate(), 1-ps.ev.WindowRate()
-		st.Sources[ps.i].Labeled, st.Sources[ps.i].Accuracy = ps.ev.Labeled, st.SourceAccuracy
+		st.SourceLabeled = ps.ev.Labeled
+		st.SourceAccuracy, st.SourceWindow = accuracies(&ps.ev)
+		s := &st.Sources[ps.i]
+		s.Predictions, s.Labeled, s.Accuracy = ps.ev.Rounds, ps.ev.Labeled, st.SourceAccuracy
 		if err := emit(p, st); err != nil {
 			return st, err
 		}

@@ -121,17 +121,13 @@ func (cfg Config) candidates() []model.Candidate {
 func (cfg Config) rowNames() (specs, kernels []string) {
 	if cfg.Select == nil {
 		for _, spec := range cfg.Learners {
-			specs, kernels = append(specs, displaySpec(spec, cfg.Kernel)), append(kernels, cfg.Kernel.String())
+			specs, kernels = append(specs, model.Candidate{Learner: spec}.DisplayName(cfg.Kernel)), append(kernels, cfg.Kernel.String())
 		}
 		return specs, kernels
 	}
 	distinct := []string{}
 	for _, c := range cfg.candidates() {
-		name := displaySpec(c.Learner, c.Kernel)
-		if c.Kernel != cfg.Kernel {
-			name += "@" + c.Kernel.String()
-		}
-		specs, kernels = append(specs, name), append(kernels, c.Kernel.String())
+		specs, kernels = append(specs, c.DisplayName(cfg.Kernel)), append(kernels, c.Kernel.String())
 		if !slices.Contains(distinct, c.Kernel.String()) {
 			distinct = append(distinct, c.Kernel.String())
 		}
@@ -209,11 +205,15 @@ type Result struct {
 	// many-class runs: the classes (in the order the first order met
 	// them), the mean accuracy and macro-F1 over orders, and per-class
 	// recall and the confusion matrix (row = true class) over all orders.
+	// Unanswered counts, by true class, the labeled records that had no
+	// prediction (a model that knew no class yet): mistakes outside the
+	// matrix, which the accuracy, kappa and recall count as such.
 	Classes        []string   `json:"classes,omitempty"`
 	Accuracy       float64    `json:"accuracy,omitempty"`
 	MacroF1        float64    `json:"macro_f1,omitempty"`
 	Recall         []float64  `json:"recall,omitempty"`
 	Confusion      [][]uint64 `json:"confusion,omitempty"`
+	Unanswered     []uint64   `json:"unanswered,omitempty"`
 	MistakeRate    float64    `json:"mistake_rate"`
 	MistakeRateStd float64    `json:"mistake_rate_std"`
 	// BaselineRate is the prequential majority-class baseline's mistake
@@ -273,6 +273,7 @@ type run struct {
 type rowStats struct {
 	row          int
 	confusion    [][]uint64
+	unanswered   []uint64
 	accuracy     float64
 	macroF1      float64
 	mistakeRate  float64
@@ -463,28 +464,33 @@ func labelBytes(buf *[]byte, s string) []byte {
 }
 
 // Prediction is one record's prediction: its file line (0: unknown), key
-// (events with a key field), the predicted class or ±1, the margin, and the
-// label ("" when unlabeled).
+// (events with a key field), and the prediction, margin and label with the
+// fields and types of the service's prediction records (codec.Prediction),
+// so that one reader serves both: ±1 numbers for binary labels; with many
+// classes the predicted class's index and name (−1 and "" before any
+// class is known) and the true class's name.
 type Prediction struct {
-	Line      int     `json:"line,omitempty"`
-	Key       string  `json:"key,omitempty"`
-	Predicted string  `json:"prediction"`
-	Margin    float64 `json:"margin"`
-	Label     string  `json:"label,omitempty"`
+	Line       int     `json:"line,omitempty"`
+	Key        string  `json:"key,omitempty"`
+	Predicted  int     `json:"prediction"`
+	Class      string  `json:"class,omitempty"`
+	Margin     float64 `json:"margin"`
+	Label      int     `json:"label,omitempty"` // 0: unlabeled, or many classes
+	LabelClass string  `json:"label_class,omitempty"`
 }
 
 func predictionOf(m *model.Model, d *Data, j int, r model.Result) Prediction {
-	p := Prediction{Key: string(r.Key), Margin: r.Margin, Predicted: fmt.Sprintf("%+d", r.Predicted)}
+	p := Prediction{Key: string(r.Key), Margin: r.Margin, Predicted: r.Predicted}
 	if j < len(d.Lines) {
 		p.Line = d.Lines[j]
 	}
 	if m.Multi() {
-		p.Predicted = r.Class
+		p.Class = r.Class
 		if r.Labeled {
-			p.Label = m.Class(r.Label)
+			p.LabelClass = m.Class(r.Label)
 		}
 	} else if r.Labeled {
-		p.Label = fmt.Sprintf("%+d", r.Label)
+		p.Label = r.Label
 	}
 	return p
 }
@@ -622,7 +628,7 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 			rs.row = k
 			rs.mistakeRate, rs.baselineRate, rs.kappa, rs.updates = ev.MistakeRate(), ev.BaselineRate(), sc.Kappa, ev.Updates
 			rs.support, rs.supportMax = ev.Support, ev.SupportMax
-			rs.accuracy, rs.macroF1, rs.confusion = sc.Accuracy, sc.MacroF1, ev.Confusion()
+			rs.accuracy, rs.macroF1, rs.confusion, rs.unanswered = sc.Accuracy, sc.MacroF1, ev.Confusion(), ev.UnansweredByClass()
 			if sel := m.Selector(); sel != nil && k == selector {
 				rs.switches = sel.Switches()
 			}
@@ -845,14 +851,14 @@ func mergeClasses(res *Result, runs []*run, row int) {
 				continue
 			}
 			acc, f1 = append(acc, rs.accuracy), append(f1, rs.macroF1)
-			res.Classes, res.Confusion = prequential.MergeConfusion(res.Classes, res.Confusion, r.classes, rs.confusion)
+			res.Classes, res.Confusion, res.Unanswered = prequential.MergeConfusion(res.Classes, res.Confusion, res.Unanswered, r.classes, rs.confusion, rs.unanswered)
 		}
 	}
 	if res.Classes == nil {
 		return
 	}
 	res.Accuracy, res.MacroF1 = mean(acc), mean(f1)
-	res.Recall = prequential.ScoresOf(res.Confusion, 0).Recall
+	res.Recall = prequential.ScoresOf(res.Confusion, res.Unanswered).Recall
 }
 
 func mean(xs []float64) float64 {
@@ -896,19 +902,4 @@ func writeTrace(w io.Writer, runs []*run) error {
 		}
 	}
 	return nil
-}
-
-// displaySpec is the canonical spec without a seed the user did not give:
-// each order runs with its own derived seed, so no single value is true.
-func displaySpec(spec string, k learners.Kernel) string {
-	l, err := learners.New(spec, k, 0)
-	if err != nil {
-		return spec
-	}
-	user, _ := learners.ParseSpec(spec)
-	canon, _ := learners.ParseSpec(l.Spec())
-	if _, ok := user.Params["seed"]; !ok {
-		delete(canon.Params, "seed")
-	}
-	return canon.String()
 }

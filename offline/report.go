@@ -84,10 +84,14 @@ func BestSingle(results []Result, sel int) int {
 }
 
 // writeClasses prints a many-class result: accuracy, macro-F1, per-class
-// recall and the confusion matrix.
+// recall and the confusion matrix, and which records they count.
 func writeClasses(w io.Writer, r Result) error {
-	fmt.Fprintf(w, "\n%s: %d classes, prequential accuracy %.2f %%, macro-F1 %.3f\n", r.Spec, len(r.Classes), 100*r.Accuracy, r.MacroF1)
-	return prequential.WriteConfusion(w, r.Classes, r.Confusion)
+	counted := prequential.Counted(r.Confusion, r.Unanswered)
+	if r.Orders > 1 {
+		counted += fmt.Sprintf(" (%d orders together)", r.Orders)
+	}
+	fmt.Fprintf(w, "\n%s: %d classes, prequential accuracy %.2f %%, macro-F1 %.3f, %s\n", r.Spec, len(r.Classes), 100*r.Accuracy, r.MacroF1, counted)
+	return prequential.WriteConfusion(w, r.Classes, r.Confusion, r.Unanswered)
 }
 
 // CurveHeader is the first line of a CSV learning curve (WriteCurveCSV).

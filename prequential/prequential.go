@@ -224,14 +224,36 @@ func (e *Evaluator) Confusion() [][]uint64 {
 	return out
 }
 
-// Scores are the confusion matrix's summary statistics.
+// UnansweredByClass counts, by true class index, the labeled rounds that
+// had no prediction (Unanswered in all; nil when none had): the matrix's
+// rows leave them out.
+func (e *Evaluator) UnansweredByClass() []uint64 {
+	if e.Unanswered == 0 {
+		return nil
+	}
+	out := make([]uint64, e.k)
+	for t := range out {
+		var answered uint64
+		for _, c := range e.confusion[t*e.k : (t+1)*e.k] {
+			answered += c
+		}
+		if e.counts[t] > answered { // not so only in a corrupt state
+			out[t] = e.counts[t] - answered
+		}
+	}
+	return out
+}
+
+// Scores are the confusion matrix's summary statistics. Each counts every
+// scored round: one with no prediction is a mistake in all of them, as in
+// the mistake rate (a prediction of no class).
 type Scores struct {
-	// Accuracy is right answers over scored rounds (unanswered ones are
-	// wrong).
+	// Accuracy is right answers over scored rounds: 1 − the mistake rate.
 	Accuracy float64 `json:"accuracy"`
-	// Kappa is Cohen's kappa over the answered rounds: (p₀ − pₑ)/(1 − pₑ),
-	// agreement beyond what the marginals give by chance; 0 when pₑ = 1
-	// (one class everywhere: no agreement beyond chance is possible).
+	// Kappa is Cohen's kappa: (p₀ − pₑ)/(1 − pₑ), agreement beyond what
+	// the marginals give by chance ("no prediction" a column of its own,
+	// which no truth matches); 0 when pₑ = 1 (one class everywhere: no
+	// agreement beyond chance is possible).
 	Kappa float64 `json:"kappa"`
 	// MacroF1 averages F1 over the classes that occur as truth or as
 	// prediction (F1 = 0 for a class never predicted right).
@@ -242,12 +264,12 @@ type Scores struct {
 }
 
 // Scores computes accuracy, kappa, macro-F1 and per-class recall.
-func (e *Evaluator) Scores() Scores { return ScoresOf(e.Confusion(), e.Unanswered) }
+func (e *Evaluator) Scores() Scores { return ScoresOf(e.Confusion(), e.UnansweredByClass()) }
 
 // ScoresOf computes Scores from a confusion matrix (row = truth, column =
-// prediction) and a count of unanswered labeled rounds, so that reports
-// can sum matrices over partitions first.
-func ScoresOf(conf [][]uint64, unanswered uint64) Scores {
+// prediction) and the unanswered labeled rounds of each true class (nil:
+// none), so that reports can sum matrices over partitions first.
+func ScoresOf(conf [][]uint64, unanswered []uint64) Scores {
 	k := len(conf)
 	s := Scores{Recall: make([]float64, k)}
 	rows, cols := make([]float64, k), make([]float64, k)
@@ -256,17 +278,18 @@ func ScoresOf(conf [][]uint64, unanswered uint64) Scores {
 		for p, c := range conf[t] {
 			rows[t] += float64(c)
 			cols[p] += float64(c)
-			n += float64(c)
 		}
+		if t < len(unanswered) {
+			rows[t] += float64(unanswered[t])
+		}
+		n += rows[t]
 		diag += float64(conf[t][t])
-	}
-	if n+float64(unanswered) > 0 {
-		s.Accuracy = diag / (n + float64(unanswered))
 	}
 	if n == 0 {
 		return s
 	}
-	pe := 0.0
+	s.Accuracy = diag / n
+	pe := 0.0 // no truth is "no prediction": that column adds nothing
 	for c := range k {
 		pe += rows[c] / n * cols[c] / n
 	}
@@ -294,10 +317,11 @@ func ScoresOf(conf [][]uint64, unanswered uint64) Scores {
 }
 
 // MergeConfusion adds matrix conf, whose classes are named by classes,
-// into dst (named by dstClasses), class by class name; classes new to dst
-// are appended. Reports that sum over partitions or orders use it, since
-// each may have met the classes in its own order.
-func MergeConfusion(dstClasses []string, dst [][]uint64, classes []string, conf [][]uint64) ([]string, [][]uint64) {
+// and the unanswered rounds of each of those classes (nil: none) into dst
+// and dstUnanswered (named by dstClasses), class by class name; classes
+// new to dst are appended. Reports that sum over partitions or orders use
+// it, since each may have met the classes in its own order.
+func MergeConfusion(dstClasses []string, dst [][]uint64, dstUnanswered []uint64, classes []string, conf [][]uint64, unanswered []uint64) ([]string, [][]uint64, []uint64) {
 	index := make(map[string]int, len(dstClasses))
 	for i, c := range dstClasses {
 		index[c] = i
@@ -317,25 +341,41 @@ func MergeConfusion(dstClasses []string, dst [][]uint64, classes []string, conf 
 			dst[i] = append(dst[i], 0)
 		}
 	}
+	for len(dstUnanswered) < k && (dstUnanswered != nil || unanswered != nil) {
+		dstUnanswered = append(dstUnanswered, 0)
+	}
 	for t, row := range conf {
 		for p, c := range row {
 			dst[index[classes[t]]][index[classes[p]]] += c
 		}
 	}
-	return dstClasses, dst
+	for t, c := range unanswered {
+		dstUnanswered[index[classes[t]]] += c
+	}
+	return dstClasses, dst, dstUnanswered
 }
 
 // BinaryClasses names the binary class indices: 0 is −1, 1 is +1.
 var BinaryClasses = []string{"-1", "+1"}
 
 // WriteConfusion prints a confusion matrix (row = true class) with each
-// class's recall, as the eval and replay reports show it.
-func WriteConfusion(w io.Writer, classes []string, conf [][]uint64) error {
-	recall := ScoresOf(conf, 0).Recall
+// class's recall, as the eval and replay reports show it; the labeled
+// rounds of each class that had no prediction (unanswered, nil: none), if
+// any, in a column of their own, so that each row holds every labeled
+// round of its class, as its recall does.
+func WriteConfusion(w io.Writer, classes []string, conf [][]uint64, unanswered []uint64) error {
+	recall := ScoresOf(conf, unanswered).Recall
+	none := false
+	for _, u := range unanswered {
+		none = none || u > 0
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "true \\ predicted\t")
 	for _, c := range classes {
 		fmt.Fprintf(tw, "%s\t", c)
+	}
+	if none {
+		fmt.Fprint(tw, "(none)\t")
 	}
 	fmt.Fprint(tw, "recall %\t\n")
 	for t, c := range classes {
@@ -347,6 +387,13 @@ func WriteConfusion(w io.Writer, classes []string, conf [][]uint64) error {
 			}
 			fmt.Fprintf(tw, "%d\t", n)
 		}
+		if none {
+			n := uint64(0)
+			if t < len(unanswered) {
+				n = unanswered[t]
+			}
+			fmt.Fprintf(tw, "%d\t", n)
+		}
 		r := 0.0
 		if t < len(recall) {
 			r = recall[t]
@@ -354,4 +401,23 @@ func WriteConfusion(w io.Writer, classes []string, conf [][]uint64) error {
 		fmt.Fprintf(tw, "%.1f\t\n", 100*r)
 	}
 	return tw.Flush()
+}
+
+// Counted says which records a matrix's figures count: every labeled
+// one, and how many of them had no prediction.
+func Counted(conf [][]uint64, unanswered []uint64) string {
+	var n, u uint64
+	for _, row := range conf {
+		for _, c := range row {
+			n += c
+		}
+	}
+	for _, c := range unanswered {
+		u += c
+	}
+	s := fmt.Sprintf("over %d labeled records", n+u)
+	if u > 0 {
+		s += fmt.Sprintf(", %d of them with no prediction (mistakes, in the column (none))", u)
+	}
+	return s
 }

@@ -140,6 +140,22 @@ func TestBaselineAndKappa(t *testing.T) {
 	if u.Mistakes != 1 || u.Unanswered != 1 || u.Scores().Accuracy != 0 || u.Scored() != 1 {
 		t.Fatalf("unanswered %+v", u)
 	}
+	// The hand-computed matrix and one more b with no answer: every score
+	// counts it, as a mistake of class b. Rows 3,3,1 (n = 7), columns
+	// 3,3,0 and 1 unanswered; p₀ = 4/7, pₑ = (9+9+0)/49, kappa = 10/31;
+	// F1: a 2/3, b 2·2/(3+3) = 2/3, c 0.
+	m.Class(-1, 1, false, 6)
+	s = m.Scores()
+	if u := m.UnansweredByClass(); len(u) != 3 || u[0] != 0 || u[1] != 1 || u[2] != 0 {
+		t.Fatalf("unanswered by class %v", u)
+	}
+	if s.Accuracy != 4.0/7 || s.Accuracy != 1-m.MistakeRate() || math.Abs(s.Kappa-10.0/31) > 1e-15 ||
+		math.Abs(s.MacroF1-4.0/9) > 1e-15 || s.Recall[0] != 2.0/3 || s.Recall[1] != 2.0/3 || s.Recall[2] != 0 {
+		t.Fatalf("with one unanswered: %+v", s)
+	}
+	if p.UnansweredByClass() != nil {
+		t.Fatal("unanswered rounds where every round had an answer")
+	}
 }
 
 func TestClassStateRoundTrip(t *testing.T) {

@@ -311,7 +311,7 @@ func TestDelayedLabelsReplayIsStepAt(t *testing.T) {
 		}
 	}
 	var table strings.Builder
-	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "perceptron, all partitions: delayed labels: ") ||
+	if err := rep.WriteTable(&table); err != nil || !strings.Contains(table.String(), "perceptron:max=0, all partitions: delayed labels: ") ||
 		!strings.Contains(table.String(), " label_unknown") {
 		t.Fatalf("table (%v):\n%s", err, table.String())
 	}

@@ -24,7 +24,10 @@
 //     records is back within Tolerance of the pre-shift level (the
 //     windowed rate over Window labeled records just before the shift).
 //     It is at least RecoveryWindow records, and absent when the learner
-//     did not recover before the next shift or the end.
+//     did not recover before the next shift or the end. When the first
+//     full window already is back, the learner may have recovered sooner,
+//     which no window can tell: the recovery is a bound (Recovery.AtMost,
+//     shown as ≤N).
 //   - Labels that come late. With Config.Delay = N each labeled record is
 //     predicted when it comes and its label revealed N records later
 //     (model.Delayer, one per learner): the record is learned, and the

@@ -54,17 +54,22 @@ type Summary struct {
 	// BaselineRate is the majority-class baseline's mistake rate, each
 	// partition predicting the class it has seen most so far.
 	BaselineRate float64 `json:"baseline_rate"`
-	// Kappa is Cohen's kappa over the summed confusion matrices.
+	// Kappa is Cohen's kappa over the summed confusion matrices and
+	// unanswered rounds.
 	Kappa float64 `json:"kappa"`
-	// Classes and Confusion sum the partitions' matrices class by class;
-	// Accuracy, MacroF1 and Recall are computed from that sum.
-	Classes   []string   `json:"classes"`
-	Confusion [][]uint64 `json:"confusion"`
-	Accuracy  float64    `json:"accuracy"`
-	MacroF1   float64    `json:"macro_f1"`
-	Recall    []float64  `json:"recall"`
-	// MeanRecovery is the mean of the recoveries that happened (records),
-	// Recovered/Shifts how many did.
+	// Classes, Confusion and Unanswered sum the partitions' matrices and
+	// unanswered rounds class by class; Accuracy (1 − MistakeRate),
+	// MacroF1 and Recall are computed from that sum, over every labeled
+	// round.
+	Classes    []string   `json:"classes"`
+	Confusion  [][]uint64 `json:"confusion"`
+	Unanswered []uint64   `json:"unanswered,omitempty"`
+	Accuracy   float64    `json:"accuracy"`
+	MacroF1    float64    `json:"macro_f1"`
+	Recall     []float64  `json:"recall"`
+	// MeanRecovery is the mean of the recoveries that happened (records;
+	// one decided by its first window, Recovery.AtMost, counts as its
+	// bound), Recovered/Shifts how many did.
 	MeanRecovery float64 `json:"mean_recovery"`
 	Recovered    int     `json:"recovered"`
 	Shifts       int     `json:"shifts"`
@@ -93,8 +98,11 @@ type LearnerReport struct {
 	// binary model, the class tokens in the order met for a many-class one.
 	Classes []string `json:"classes"`
 	// Confusion counts labeled rounds by true class (row) and predicted
-	// class (column).
-	Confusion [][]uint64 `json:"confusion"`
+	// class (column); Unanswered, by true class, those that had no
+	// prediction (a many-class model that knew no class yet): mistakes
+	// that every rate and score counts.
+	Confusion  [][]uint64 `json:"confusion"`
+	Unanswered []uint64   `json:"unanswered,omitempty"`
 	// Failed counts records the model refused, by reason; empty unless the
 	// stream's own checks missed one.
 	Failed map[string]int64 `json:"failed,omitempty"`
@@ -223,6 +231,10 @@ type Recovery struct {
 	// Records until recovered, counting the shift's record; nil if the
 	// learner did not recover within its segment.
 	Records *int64 `json:"records"`
+	// AtMost is set when the first full recovery window already decided
+	// it: the learner may have been back sooner, which no window can
+	// tell, so Records bounds the recovery from above.
+	AtMost bool `json:"at_most,omitempty"`
 }
 
 // MarshalJSON writes PreRate as null when it is undefined, since JSON has
@@ -301,7 +313,7 @@ func (s *Stream) Report() PartitionReport {
 			Mistakes: ev.Mistakes, Updates: ev.Updates, MistakeRate: ev.MistakeRate(),
 			WindowRate: ev.WindowRate(), Support: ev.Support, SupportMax: ev.SupportMax,
 			BaselineMistakes: ev.BaselineMistakes, BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa,
-			Classes: classes, Confusion: ev.Confusion(), Failed: ln.failed,
+			Classes: classes, Confusion: ev.Confusion(), Unanswered: ev.UnansweredByClass(), Failed: ln.failed,
 			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace)}
 		if lr.Recovery == nil {
 			lr.Recovery = []Recovery{}
@@ -358,6 +370,7 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 		var sum float64
 		var classes []string
 		var conf [][]uint64
+		var unanswered []uint64
 		var baseline uint64
 		for _, p := range parts {
 			lr := p.Learners[l]
@@ -366,7 +379,7 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 			sm.Labeled += lr.Labeled
 			sm.Mistakes += lr.Mistakes
 			baseline += lr.BaselineMistakes
-			classes, conf = prequential.MergeConfusion(classes, conf, lr.Classes, lr.Confusion)
+			classes, conf, unanswered = prequential.MergeConfusion(classes, conf, unanswered, lr.Classes, lr.Confusion, lr.Unanswered)
 			for _, r := range lr.Recovery {
 				sm.Shifts++
 				if r.Records != nil {
@@ -379,9 +392,9 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 			sm.MistakeRate = float64(sm.Mistakes) / float64(sm.Labeled)
 			sm.BaselineRate = float64(baseline) / float64(sm.Labeled)
 		}
-		sc := prequential.ScoresOf(conf, 0)
+		sc := prequential.ScoresOf(conf, unanswered)
 		sm.Kappa, sm.Accuracy, sm.MacroF1, sm.Recall = sc.Kappa, sc.Accuracy, sc.MacroF1, sc.Recall
-		sm.Classes, sm.Confusion = classes, conf
+		sm.Classes, sm.Confusion, sm.Unanswered = classes, conf, unanswered
 		if sm.Recovered > 0 {
 			sm.MeanRecovery = sum / float64(sm.Recovered)
 		}
@@ -406,6 +419,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "partition\tlearner\tmistakes %\tbaseline %\tkappa\tsupport\tsegments (mistakes %)\trecovery (records)\tdetections (found/known, false)")
 	var empty []string
+	atMost := false
 	for _, p := range r.Partitions {
 		if p.Rounds == 0 {
 			// One line for all the partitions that held nothing, not a
@@ -431,9 +445,13 @@ func (r Report) WriteTable(w io.Writer) error {
 				if i > 0 {
 					rec += " "
 				}
-				if rc.Records == nil {
+				switch {
+				case rc.Records == nil:
 					rec += "-"
-				} else {
+				case rc.AtMost:
+					rec += fmt.Sprintf("≤%d", *rc.Records)
+					atMost = true
+				default:
 					rec += fmt.Sprint(*rc.Records)
 				}
 			}
@@ -460,6 +478,10 @@ func (r Report) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "%s %s: no records in the range replayed\n", word, strings.Join(empty, ", "))
 	}
+	if atMost {
+		fmt.Fprintf(w, "recovery ≤N: back within tolerance over the first %d labeled records after the shift (--recovery-window), which end N records after it; it may have come sooner\n",
+			r.RecoveryWindow)
+	}
 	for _, p := range r.Partitions {
 		for i, l := range p.Learners {
 			if !l.Selector || i == 0 || l.Labeled == 0 {
@@ -485,8 +507,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		if len(sm.Classes) == 0 || slices.Equal(sm.Classes, prequential.BinaryClasses) {
 			continue
 		}
-		fmt.Fprintf(w, "\n%s, all partitions: %d classes, accuracy %.2f %%, macro-F1 %.3f\n", sm.Spec, len(sm.Classes), 100*sm.Accuracy, sm.MacroF1)
-		if err := prequential.WriteConfusion(w, sm.Classes, sm.Confusion); err != nil {
+		fmt.Fprintf(w, "\n%s, all partitions: %d classes, accuracy %.2f %%, macro-F1 %.3f, %s\n", sm.Spec, len(sm.Classes), 100*sm.Accuracy, sm.MacroF1,
+			prequential.Counted(sm.Confusion, sm.Unanswered))
+		if err := prequential.WriteConfusion(w, sm.Classes, sm.Confusion, sm.Unanswered); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}

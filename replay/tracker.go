@@ -103,18 +103,16 @@ func (c Config) lanes() []laneDef {
 		defs, names = append(defs, laneDef{name: name, mc: mc}), append(names, name)
 		cands = append(cands, model.Candidate{Learner: spec, Kernel: k})
 	}
+	// Rows named as eval names them.
 	for _, spec := range c.Learners {
-		add(spec, spec, c.Kernel)
+		add(model.Candidate{Learner: spec}.DisplayName(c.Kernel), spec, c.Kernel)
 	}
 	for _, ch := range c.Challengers {
-		k, name := ch.Kernel, ch.Learner
+		k := ch.Kernel
 		if k == (learners.Kernel{}) {
 			k = c.Kernel
 		}
-		if k != c.Kernel {
-			name += "@" + k.String()
-		}
-		add(name, ch.Learner, k)
+		add(ch.DisplayName(c.Kernel), ch.Learner, k)
 	}
 	if c.Select != nil && len(cands) > 0 {
 		mc := defs[0].mc
@@ -591,8 +589,10 @@ func (ln *lane) observePost(cfg Config, round int64, mistake bool) {
 	if !ln.waiting {
 		return
 	}
+	first := false // the window fills with this round
 	if len(ln.post) < cap(ln.post) {
 		ln.post = append(ln.post, mistake)
+		first = len(ln.post) == cap(ln.post)
 	} else {
 		if ln.post[ln.postNext] {
 			ln.postWrong--
@@ -610,7 +610,7 @@ func (ln *lane) observePost(cfg Config, round int64, mistake bool) {
 	rate := float64(ln.postWrong) / float64(len(ln.post))
 	if rate <= rec.PreRate+cfg.Tolerance {
 		n := round - rec.ShiftRound + 1
-		rec.Records = &n
+		rec.Records, rec.AtMost = &n, first
 		ln.waiting = false
 	}
 }

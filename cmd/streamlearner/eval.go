@@ -49,7 +49,7 @@ type evalCmd struct {
 	Window      int      `default:"1000" help:"Labeled records in the windowed mistake rate of the running metrics."`
 	Delay       int      `placeholder:"N" help:"Reveal each label N records after its record (delayed progressive validation); 0: at once."`
 	MaxBad      int      `placeholder:"N" help:"Skip up to N bad records (malformed, over the limits, a label outside the map), each reported by file line on stderr, before one more fails the run (0: the first fails it)."`
-	Predictions string   `placeholder:"FILE" help:"Write each record's prediction (first order): line, key, prediction (class or ±1), margin, label; CSV, or JSON lines when FILE ends in .jsonl or .json."`
+	Predictions string   `placeholder:"FILE" help:"Write each record's prediction (first order): line, key, prediction (class or ±1), margin, label; CSV, or JSON lines when FILE ends in .jsonl or .json (the fields and types of run's prediction records: prediction, class, margin, label, label_class)."`
 
 	stats   *dataset.Stats // --standardize: the training set's
 	skips   *skipReport    // records skipped so far (loading and learning)
@@ -284,8 +284,17 @@ func (c *evalCmd) predictions(cfg *offline.Config) (func(), error) {
 		cfg.Prediction = func(p offline.Prediction) { enc.Encode(p) }
 	} else {
 		cw.Write([]string{"line", "key", "prediction", "margin", "label"})
+		multi := len(cfg.Model.Classes) > 0
 		cfg.Prediction = func(p offline.Prediction) {
-			cw.Write([]string{strconv.Itoa(p.Line), p.Key, p.Predicted, strconv.FormatFloat(p.Margin, 'g', -1, 64), p.Label})
+			// A cell holds the class, or ±1 with its sign.
+			pred, label := p.Class, p.LabelClass
+			if !multi {
+				pred, label = fmt.Sprintf("%+d", p.Predicted), ""
+				if p.Label != 0 {
+					label = fmt.Sprintf("%+d", p.Label)
+				}
+			}
+			cw.Write([]string{strconv.Itoa(p.Line), p.Key, pred, strconv.FormatFloat(p.Margin, 'g', -1, 64), label})
 		}
 	}
 	return func() {

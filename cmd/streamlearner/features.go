@@ -327,7 +327,7 @@ func showRecord(out io.Writer, ev *codec.Event, x interface{ Len() int }, fz *fe
 // STREAMLEARNER_SCHEMA_REGISTRY_USERNAME / _PASSWORD. https URLs use the
 // --tls-* files.
 type registryFlags struct {
-	SchemaRegistry         string `placeholder:"URL" help:"Schema Registry base URL (several: comma-separated), for --input avro, protobuf, json-schema, or auto with framed records."`
+	SchemaRegistry         string `placeholder:"URL" help:"Schema Registry base URL (several: comma-separated), for records in the Confluent wire format (Avro, Protobuf, JSON Schema)."`
 	SchemaRegistryUsername string `placeholder:"USER" help:"Schema Registry basic-auth user."`
 	SchemaRegistryPassword string `placeholder:"PASSWORD" help:"Schema Registry basic-auth password (prefer the environment variable)."`
 }

@@ -43,7 +43,7 @@ type genSink struct {
 	connOpts   `embed:""`
 	AutoCreate bool    `help:"Create the topic if missing (with --topic)."`
 	Rate       float64 `help:"Records per second into the topic (0: as fast as possible)."`
-	Spread     bool    `help:"Spread records round-robin over the topic's partitions (default: all to partition 0, one ordered stream)."`
+	Spread     bool    `default:"true" negatable:"" help:"Spread records round-robin over the topic's partitions, as a producer would; --no-spread writes them all to partition 0, one ordered stream."`
 }
 
 // Validate decides the output by --topic alone, so that brokers set in
@@ -213,7 +213,7 @@ func (s *genSink) produce(ctx context.Context, g genStream) (*partitionCount, er
 
 // partitionCount is a balancer that counts where another one sends
 // records, so gen can say which partitions of a multi-partition topic it
-// wrote (one ordered stream in partition 0 unless --spread).
+// wrote (one ordered stream in partition 0 with --no-spread).
 type partitionCount struct {
 	inner   kafka.Balancer
 	mu      sync.Mutex
@@ -242,7 +242,7 @@ func (b *partitionCount) String() string {
 	case 1:
 		hint := ""
 		if b.of > 1 {
-			hint = ", the others untouched (--spread writes to all)"
+			hint = ", the others untouched (--no-spread)"
 		}
 		return fmt.Sprintf("partition %d of %d%s", ps[0], b.of, hint)
 	}

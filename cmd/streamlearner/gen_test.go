@@ -176,7 +176,10 @@ func TestGenToTopic(t *testing.T) {
 	defer b.Close()
 	args := []string{"gen", "gauss", "--n", "1200", "--shifts", "3", "--drift", "gradual", "--width", "100", "--seed", "5"}
 	var genErr error
-	summary := captureStderr(t, func() { _, genErr = execute(t, append(args, "--brokers", b.Addr(), "--topic", "drift")...) })
+	// --no-spread: one ordered stream in partition 0.
+	summary := captureStderr(t, func() {
+		_, genErr = execute(t, append(args, "--brokers", b.Addr(), "--topic", "drift", "--no-spread")...)
+	})
 	if genErr != nil {
 		t.Fatal(genErr)
 	}
@@ -261,12 +264,16 @@ func TestGenToTopic(t *testing.T) {
 		}
 	}
 
-	// With --spread every partition gets records, and the summary says so.
-	summary = captureStderr(t, func() {
-		_, genErr = execute(t, "gen", "sea", "--n", "30", "--brokers", b.Addr(), "--topic", "spread", "--auto-create", "--spread")
-	})
-	if genErr != nil || !strings.Contains(summary, "30 records to topic spread partitions 0, 1, 2 of 3 (round-robin)") {
-		t.Errorf("--spread: %v, summary %q", genErr, summary)
+	// By default, as a producer would, and with --spread, every partition
+	// gets records, and the summary says so.
+	for i, spread := range [][]string{nil, {"--spread"}} {
+		topic := fmt.Sprintf("spread%d", i)
+		summary = captureStderr(t, func() {
+			_, genErr = execute(t, append([]string{"gen", "sea", "--n", "30", "--brokers", b.Addr(), "--topic", topic, "--auto-create"}, spread...)...)
+		})
+		if genErr != nil || !strings.Contains(summary, "30 records to topic "+topic+" partitions 0, 1, 2 of 3 (round-robin)") {
+			t.Errorf("%v: %v, summary %q", spread, genErr, summary)
+		}
 	}
 
 	// A cancelled context stops production with an error.

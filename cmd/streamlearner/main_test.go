@@ -575,3 +575,48 @@ func TestOutputFilesMakeTheirDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestEvalPredictionsReadAsTheServices: eval --predictions' JSON lines
+// have the fields and types of the service's prediction records: the
+// prediction a number (±1, or the class's index beside its name), and the
+// label a number or, with many classes, a label_class.
+func TestEvalPredictionsReadAsTheServices(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"binary", []string{"--data", "../../testdata/a9a.gz"}},
+		{"classes", []string{"--data", "../../testdata/covtype.2000.jsonl.gz", "--label-field", "Cover_Type", "--key-field", "id", "--classes", "auto"}},
+	} {
+		preds := filepath.Join(dir, c.name+".jsonl")
+		if _, err := execute(t, append([]string{"eval", "--keep-order", "--limit", "60", "--learner", "rbp:budget=20", "--predictions", preds}, c.args...)...); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(preds)
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		classOf := map[int]string{}
+		for _, l := range lines {
+			var p codec.Prediction
+			if err := json.Unmarshal([]byte(l), &p); err != nil {
+				t.Fatalf("%s: %q does not read as the service's prediction: %v", c.name, l, err)
+			}
+			if c.name == "binary" {
+				if (p.Predicted != 1 && p.Predicted != -1) || (p.Label != 1 && p.Label != -1) || p.Class != "" || p.LabelClass != "" {
+					t.Fatalf("binary: %q", l)
+				}
+				continue
+			}
+			if p.LabelClass == "" || p.Label != 0 || (p.Predicted < 0) != (p.Class == "") {
+				t.Fatalf("classes: %q", l)
+			}
+			if name, ok := classOf[p.Predicted]; p.Predicted >= 0 && ok && name != p.Class {
+				t.Fatalf("classes: prediction %d is %s and %s", p.Predicted, name, p.Class)
+			}
+			classOf[p.Predicted] = p.Class
+		}
+		if len(lines) != 60 {
+			t.Fatalf("%s: %d predictions of 60 records", c.name, len(lines))
+		}
+	}
+}

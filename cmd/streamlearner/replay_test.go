@@ -118,11 +118,12 @@ func TestSelectReplayEqualsEval(t *testing.T) {
 	}
 	for i, r := range rows {
 		e := ev.Learners[i]
-		if r.MistakeRate != e.MistakeRate || float64(r.Support) != e.Support || float64(r.Switches) != e.Switches {
+		// The same names too: the canonical spec, @ its kernel if not --kernel.
+		if r.Spec != e.Spec || r.MistakeRate != e.MistakeRate || float64(r.Support) != e.Support || float64(r.Switches) != e.Switches {
 			t.Errorf("%s: replay %v (support %d, %d switches), eval %s %v (%v, %v)", r.Spec, r.MistakeRate, r.Support, r.Switches, e.Spec, e.MistakeRate, e.Support, e.Switches)
 		}
 	}
-	if !strings.Contains(table, "select(rbp:budget=40|forgetron:budget=40|perceptron@linear)") || !strings.Contains(table, "best single learner in hindsight") {
+	if !strings.Contains(table, "select(rbp:budget=40|forgetron:budget=40|perceptron:max=0@linear)") || !strings.Contains(table, "best single learner in hindsight") {
 		t.Errorf("replay table:\n%s", table)
 	}
 	// Flags that cannot go together fail before any reading.

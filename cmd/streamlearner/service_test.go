@@ -296,7 +296,7 @@ func TestDemoRunsAndCleansUp(t *testing.T) {
 	row := func(spec string) [][]string {
 		return regexp.MustCompile(`(?m)^([0-3]) +`+regexp.QuoteMeta(spec)+` +(\d+\.\d\d) +\d+\.\d\d +-?\d\.\d{3} +(\d+) +(\d+\.\d ){4}`).FindAllStringSubmatch(out, -1)
 	}
-	served, perceptron := row("projectron++:budget=200"), row("perceptron")
+	served, perceptron := row("projectron++:budget=200,max=200"), row("perceptron:max=0")
 	if len(served) != 4 || len(perceptron) != 4 {
 		t.Fatalf("%d report rows for the service's learner and %d for the Perceptron, want one per partition:\n%s", len(served), len(perceptron), out)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"text/tabwriter"
 
@@ -20,7 +21,7 @@ type tailCmd struct {
 	Topic     string `required:"" short:"t" help:"Prediction topic to follow (run's --output-topic); it must exist."`
 	From      string `default:"earliest" placeholder:"BOUND" help:"Where each partition starts: earliest, latest (only new predictions), an offset, -N (the last N records) or an RFC 3339 time."`
 	ExitAtEnd bool   `short:"e" help:"Stop at the end each partition has when the tail starts, instead of following (kcat -e)."`
-	Format    string `default:"table" enum:"table,json" help:"Output: table, or JSON lines: each prediction with right (prediction equals label; null when unlabeled) and the running accuracies."`
+	Format    string `default:"table" enum:"table,json" help:"Output: table, or JSON lines: each prediction with right (prediction equals label; null when unlabeled), and its input partition's labeled predictions and running and windowed accuracy (null before a labeled one)."`
 	Window    int    `default:"1000" help:"Labeled predictions in the windowed accuracy."`
 	Limit     int    `help:"Stop after N distinct predictions (0: follow until Ctrl-C, or the end with --exit-at-end)."`
 	// ReadUncommitted shows what a read_uncommitted consumer would see.
@@ -70,12 +71,15 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 			if r, ok := feed.Right(p); ok {
 				right = &r
 			}
+			// The input partition's figures, as in the table: each has
+			// its own model.
 			return enc.Encode(struct {
 				codec.Prediction
-				Right    *bool   `json:"right"`
-				Accuracy float64 `json:"running_accuracy"`
-				Window   float64 `json:"window_accuracy"`
-			}{p, right, st.Accuracy, st.Window})
+				Right    *bool    `json:"right"`
+				Labeled  uint64   `json:"labeled"`
+				Accuracy *float64 `json:"running_accuracy"`
+				Window   *float64 `json:"window_accuracy"`
+			}{p, right, st.SourceLabeled, orNull(st.SourceAccuracy), orNull(st.SourceWindow)})
 		}
 		header()
 		label, right := "-", "-"
@@ -96,7 +100,7 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 			key = key[:23] + "…"
 		}
 		// The accuracies are the input partition's: each has its own model.
-		fmt.Fprintf(tw, "%s/%d\t%d\t%s\t%s\t%.4f\t%s\t%s\t%.2f%%\t%.2f%%\n", p.Topic, p.Partition, p.Offset, key, pred, p.Margin, label, right, 100*st.SourceAccuracy, 100*st.SourceWindow)
+		fmt.Fprintf(tw, "%s/%d\t%d\t%s\t%s\t%.4f\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.Offset, key, pred, p.Margin, label, right, percent(st.SourceAccuracy), percent(st.SourceWindow))
 		if n++; n%50 == 0 {
 			return tw.Flush()
 		}
@@ -116,15 +120,33 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 }
 
 // summary closes a table with each input partition's accuracy and the
-// overall one, over the labeled predictions seen.
+// overall one, over the labeled predictions seen, and how many of the
+// predictions those were.
 func summary(tw io.Writer, format string, st feed.TailStats) {
-	if format != "table" || st.Labeled == 0 {
+	if format != "table" || st.Predictions == 0 {
 		return
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "input\tlabeled\taccuracy")
+	fmt.Fprintln(tw, "input\tpredictions\tlabeled\taccuracy")
 	for _, s := range st.Sources {
-		fmt.Fprintf(tw, "%s\t%d\t%.2f%%\n", s.Source, s.Labeled, 100*s.Accuracy)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", s.Source, s.Predictions, s.Labeled, percent(s.Accuracy))
 	}
-	fmt.Fprintf(tw, "all\t%d\t%.2f%%\n", st.Labeled, 100*st.Accuracy)
+	fmt.Fprintf(tw, "all\t%d\t%d\t%s\n", st.Predictions, st.Labeled, percent(st.Accuracy))
+}
+
+// percent writes an accuracy, or "-" when it has no value (no labeled
+// prediction).
+func percent(a float64) string {
+	if math.IsNaN(a) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f%%", 100*a)
+}
+
+// orNull is an accuracy for JSON: null when it has no value.
+func orNull(a float64) *float64 {
+	if math.IsNaN(a) {
+		return nil
+	}
+	return &a
 }

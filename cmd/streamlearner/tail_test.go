@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestTailTable(t *testing.T) {
 		t.Fatalf("table:\n%s", out.String())
 	}
 	for i, want := range []string{"in/0 0 - -1 0.0000 -1 yes 100.00%", "in/0 1 - +1 0.5000 -1 no 50.00%", "in/0 2 - -1 -0.2500 -1 yes 66.67%",
-		"in/1 7 order-7 +1 0.3000 -1 no 0.00%", "", "input labeled accuracy", "in/0 3 66.67%", "in/1 1 0.00%", "all 4 50.00%"} {
+		"in/1 7 order-7 +1 0.3000 -1 no 0.00%", "", "input predictions labeled accuracy", "in/0 3 3 66.67%", "in/1 1 1 0.00%", "all 4 4 50.00%"} {
 		if got := strings.Join(strings.Fields(lines[i+1])[:min(8, len(strings.Fields(lines[i+1])))], " "); got != want {
 			t.Errorf("row %d: %q, want %q", i, got, want)
 		}
@@ -72,16 +73,8 @@ func TestTailTable(t *testing.T) {
 	}
 
 	// JSON lines say "right" by the same rule.
-	c, err = parse(t, "tail", "-b", b.Addr(), "-t", "out", "-e", "--format", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out.Reset()
-	if err := c.Tail.tail(ctx, &out, &bytes.Buffer{}); err != nil {
-		t.Fatal(err)
-	}
 	var rights []string
-	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+	for _, l := range tailLines(t, ctx, "-b", b.Addr(), "-t", "out", "-e", "--format", "json") {
 		var p struct {
 			Right *bool `json:"right"`
 		}
@@ -99,4 +92,83 @@ func TestTailTable(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "topic nosuchtopic: no such topic") {
 		t.Errorf("nosuchtopic: exit %d %q", code, errOut)
 	}
+}
+
+// TestTailAccuracyIsEachInputPartitions: an accuracy over no labeled
+// prediction has no value, in the table ("-") and in JSON (null, with
+// "labeled": 0), and the summary says how many predictions were labeled;
+// JSON gives the input partition's accuracy, as the table does; the
+// summary lists the input partitions in order, whichever came first.
+func TestTailAccuracyIsEachInputPartitions(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	pred := func(part int32, off int64, predicted, label int) kafka.Message {
+		p := codec.Prediction{Topic: "in", Partition: part, Offset: off, Predicted: predicted, Margin: float64(predicted) / 2, Label: label, Learner: "x"}
+		v, _ := codec.AppendPrediction(nil, &p)
+		return kafka.Message{Value: v}
+	}
+	// in/10 unlabeled (a --delayed-labels service), in/3 wrong, in/2 right
+	// twice, then in/10 once more and in/2 wrong.
+	msgs := []kafka.Message{pred(10, 0, 1, 0), pred(3, 0, 1, -1), pred(2, 0, 1, 1), pred(2, 1, -1, -1), pred(10, 1, -1, 0), pred(2, 2, 1, -1)}
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "out", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	lines := tailLines(t, ctx, "-b", b.Addr(), "-t", "out", "-e")
+	want := []string{"in/10 0 - +1 0.5000 - - - -", "in/3 0 - +1 0.5000 -1 no 0.00% 0.00%", "in/2 0 - +1 0.5000 1 yes 100.00% 100.00%", "in/2 1 - -1 -0.5000 -1 yes 100.00% 100.00%",
+		"in/10 1 - -1 -0.5000 - - - -", "in/2 2 - +1 0.5000 -1 no 66.67% 66.67%",
+		"", "input predictions labeled accuracy", "in/2 3 3 66.67%", "in/3 1 1 0.00%", "in/10 2 0 -", "all 6 4 50.00%"}
+	if len(lines) != len(want)+1 {
+		t.Fatalf("table:\n%s", strings.Join(lines, "\n"))
+	}
+	for i, w := range want {
+		if got := strings.Join(strings.Fields(lines[i+1]), " "); got != w {
+			t.Errorf("row %d: %q, want %q", i, got, w)
+		}
+	}
+
+	var got []string
+	for _, l := range tailLines(t, ctx, "-b", b.Addr(), "-t", "out", "-e", "--format", "json") {
+		var p struct {
+			Labeled  *uint64  `json:"labeled"`
+			Accuracy *float64 `json:"running_accuracy"`
+			Window   *float64 `json:"window_accuracy"`
+		}
+		if err := json.Unmarshal([]byte(l), &p); err != nil || p.Labeled == nil || !strings.Contains(l, `"running_accuracy":`) || !strings.Contains(l, `"window_accuracy":`) {
+			t.Fatalf("%q: %v", l, err)
+		}
+		s := fmt.Sprintf("%d", *p.Labeled)
+		for _, a := range []*float64{p.Accuracy, p.Window} {
+			if a == nil {
+				s += " null"
+			} else {
+				s += fmt.Sprintf(" %.4f", *a)
+			}
+		}
+		got = append(got, s)
+	}
+	if w := []string{"0 null null", "1 0.0000 0.0000", "1 1.0000 1.0000", "2 1.0000 1.0000", "0 null null", "3 0.6667 0.6667"}; strings.Join(got, "; ") != strings.Join(w, "; ") {
+		t.Errorf("JSON labeled, running and window accuracy:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(w, "\n"))
+	}
+}
+
+// tailLines runs tail with args and returns the lines it printed.
+func tailLines(t *testing.T, ctx context.Context, args ...string) []string {
+	t.Helper()
+	c, err := parse(t, append([]string{"tail"}, args...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := c.Tail.tail(ctx, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(out.String()), "\n")
 }
