@@ -315,13 +315,10 @@ func OutputBytes(ctx context.Context, addr, topic string) (int64, error) {
 		return 0, err
 	}
 	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// Every topic's dirs (a nil list), the topic's picked out below.
 	req := kmsg.NewPtrDescribeLogDirsRequest()
-	rt := kmsg.NewDescribeLogDirsRequestTopic()
-	rt.Topic = topic
-	for p := range int32(1024) {
-		rt.Partitions = append(rt.Partitions, p)
-	}
-	req.Topics = append(req.Topics, rt)
 	var total int64
 	for _, shard := range cl.RequestSharded(ctx, req) {
 		if shard.Err != nil {
@@ -329,6 +326,9 @@ func OutputBytes(ctx context.Context, addr, topic string) (int64, error) {
 		}
 		for _, d := range shard.Resp.(*kmsg.DescribeLogDirsResponse).Dirs {
 			for _, t := range d.Topics {
+				if t.Topic != topic {
+					continue
+				}
 				for _, p := range t.Partitions {
 					total += p.Size
 				}
