@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -117,7 +118,11 @@ func CompileSchema(id uint32, typ SchemaType, text string, imports map[string]st
 	case SchemaJSON:
 		// The payload is read as a JSON event; like Confluent's own
 		// deserializer by default (json.fail.invalid.schema=false), it is
-		// not validated against the schema.
+		// not validated against the schema. The text must still be JSON:
+		// anything else (an empty answer) is not a schema.
+		if !json.Valid([]byte(text)) {
+			err = errors.New("the schema is not a JSON value")
+		}
 	default:
 		err = fmt.Errorf("unknown schema type %d", typ)
 	}
@@ -132,13 +137,13 @@ func CompileSchema(id uint32, typ SchemaType, text string, imports map[string]st
 // waits for a registry that is down), so that a decoder stays pure.
 type SchemaSource interface {
 	// Schema returns the schema of id, an error wrapping ErrUnknownSchema
-	// when the registry does not have it (or it cannot be compiled), or
-	// any other error when it is not at hand (not fetched yet).
+	// when the registry does not have it, or any other error when it is
+	// not at hand (not fetched yet).
 	Schema(id uint32) (*Schema, error)
 }
 
-// ErrUnknownSchema marks a schema id that the registry does not know, or
-// whose schema cannot be used: the record is a dead letter.
+// ErrUnknownSchema marks a schema id that the registry does not know (or
+// a schema source does not hold): the record is a dead letter.
 var ErrUnknownSchema = errors.New("unknown schema")
 
 // StaticSchemas is a SchemaSource of schemas known up front (the schema of

@@ -7,12 +7,18 @@
 //   - A registry that cannot be reached, or answers with a 5xx, is nobody
 //     record's fault: Ensure waits and retries with backoff until the
 //     schema comes or its context ends. Nothing is dead-lettered for it.
-//   - A schema id the registry does not have (404), or a schema that
-//     cannot be compiled, is the record's fault: Schema then returns an
+//   - An answer that cannot be used (an empty schema, a type or text the
+//     service cannot read, a 404 that is not the registry's "not found")
+//     is a registry fault too, not the record's: it is retried as an
+//     outage is, and never cached, so that one bad answer does not make a
+//     schema id's records dead letters once the registry answers well.
+//   - A schema id the registry says it does not have (a 404 with its
+//     error code 404xx) is the record's fault: Schema then returns an
 //     error wrapping codec.ErrUnknownSchema, and the decoder makes it a
-//     dead letter (unknown_schema). Such answers are remembered for
-//     NegativeTTL, so that a stream of bad ids does not hammer the
-//     registry.
+//     dead letter (unknown_schema). That answer is remembered only for
+//     NegativeTTL (5 s), so that a stream of bad ids does not hammer the
+//     registry, while a schema registered late (or not yet replicated
+//     to the registry member that answered) is soon found.
 //   - The client is safe for concurrent use: every partition's worker
 //     shares one.
 package schemareg
@@ -46,7 +52,8 @@ type Config struct {
 	CacheSize int
 	// Timeout bounds one request. Default 10s.
 	Timeout time.Duration
-	// NegativeTTL is how long a 404 is remembered. Default 30s.
+	// NegativeTTL is how long a 404 is remembered: the records of that
+	// id are dead letters meanwhile without asking again. Default 5s.
 	NegativeTTL time.Duration
 	// MaxBackoff caps the wait between retries while the registry is
 	// unreachable. Default 5s (from 100ms, doubling).
@@ -61,7 +68,7 @@ func (c Config) withDefaults() Config {
 		c.Timeout = 10 * time.Second
 	}
 	if c.NegativeTTL <= 0 {
-		c.NegativeTTL = 30 * time.Second
+		c.NegativeTTL = 5 * time.Second
 	}
 	if c.MaxBackoff <= 0 {
 		c.MaxBackoff = 5 * time.Second
@@ -166,8 +173,8 @@ func (c *Client) put(id uint32, e *entry) {
 
 // Fetch asks the registry for schema id once and caches the answer. It
 // returns nil when the answer is known (the schema, or a negative answer
-// that Schema will give), and the error of a registry that could not
-// answer otherwise.
+// that Schema will give), and otherwise the error of a registry that could
+// not answer, or answered what cannot be used (see the package comment).
 func (c *Client) Fetch(ctx context.Context, id uint32) error {
 	if c.known(id) {
 		return nil
@@ -196,9 +203,10 @@ func (c *Client) Fetch(ctx context.Context, id uint32) error {
 			return nil
 		}
 	}
-	// A schema the service cannot use is remembered as long as a good one.
-	c.put(id, &entry{err: fmt.Errorf("schema id %d: %v: %w", id, err, codec.ErrUnknownSchema), expires: time.Now().Add(100 * 365 * 24 * time.Hour)})
-	return nil
+	// A registry whose store or proxy is in trouble answers so (an empty
+	// schema, a truncated text): it says nothing sure about the id, so it
+	// is waited out as an outage is, and not remembered.
+	return fmt.Errorf("schema registry: schema id %d: an answer the service cannot use: %w", id, err)
 }
 
 // references fetches the text of referenced schemas (Protobuf imports),
@@ -223,9 +231,13 @@ func (c *Client) references(ctx context.Context, refs []sr.SchemaReference, into
 	return nil
 }
 
+// notFound says whether err is the registry saying it has no such schema,
+// subject or version: a 404 with the registry's error code 404xx (40401
+// subject, 40402 version, 40403 schema not found). A bare 404 is a wrong
+// URL or a proxy's page, not the registry's word on the id.
 func notFound(err error) bool {
 	var re *sr.ResponseError
-	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
+	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound && re.ErrorCode/100 == http.StatusNotFound
 }
 
 // Ensure makes sure the schema of record b (when b is framed: a record

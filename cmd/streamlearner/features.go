@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
@@ -327,9 +328,10 @@ func showRecord(out io.Writer, ev *codec.Event, x interface{ Len() int }, fz *fe
 // STREAMLEARNER_SCHEMA_REGISTRY_USERNAME / _PASSWORD. https URLs use the
 // --tls-* files.
 type registryFlags struct {
-	SchemaRegistry         string `placeholder:"URL" help:"Schema Registry base URL (several: comma-separated), for --input avro, protobuf, json-schema, or auto with framed records."`
-	SchemaRegistryUsername string `placeholder:"USER" help:"Schema Registry basic-auth user."`
-	SchemaRegistryPassword string `placeholder:"PASSWORD" help:"Schema Registry basic-auth password (prefer the environment variable)."`
+	SchemaRegistry         string        `placeholder:"URL" help:"Schema Registry base URL (several: comma-separated), for --input avro, protobuf, json-schema, or auto with framed records."`
+	SchemaRegistryUsername string        `placeholder:"USER" help:"Schema Registry basic-auth user."`
+	SchemaRegistryPassword string        `placeholder:"PASSWORD" help:"Schema Registry basic-auth password (prefer the environment variable)."`
+	SchemaNegativeTTL      time.Duration `default:"5s" placeholder:"DURATION" help:"How long the registry's 404 for a schema id is remembered: for 5 s by default, that id's records are dead-lettered (unknown_schema) without asking again; then the registry is asked anew. An answer that cannot be used (an empty schema) is never remembered: the partition waits as for a registry that is down."`
 }
 
 // client is the registry the flags name, nil without --schema-registry.
@@ -337,7 +339,11 @@ func (f registryFlags) client(conn kafkaconn.Config) (*schemareg.Client, error) 
 	if f.SchemaRegistry == "" {
 		return nil, nil
 	}
-	cfg := schemareg.Config{URL: f.SchemaRegistry, Username: f.SchemaRegistryUsername, Password: f.SchemaRegistryPassword}
+	if f.SchemaNegativeTTL <= 0 {
+		return nil, errors.New("--schema-negative-ttl must be positive")
+	}
+	cfg := schemareg.Config{URL: f.SchemaRegistry, Username: f.SchemaRegistryUsername, Password: f.SchemaRegistryPassword,
+		NegativeTTL: f.SchemaNegativeTTL}
 	if strings.Contains(f.SchemaRegistry, "https://") {
 		t, err := conn.TLSConfig()
 		if err != nil {
