@@ -141,6 +141,8 @@
 //	                   schema (truncated, bytes left over, a bad union
 //	                   branch or enum symbol...), or a schema of a type
 //	                   the input does not take
+//	schema_too_large   (wire format) a schema larger than the service
+//	                   takes from the registry
 //
 // The message-level checks come first, in this order: empty_message,
 // too_large, invalid_utf8. Then the record is read once, from the start,

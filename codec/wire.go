@@ -146,6 +146,10 @@ type SchemaSource interface {
 // a schema source does not hold): the record is a dead letter.
 var ErrUnknownSchema = errors.New("unknown schema")
 
+// ErrSchemaTooLarge marks a schema id whose schema is larger than the
+// service takes: the record is a dead letter (schema_too_large).
+var ErrSchemaTooLarge = errors.New("schema too large")
+
 // StaticSchemas is a SchemaSource of schemas known up front (the schema of
 // an Avro object container file, a --schema file).
 type StaticSchemas map[uint32]*Schema
@@ -214,9 +218,9 @@ func NewFramedDecoder(cfg EventConfig, f Format, src SchemaSource) (*FramedDecod
 func (d *FramedDecoder) Format() Format { return d.format }
 
 // Decode reads one framed record into ev, resetting it first. Errors are
-// *Error but for a schema that src does not have at hand (not
-// ErrUnknownSchema), which is returned as it is: the caller fetches it and
-// tries again.
+// *Error but for a schema that src does not have at hand (neither
+// ErrUnknownSchema nor ErrSchemaTooLarge), which is returned as it is: the
+// caller fetches it and tries again.
 func (d *FramedDecoder) Decode(b []byte, ev *Event) error {
 	ev.Reset()
 	if len(b) > d.ev.lim.MaxBytes {
@@ -228,8 +232,11 @@ func (d *FramedDecoder) Decode(b []byte, ev *Event) error {
 	}
 	s, err := d.src.Schema(id)
 	if err != nil {
-		if errors.Is(err, ErrUnknownSchema) {
+		switch {
+		case errors.Is(err, ErrUnknownSchema):
 			return errorf(ReasonUnknownSchema, "%v", err)
+		case errors.Is(err, ErrSchemaTooLarge):
+			return errorf(ReasonSchemaTooLarge, "%v", err)
 		}
 		return err
 	}

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -107,5 +110,47 @@ func TestUnusableRegistryAnswerIsWaitedOut(t *testing.T) {
 	}
 	if dead := readTopic(t, b, "in.dlq", 1, time.Second); len(dead) != 0 {
 		t.Errorf("%d dead letters (the first: %v); want none", len(dead), dead[0].msg.Headers)
+	}
+}
+
+// TestSchemaOverTheLimitIsDeadLettered: the records of a schema larger
+// than the registry client takes (2 MiB, over the default 1 MiB) are
+// dead letters, schema_too_large, counted; the records around them, of a
+// schema of ordinary size, are predicted, and the partition goes on.
+func TestSchemaOverTheLimitIsDeadLettered(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq")
+	huge := strings.TrimSuffix(registryAvro, "}") + `,"doc":"` + strings.Repeat("x", 2<<20) + `"}`
+	good, big := registryAnswer("AVRO", registryAvro), registryAnswer("AVRO", huge)
+	_, url := startRegistryStub(t, func(id string) (int, string) {
+		if id == "2" {
+			return big(id)
+		}
+		return good(id)
+	})
+	var msgs []kafka.Message
+	for i, m := range avroRecords(t, 120) {
+		if i%6 == 5 {
+			m.Value = append(codec.AppendFrame(nil, 2), m.Value[5:]...)
+		}
+		msgs = append(msgs, m)
+	}
+	produce(t, b, "in", msgs, kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 }))
+	cfg := registryConfig(t, b, url, schemareg.Config{})
+	cfg.Metrics = NewMetrics(nil)
+	runMember(t, cfg)
+
+	preds := readTopic(t, b, "out", 100, 30*time.Second)
+	dead := readTopic(t, b, "in.dlq", 20, 30*time.Second)
+	if len(preds) != 100 || len(dead) != 20 {
+		t.Fatalf("%d predictions and %d dead letters, want 100 and 20", len(preds), len(dead))
+	}
+	for _, d := range dead {
+		h := headers(d.msg)
+		if off, _ := strconv.Atoi(h[HeaderSourceOffset]); h[HeaderError] != string(codec.ReasonSchemaTooLarge) || off%6 != 5 {
+			t.Errorf("offset %s: reason %q (%s)", h[HeaderSourceOffset], h[HeaderError], h[HeaderErrorDetail])
+		}
+	}
+	if n := testutil.ToFloat64(cfg.Metrics.DeadLetters.WithLabelValues("1", string(codec.ReasonSchemaTooLarge))); n != 20 {
+		t.Errorf("schema_too_large dead letters counted: %v, want 20", n)
 	}
 }

@@ -19,8 +19,14 @@
 //     NegativeTTL (5 s), so that a stream of bad ids does not hammer the
 //     registry, while a schema registered late (or not yet replicated
 //     to the registry member that answered) is soon found.
+//   - A schema larger than MaxSchemaBytes (its text with the texts it
+//     references) is not taken: reading its answer stops there, and
+//     Schema returns an error wrapping codec.ErrSchemaTooLarge, which
+//     the decoder makes a dead letter (schema_too_large), remembered for
+//     NegativeTTL as a 404 is. The cache is bounded in bytes too
+//     (CacheMaxBytes, estimated from the schemas' text; see cost).
 //   - The client is safe for concurrent use: every partition's worker
-//     shares one.
+//     shares one, and one fetch of an id is under way at a time.
 package schemareg
 
 import (
@@ -28,6 +34,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -48,12 +55,21 @@ type Config struct {
 	Username, Password string
 	// TLS, when not nil, is used for https URLs (the --tls-* flags).
 	TLS *tls.Config
-	// CacheSize bounds the compiled schemas kept. Default 1000.
+	// CacheSize bounds the compiled schemas kept, in number. Default 1000.
 	CacheSize int
+	// CacheMaxBytes bounds the memory of the compiled schemas kept, as
+	// cost estimates it; the least recently used go first. It must hold
+	// two schemas of MaxSchemaBytes. Default 128 MiB.
+	CacheMaxBytes int64
+	// MaxSchemaBytes bounds a schema's text, with the texts of the
+	// schemas it references; a larger one's records are dead letters
+	// (schema_too_large). Default 1 MiB, the registry's own default.
+	MaxSchemaBytes int
 	// Timeout bounds one request. Default 10s.
 	Timeout time.Duration
-	// NegativeTTL is how long a 404 is remembered: the records of that
-	// id are dead letters meanwhile without asking again. Default 5s.
+	// NegativeTTL is how long a 404, or a schema over MaxSchemaBytes, is
+	// remembered: the records of that id are dead letters meanwhile
+	// without asking again. Default 5s.
 	NegativeTTL time.Duration
 	// MaxBackoff caps the wait between retries while the registry is
 	// unreachable. Default 5s (from 100ms, doubling).
@@ -63,6 +79,12 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.CacheSize <= 0 {
 		c.CacheSize = 1000
+	}
+	if c.CacheMaxBytes <= 0 {
+		c.CacheMaxBytes = 128 << 20
+	}
+	if c.MaxSchemaBytes <= 0 {
+		c.MaxSchemaBytes = 1 << 20
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = 10 * time.Second
@@ -81,17 +103,104 @@ type Client struct {
 	cfg Config
 	sr  *sr.Client
 
-	mu    sync.Mutex
-	cache map[uint32]*entry
-	tick  uint64
+	mu       sync.Mutex
+	cache    map[uint32]*entry
+	bytes    int64 // the cost of the entries
+	tick     uint64
+	inFlight map[uint32]chan struct{} // closed when the fetch of an id ends
 }
 
 type entry struct {
 	s       *codec.Schema
-	err     error     // a negative answer (wraps codec.ErrUnknownSchema)
+	err     error     // a negative answer (wraps codec.ErrUnknownSchema or ErrSchemaTooLarge)
 	expires time.Time // of a negative answer
 	used    uint64
+	cost    int64
 }
+
+// The memory a compiled schema keeps, per byte of its text, as measured
+// (the heap retained after compiling generated schemas of 10 KB to 1 MB):
+// Avro 2.1-5.6, Protobuf 22-48 (the descriptors). A JSON schema keeps
+// nothing of its text. entryCost covers the entry itself and a negative
+// answer.
+const (
+	avroCost  = 6
+	protoCost = 50
+	entryCost = 512
+)
+
+// cost estimates what a schema of typ and text bytes keeps in memory.
+func cost(typ codec.SchemaType, text int) int64 {
+	switch typ {
+	case codec.SchemaAvro:
+		return entryCost + avroCost*int64(text)
+	case codec.SchemaProtobuf:
+		return entryCost + protoCost*int64(text)
+	}
+	return entryCost
+}
+
+// MinCacheBytes is the least CacheMaxBytes that holds two schemas of
+// maxSchema bytes, whatever their type: the one a record is decoded with,
+// and the one another partition fetches meanwhile.
+func MinCacheBytes(maxSchema int) int64 { return 2 * cost(codec.SchemaProtobuf, maxSchema) }
+
+// errTooLarge is an answer cut at the limit of limitedTransport.
+var errTooLarge = errors.New("the answer is larger than the service takes")
+
+// limitedTransport stops reading a successful answer past max bytes (a
+// schema's JSON, larger than its text by the escaping), so that a huge
+// schema costs no more than that to refuse; an error answer is cut short
+// silently, its start being all that is read of it.
+type limitedTransport struct {
+	http.RoundTripper
+	max int64
+}
+
+func (t limitedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.RoundTripper.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		resp.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.LimitReader(resp.Body, 64<<10), resp.Body}
+		return resp, nil
+	}
+	if resp.ContentLength > t.max {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%d bytes: %w", resp.ContentLength, errTooLarge)
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: t.max}
+	return resp, nil
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, errTooLarge
+	}
+	return n, err
+}
+
+// answerMax is the most bytes a schema's answer may take: its text at
+// most 6 times over (JSON writes a control character as \u00XX), plus the
+// answer's other members.
+func answerMax(maxSchema int) int64 { return 6*int64(maxSchema) + 64<<10 }
 
 // New checks cfg and makes a client; it does not contact the registry.
 func New(cfg Config) (*Client, error) {
@@ -108,11 +217,16 @@ func New(cfg Config) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, errors.New("schema registry: no URL")
 	}
+	if least := MinCacheBytes(cfg.MaxSchemaBytes); cfg.CacheMaxBytes < least {
+		return nil, fmt.Errorf("schema cache of %d bytes: it must hold two schemas of the largest size taken, %d bytes (a compiled Protobuf schema keeps about %d times its text): at least %d bytes",
+			cfg.CacheMaxBytes, cfg.MaxSchemaBytes, protoCost, least)
+	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.TLS != nil {
 		tr.TLSClientConfig = cfg.TLS
 	}
-	opts := []sr.ClientOpt{sr.URLs(urls...), sr.HTTPClient(&http.Client{Transport: tr, Timeout: cfg.Timeout}), sr.UserAgent("streamlearner")}
+	hc := &http.Client{Transport: limitedTransport{tr, answerMax(cfg.MaxSchemaBytes)}, Timeout: cfg.Timeout}
+	opts := []sr.ClientOpt{sr.URLs(urls...), sr.HTTPClient(hc), sr.UserAgent("streamlearner")}
 	if cfg.Username != "" || cfg.Password != "" {
 		opts = append(opts, sr.BasicAuth(cfg.Username, cfg.Password))
 	}
@@ -120,7 +234,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema registry: %w", err)
 	}
-	return &Client{cfg: cfg, sr: cl, cache: map[uint32]*entry{}}, nil
+	return &Client{cfg: cfg, sr: cl, cache: map[uint32]*entry{}, inFlight: map[uint32]chan struct{}{}}, nil
 }
 
 // Schema implements codec.SchemaSource: the cached schema of id, the
@@ -153,12 +267,21 @@ func (c *Client) known(id uint32) bool {
 	return ok
 }
 
+// put caches e as id's answer, first dropping the least recently used
+// entries that leave no room for it, by number or by cost.
 func (c *Client) put(id uint32, e *entry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.tick++
 	e.used = c.tick
-	if _, ok := c.cache[id]; !ok && len(c.cache) >= c.cfg.CacheSize {
+	if e.cost == 0 {
+		e.cost = entryCost
+	}
+	if old, ok := c.cache[id]; ok {
+		c.bytes -= old.cost
+		delete(c.cache, id)
+	}
+	for len(c.cache) > 0 && (len(c.cache) >= c.cfg.CacheSize || c.bytes+e.cost > c.cfg.CacheMaxBytes) {
 		var oldest uint32
 		least := ^uint64(0)
 		for k, v := range c.cache {
@@ -166,9 +289,50 @@ func (c *Client) put(id uint32, e *entry) {
 				oldest, least = k, v.used
 			}
 		}
+		c.bytes -= c.cache[oldest].cost
 		delete(c.cache, oldest)
 	}
 	c.cache[id] = e
+	c.bytes += e.cost
+}
+
+// negative caches a negative answer for id, for NegativeTTL.
+func (c *Client) negative(id uint32, err error) {
+	c.put(id, &entry{err: err, expires: time.Now().Add(c.cfg.NegativeTTL)})
+}
+
+func (c *Client) tooLarge(id uint32, detail string) {
+	c.negative(id, fmt.Errorf("schema id %d: %s, over the %d bytes taken: %w", id, detail, c.cfg.MaxSchemaBytes, codec.ErrSchemaTooLarge))
+}
+
+// begin waits for another fetch of id under way to end, and says whether
+// the caller is to fetch it (then it calls end when done).
+func (c *Client) begin(ctx context.Context, id uint32) (bool, error) {
+	for {
+		c.mu.Lock()
+		ch, busy := c.inFlight[id]
+		if !busy {
+			c.inFlight[id] = make(chan struct{})
+			c.mu.Unlock()
+			return true, nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-ch:
+			if c.known(id) {
+				return false, nil
+			}
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+func (c *Client) end(id uint32) {
+	c.mu.Lock()
+	close(c.inFlight[id])
+	delete(c.inFlight, id)
+	c.mu.Unlock()
 }
 
 // Fetch asks the registry for schema id once and caches the answer. It
@@ -179,18 +343,35 @@ func (c *Client) Fetch(ctx context.Context, id uint32) error {
 	if c.known(id) {
 		return nil
 	}
+	if mine, err := c.begin(ctx, id); !mine {
+		return err
+	}
+	defer c.end(id)
 	s, err := c.sr.SchemaByID(ctx, int(id))
 	if err != nil {
-		if notFound(err) {
-			c.put(id, &entry{err: fmt.Errorf("schema id %d: the registry does not have it: %w", id, codec.ErrUnknownSchema), expires: time.Now().Add(c.cfg.NegativeTTL)})
+		switch {
+		case notFound(err):
+			c.negative(id, fmt.Errorf("schema id %d: the registry does not have it: %w", id, codec.ErrUnknownSchema))
+			return nil
+		case errors.Is(err, errTooLarge):
+			c.tooLarge(id, fmt.Sprintf("its answer has over %d bytes", answerMax(c.cfg.MaxSchemaBytes)))
 			return nil
 		}
 		return fmt.Errorf("schema registry: schema id %d: %w", id, err)
 	}
+	size := len(s.Schema)
+	if size > c.cfg.MaxSchemaBytes {
+		c.tooLarge(id, fmt.Sprintf("%d bytes", size))
+		return nil
+	}
 	imports := map[string]string{}
-	if err := c.references(ctx, s.References, imports, 0); err != nil {
-		if notFound(err) {
-			c.put(id, &entry{err: fmt.Errorf("schema id %d: a reference: %v: %w", id, err, codec.ErrUnknownSchema), expires: time.Now().Add(c.cfg.NegativeTTL)})
+	if err := c.references(ctx, s.References, imports, 0, &size); err != nil {
+		switch {
+		case notFound(err):
+			c.negative(id, fmt.Errorf("schema id %d: a reference: %v: %w", id, err, codec.ErrUnknownSchema))
+			return nil
+		case errors.Is(err, errTooLarge):
+			c.tooLarge(id, fmt.Sprintf("with its references: %v", err))
 			return nil
 		}
 		return fmt.Errorf("schema registry: schema id %d: %w", id, err)
@@ -199,7 +380,7 @@ func (c *Client) Fetch(ctx context.Context, id uint32) error {
 	if err == nil {
 		var cs *codec.Schema
 		if cs, err = codec.CompileSchema(id, typ, s.Schema, imports); err == nil {
-			c.put(id, &entry{s: cs})
+			c.put(id, &entry{s: cs, cost: cost(typ, size)})
 			return nil
 		}
 	}
@@ -210,8 +391,8 @@ func (c *Client) Fetch(ctx context.Context, id uint32) error {
 }
 
 // references fetches the text of referenced schemas (Protobuf imports),
-// by import name, depth first.
-func (c *Client) references(ctx context.Context, refs []sr.SchemaReference, into map[string]string, depth int) error {
+// by import name, depth first, adding their bytes to size.
+func (c *Client) references(ctx context.Context, refs []sr.SchemaReference, into map[string]string, depth int, size *int) error {
 	if depth > 32 {
 		return errors.New("schema references nested deeper than 32")
 	}
@@ -223,8 +404,11 @@ func (c *Client) references(ctx context.Context, refs []sr.SchemaReference, into
 		if err != nil {
 			return fmt.Errorf("reference %s (%s v%d): %w", r.Name, r.Subject, r.Version, err)
 		}
+		if *size += len(ss.Schema.Schema); *size > c.cfg.MaxSchemaBytes {
+			return fmt.Errorf("%d bytes by reference %s: %w", *size, r.Name, errTooLarge)
+		}
 		into[r.Name] = ss.Schema.Schema
-		if err := c.references(ctx, ss.References, into, depth+1); err != nil {
+		if err := c.references(ctx, ss.References, into, depth+1, size); err != nil {
 			return err
 		}
 	}
@@ -289,6 +473,6 @@ func (c *Client) Register(ctx context.Context, subject string, typ codec.SchemaT
 	if err != nil {
 		return nil, err
 	}
-	c.put(uint32(id), &entry{s: s})
+	c.put(uint32(id), &entry{s: s, cost: cost(typ, len(text))})
 	return s, nil
 }

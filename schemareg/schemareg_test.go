@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -137,5 +138,178 @@ func TestNotFoundIsRememberedBriefly(t *testing.T) {
 	}
 	if d := (Config{}).withDefaults().NegativeTTL; d > 5*time.Second {
 		t.Errorf("a 404 is remembered %v by default", d)
+	}
+}
+
+func avroOfBytes(n int) string {
+	pad := max(n-len(avroText)-len(`,"doc":""`), 0)
+	return strings.TrimSuffix(avroText, "}") + `,"doc":"` + strings.Repeat("x", pad) + `"}`
+}
+
+// TestSchemaOverTheLimitIsADeadLetterReason: a schema larger than
+// MaxSchemaBytes (by its text, by the texts it references, or by an
+// answer too large to read, with or without its length announced) is not
+// taken: its records get codec.ErrSchemaTooLarge, at once (no waiting),
+// and the answer is remembered as a 404 is.
+func TestSchemaOverTheLimitIsADeadLetterReason(t *testing.T) {
+	const limit = 4096
+	big := avroOfBytes(limit + 1)
+	proto := func(refs string) (int, string) {
+		b, _ := json.Marshal(map[string]any{"schema": `syntax = "proto3"; import "a.proto"; message M { A a = 1; }`, "schemaType": "PROTOBUF",
+			"references": []map[string]any{{"name": "a.proto", "subject": "a", "version": 1}}})
+		return http.StatusOK, string(b)
+	}
+	for name, answer := range map[string]http.HandlerFunc{
+		"text": func(w http.ResponseWriter, r *http.Request) {
+			_, body := schemaAnswer("AVRO", big)
+			fmt.Fprint(w, body)
+		},
+		"answer with its length": func(w http.ResponseWriter, r *http.Request) {
+			_, body := schemaAnswer("AVRO", strings.Repeat("x", int(answerMax(limit))))
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			fmt.Fprint(w, body)
+		},
+		"answer without its length": func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprint(w, `{"schemaType":"AVRO","schema":"`)
+			w.(http.Flusher).Flush() // chunked: no Content-Length
+			for range answerMax(limit)/1024 + 1 {
+				fmt.Fprint(w, strings.Repeat("x", 1024))
+			}
+			fmt.Fprint(w, `"}`)
+		},
+		"references": func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/subjects/a/versions/1") {
+				b, _ := json.Marshal(map[string]any{"subject": "a", "version": 1, "id": 2, "schemaType": "PROTOBUF",
+					"schema": `syntax = "proto3"; message A { double x = 1; }` + strings.Repeat("\n", limit)})
+				fmt.Fprint(w, string(b))
+				return
+			}
+			_, body := proto("")
+			fmt.Fprint(w, body)
+		},
+	} {
+		var requests int
+		var mu sync.Mutex
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			requests++
+			mu.Unlock()
+			answer(w, r)
+		}))
+		c, err := New(Config{URL: srv.URL, MaxSchemaBytes: limit, MaxBackoff: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			err := c.Ensure(context.Background(), codec.AppendFrame(nil, 1), func(err error, _ int) {
+				t.Fatalf("%s: Ensure waited: %v", name, err)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Schema(1); !errors.Is(err, codec.ErrSchemaTooLarge) {
+				t.Errorf("%s: %v, want too large", name, err)
+			}
+		}
+		mu.Lock()
+		if n := requests; n > 2 {
+			t.Errorf("%s: %d requests for 3 records within the TTL", name, n)
+		}
+		mu.Unlock()
+		srv.Close()
+	}
+	// At the limit, the schema is taken.
+	reg := newFakeRegistry(t, func(string) (int, string) { return schemaAnswer("AVRO", avroOfBytes(limit)) })
+	c, _ := New(Config{URL: reg.URL, MaxSchemaBytes: limit})
+	if err := c.Fetch(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.Schema(1); err != nil || s == nil {
+		t.Errorf("a schema of %d bytes, the limit: %v", len(avroOfBytes(limit)), err)
+	}
+}
+
+// TestHugeSchemaIsRefusedCheaply: refusing a 100 MB schema (the answer
+// that took a process from 28 MB to 16.9 GB) allocates no more than the
+// most a schema's answer may take, not the schema.
+func TestHugeSchemaIsRefusedCheaply(t *testing.T) {
+	reg := newFakeRegistry(t, func(string) (int, string) { return http.StatusOK, "" })
+	reg.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"schemaType":"AVRO","schema":"{\"type\":\"record\",\"name\":\"R\",\"doc\":\"`)
+		chunk := strings.Repeat("x", 64<<10)
+		for range 100 << 20 / len(chunk) {
+			if _, err := fmt.Fprint(w, chunk); err != nil {
+				return // the client stopped reading
+			}
+		}
+		fmt.Fprint(w, `\",\"fields\":[]}"}`)
+	})
+	c, err := New(Config{URL: reg.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if err := c.Fetch(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if _, err := c.Schema(1); !errors.Is(err, codec.ErrSchemaTooLarge) {
+		t.Fatalf("a 100 MB schema: %v", err)
+	}
+	// The answer read whole is 6 MiB + 64 KiB; io.ReadAll doubles as it
+	// grows; the server's side allocates too.
+	if n := after.TotalAlloc - before.TotalAlloc; n > 4*uint64(answerMax(1<<20)) {
+		t.Errorf("refusing a 100 MB schema allocated %d MB", n>>20)
+	}
+}
+
+// TestCacheIsBoundedInBytes: the cache's estimated cost never passes
+// CacheMaxBytes, the least recently used going first, and the schema just
+// fetched is always kept.
+func TestCacheIsBoundedInBytes(t *testing.T) {
+	const limit = 4096
+	reg := newFakeRegistry(t, func(id string) (int, string) {
+		if id[len(id)-1]%2 == 0 {
+			return schemaAnswer("PROTOBUF", `syntax = "proto3"; message M { double x = 1; }`+strings.Repeat(" ", limit-60))
+		}
+		return schemaAnswer("AVRO", avroOfBytes(limit))
+	})
+	c, err := New(Config{URL: reg.URL, MaxSchemaBytes: limit, CacheMaxBytes: MinCacheBytes(limit)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{URL: reg.URL, MaxSchemaBytes: limit, CacheMaxBytes: MinCacheBytes(limit) - 1}); err == nil {
+		t.Error("a cache that cannot hold two schemas of the limit was taken")
+	}
+	for id := uint32(1); id <= 60; id++ {
+		if err := c.Fetch(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		if s, err := c.Schema(id); err != nil || s == nil {
+			t.Fatalf("schema %d, just fetched: %v", id, err)
+		}
+		c.mu.Lock()
+		n, b := len(c.cache), c.bytes
+		var sum int64
+		for _, e := range c.cache {
+			sum += e.cost
+		}
+		c.mu.Unlock()
+		if b > c.cfg.CacheMaxBytes || sum != b {
+			t.Fatalf("after schema %d: %d entries cost %d (counted %d), bound %d", id, n, sum, b, c.cfg.CacheMaxBytes)
+		}
+	}
+	// A schema used recently outlives one fetched later but not used
+	// since: 59 (Avro) and 60 (Protobuf) are kept; 62 (Protobuf) needs
+	// room, and 60 goes.
+	c.Schema(59)
+	if err := c.Fetch(context.Background(), 62); err != nil {
+		t.Fatal(err)
+	}
+	_, err59 := c.Schema(59)
+	_, err60 := c.Schema(60)
+	if err59 != nil || err60 == nil {
+		t.Errorf("schema 59, used last: %v; schema 60, fetched after it: %v (want it dropped)", err59, err60)
 	}
 }
