@@ -332,7 +332,7 @@ type registryFlags struct {
 	SchemaRegistryUsername string        `placeholder:"USER" help:"Schema Registry basic-auth user."`
 	SchemaRegistryPassword string        `placeholder:"PASSWORD" help:"Schema Registry basic-auth password (prefer the environment variable)."`
 	SchemaMaxBytes         int           `default:"1048576" placeholder:"BYTES" help:"Largest schema taken from the registry, with the schemas it references (default 1 MiB, the registry's own default); the records of a larger one are dead-lettered (schema_too_large) and the partition goes on."`
-	SchemaCacheMaxBytes    int64         `default:"134217728" placeholder:"BYTES" help:"Memory the compiled schemas kept may take (default 128 MiB; estimated from their text: a compiled Protobuf schema keeps about 50 times it, Avro 6); the least recently used are dropped. It must hold two schemas of --schema-max-bytes."`
+	SchemaCacheMaxBytes    int64         `default:"268435456" placeholder:"BYTES" help:"Memory the compiled schemas kept may take (default 256 MiB; estimated from their text: a compiled Protobuf schema keeps up to 64 times it, Avro 16); the least recently used are dropped. It must hold two schemas of --schema-max-bytes."`
 	SchemaNegativeTTL      time.Duration `default:"5s" placeholder:"DURATION" help:"How long the registry's 404 for a schema id is remembered: for 5 s by default, that id's records are dead-lettered (unknown_schema) without asking again; then the registry is asked anew. An answer that cannot be used (an empty schema) is never remembered: the partition waits as for a registry that is down."`
 }
 
@@ -345,7 +345,7 @@ func (f registryFlags) client(conn kafkaconn.Config) (*schemareg.Client, error) 
 		return nil, errors.New("--schema-negative-ttl, --schema-max-bytes and --schema-cache-max-bytes must be positive")
 	}
 	if least := schemareg.MinCacheBytes(f.SchemaMaxBytes); f.SchemaCacheMaxBytes < least {
-		return nil, fmt.Errorf("--schema-cache-max-bytes %d cannot hold two schemas of --schema-max-bytes %d (a compiled Protobuf schema keeps about 50 times its text): raise it to %d or lower --schema-max-bytes",
+		return nil, fmt.Errorf("--schema-cache-max-bytes %d cannot hold two schemas of --schema-max-bytes %d (a compiled Protobuf schema keeps up to 64 times its text): raise it to %d or lower --schema-max-bytes",
 			f.SchemaCacheMaxBytes, f.SchemaMaxBytes, least)
 	}
 	cfg := schemareg.Config{URL: f.SchemaRegistry, Username: f.SchemaRegistryUsername, Password: f.SchemaRegistryPassword,
