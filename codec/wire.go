@@ -8,6 +8,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Format is how the records of a topic are written: plain JSON events, or
@@ -102,12 +104,28 @@ type Schema struct {
 	Type SchemaType
 	avro *avroNode
 	pb   *protoFile
+	json *jsonschema.Schema // with SchemaOptions.ValidateJSON
+}
+
+// SchemaOptions are how CompileSchemaWith prepares a schema.
+type SchemaOptions struct {
+	// ValidateJSON compiles a JSON Schema so that each payload is
+	// validated against it: one that does not follow it is
+	// schema_mismatch. Off, as Confluent's deserializer by default
+	// (json.fail.invalid.schema=false), payloads are only read.
+	ValidateJSON bool
 }
 
 // CompileSchema prepares a schema as a registry returns it: its type and
 // text, and (Protobuf) the text of the files it imports, by import path.
 // Imports of google/protobuf/*.proto need no text.
 func CompileSchema(id uint32, typ SchemaType, text string, imports map[string]string) (*Schema, error) {
+	return CompileSchemaWith(id, typ, text, imports, SchemaOptions{})
+}
+
+// CompileSchemaWith is CompileSchema with options. The imports of a JSON
+// Schema are the schemas it references, by the name its $ref uses.
+func CompileSchemaWith(id uint32, typ SchemaType, text string, imports map[string]string, opts SchemaOptions) (*Schema, error) {
 	s := &Schema{ID: id, Type: typ}
 	var err error
 	switch typ {
@@ -116,12 +134,14 @@ func CompileSchema(id uint32, typ SchemaType, text string, imports map[string]st
 	case SchemaProtobuf:
 		s.pb, err = compileProto(text, imports)
 	case SchemaJSON:
-		// The payload is read as a JSON event; like Confluent's own
-		// deserializer by default (json.fail.invalid.schema=false), it is
-		// not validated against the schema. The text must still be JSON:
-		// anything else (an empty answer) is not a schema.
-		if !json.Valid([]byte(text)) {
+		// The payload is read as a JSON event, validated only when asked.
+		// The text must be JSON: anything else (an empty answer) is not a
+		// schema.
+		switch {
+		case !json.Valid([]byte(text)):
 			err = errors.New("the schema is not a JSON value")
+		case opts.ValidateJSON:
+			s.json, err = compileJSONSchema(text, imports)
 		}
 	default:
 		err = fmt.Errorf("unknown schema type %d", typ)
@@ -251,7 +271,13 @@ func (d *FramedDecoder) DecodePayload(s *Schema, payload []byte, ev *Event) erro
 		return errorf(ReasonSchemaMismatch, "schema %d is %s, the input is %s", s.ID, s.Type, d.format)
 	}
 	if s.Type == SchemaJSON {
-		return d.ev.Decode(payload, ev)
+		if err := d.ev.Decode(payload, ev); err != nil {
+			return err
+		}
+		if s.json != nil {
+			return validateJSON(s, payload)
+		}
+		return nil
 	}
 	ev.s.ents, ev.s.names = ev.s.ents[:0], ev.s.names[:0]
 	ev.s.labelSeen, ev.s.keySeen = false, false

@@ -154,3 +154,65 @@ func TestSchemaOverTheLimitIsDeadLettered(t *testing.T) {
 		t.Errorf("schema_too_large dead letters counted: %v, want 20", n)
 	}
 }
+
+// TestJSONSchemaValidation: with ValidateJSON (--validate-json-schema),
+// JSON Schema records that do not follow their schema are dead letters,
+// schema_mismatch, and change nothing; the others are predicted with the
+// same margins as a run that never saw the bad ones. Without it, they
+// are read as Confluent's deserializer reads them by default.
+func TestJSONSchemaValidation(t *testing.T) {
+	const schema = `{"type":"object","properties":{"id":{"type":"string"},"a":{"type":"number","maximum":10},"label":{"enum":[-1,1]}},"required":["id","label"]}`
+	var all, clean []kafka.Message
+	for i := range 120 {
+		v := fmt.Sprintf(`{"id":"r%d","a":%v,"label":%s}`, i, float64(i%7)-2.5, []string{"1", "-1"}[(i/3)%2])
+		bad := i%6 == 5
+		if bad {
+			v = []string{`{"id":"x","a":1e6,"label":1}`, `{"id":"x","a":"big","label":-1}`, `{"id":"x","a":1}`}[i%3]
+		}
+		m := kafka.Message{Key: []byte(fmt.Sprint(i)), Value: append(codec.AppendFrame(nil, 1), v...)}
+		all = append(all, m)
+		if !bad {
+			clean = append(clean, m)
+		}
+	}
+	margins := func(msgs []kafka.Message, validate bool) (preds, dead []record) {
+		t.Helper()
+		b := startBroker(t, "in", "out", "in.dlq")
+		_, url := startRegistryStub(t, registryAnswer("JSON", schema))
+		produce(t, b, "in", msgs, kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 }))
+		cfg := registryConfig(t, b, url, schemareg.Config{ValidateJSON: validate})
+		cfg.Format, cfg.Learner = codec.FormatJSONSchema, "rbp:budget=30"
+		stop, _ := runMember(t, cfg)
+		defer stop()
+		want := len(msgs)
+		if validate {
+			want = 100
+		}
+		preds = readTopic(t, b, "out", want, 30*time.Second)
+		if validate {
+			dead = readTopic(t, b, "in.dlq", len(msgs)-want, 30*time.Second)
+		}
+		return preds, dead
+	}
+	preds, dead := margins(all, true)
+	if len(preds) != 100 || len(dead) != 20 {
+		t.Fatalf("validating: %d predictions and %d dead letters, want 100 and 20", len(preds), len(dead))
+	}
+	for _, d := range dead {
+		h := headers(d.msg)
+		if h[HeaderError] != string(codec.ReasonSchemaMismatch) || !strings.Contains(h[HeaderErrorDetail], "does not follow") {
+			t.Errorf("offset %s: %q (%s)", h[HeaderSourceOffset], h[HeaderError], h[HeaderErrorDetail])
+		}
+	}
+	want, _ := margins(clean, false)
+	for i := range want {
+		p, _ := codec.DecodePrediction(preds[i].msg.Value)
+		q, _ := codec.DecodePrediction(want[i].msg.Value)
+		if p.Margin != q.Margin {
+			t.Fatalf("prediction %d: margin %v, a run without the bad records: %v", i, p.Margin, q.Margin)
+		}
+	}
+	if notValidated, _ := margins(all, false); len(notValidated) != 120 {
+		t.Errorf("without validation: %d predictions of 120 records", len(notValidated))
+	}
+}

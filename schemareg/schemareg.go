@@ -71,6 +71,10 @@ type Config struct {
 	// remembered: the records of that id are dead letters meanwhile
 	// without asking again. Default 5s.
 	NegativeTTL time.Duration
+	// ValidateJSON validates each JSON Schema payload against its schema
+	// (codec.SchemaOptions.ValidateJSON); off, they are only read, as by
+	// Confluent's deserializer by default.
+	ValidateJSON bool
 	// MaxBackoff caps the wait between retries while the registry is
 	// unreachable. Default 5s (from 100ms, doubling).
 	MaxBackoff time.Duration
@@ -122,22 +126,26 @@ type entry struct {
 // was measured (the heap retained after compiling generated schemas of
 // 10 KB to 2 MB, of many fields, nested records, unions, enums, messages,
 // empty messages): Avro 1.9-12.3 (unions of three: 12.3), Protobuf
-// 22-57 (empty messages: 57; the descriptors). A JSON schema keeps
-// nothing of its text. entryCost covers the entry itself and a negative
-// answer.
+// 22-57 (empty messages: 57; the descriptors), a JSON Schema compiled
+// for validation 23-82 (properties of empty schemas: 82); one only read
+// keeps nothing of its text. entryCost covers the entry itself and a
+// negative answer.
 const (
 	avroCost  = 16
 	protoCost = 64
+	jsonCost  = 96
 	entryCost = 512
 )
 
 // cost estimates what a schema of typ and text bytes keeps in memory.
-func cost(typ codec.SchemaType, text int) int64 {
-	switch typ {
-	case codec.SchemaAvro:
+func cost(typ codec.SchemaType, text int, validateJSON bool) int64 {
+	switch {
+	case typ == codec.SchemaAvro:
 		return entryCost + avroCost*int64(text)
-	case codec.SchemaProtobuf:
+	case typ == codec.SchemaProtobuf:
 		return entryCost + protoCost*int64(text)
+	case typ == codec.SchemaJSON && validateJSON:
+		return entryCost + jsonCost*int64(text)
 	}
 	return entryCost
 }
@@ -145,7 +153,9 @@ func cost(typ codec.SchemaType, text int) int64 {
 // MinCacheBytes is the least CacheMaxBytes that holds two schemas of
 // maxSchema bytes, whatever their type: the one a record is decoded with,
 // and the one another partition fetches meanwhile.
-func MinCacheBytes(maxSchema int) int64 { return 2 * cost(codec.SchemaProtobuf, maxSchema) }
+func MinCacheBytes(maxSchema int, validateJSON bool) int64 {
+	return 2 * max(cost(codec.SchemaProtobuf, maxSchema, false), cost(codec.SchemaJSON, maxSchema, validateJSON))
+}
 
 // errTooLarge is an answer cut at the limit of limitedTransport.
 var errTooLarge = errors.New("the answer is larger than the service takes")
@@ -219,9 +229,9 @@ func New(cfg Config) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, errors.New("schema registry: no URL")
 	}
-	if least := MinCacheBytes(cfg.MaxSchemaBytes); cfg.CacheMaxBytes < least {
-		return nil, fmt.Errorf("schema cache of %d bytes: it must hold two schemas of the largest size taken, %d bytes (a compiled Protobuf schema keeps about %d times its text): at least %d bytes",
-			cfg.CacheMaxBytes, cfg.MaxSchemaBytes, protoCost, least)
+	if least := MinCacheBytes(cfg.MaxSchemaBytes, cfg.ValidateJSON); cfg.CacheMaxBytes < least {
+		return nil, fmt.Errorf("schema cache of %d bytes: it must hold two schemas of the largest size taken, %d bytes, compiled: at least %d bytes",
+			cfg.CacheMaxBytes, cfg.MaxSchemaBytes, least)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if cfg.TLS != nil {
@@ -381,8 +391,8 @@ func (c *Client) Fetch(ctx context.Context, id uint32) error {
 	typ, err := codec.ParseSchemaType(s.Type.String())
 	if err == nil {
 		var cs *codec.Schema
-		if cs, err = codec.CompileSchema(id, typ, s.Schema, imports); err == nil {
-			c.put(id, &entry{s: cs, cost: cost(typ, size)})
+		if cs, err = codec.CompileSchemaWith(id, typ, s.Schema, imports, codec.SchemaOptions{ValidateJSON: c.cfg.ValidateJSON}); err == nil {
+			c.put(id, &entry{s: cs, cost: cost(typ, size, c.cfg.ValidateJSON)})
 			return nil
 		}
 	}
@@ -392,7 +402,8 @@ func (c *Client) Fetch(ctx context.Context, id uint32) error {
 	return fmt.Errorf("schema registry: schema id %d: an answer the service cannot use: %w", id, err)
 }
 
-// references fetches the text of referenced schemas (Protobuf imports),
+// references fetches the text of referenced schemas (Protobuf imports,
+// JSON Schema $refs),
 // by import name, depth first, adding their bytes to size.
 func (c *Client) references(ctx context.Context, refs []sr.SchemaReference, into map[string]string, depth int, size *int) error {
 	if depth > 32 {
@@ -475,6 +486,6 @@ func (c *Client) Register(ctx context.Context, subject string, typ codec.SchemaT
 	if err != nil {
 		return nil, err
 	}
-	c.put(uint32(id), &entry{s: s, cost: cost(typ, len(text))})
+	c.put(uint32(id), &entry{s: s, cost: cost(typ, len(text), false)})
 	return s, nil
 }

@@ -275,11 +275,11 @@ func TestCacheIsBoundedInBytes(t *testing.T) {
 		}
 		return schemaAnswer("AVRO", avroOfBytes(limit))
 	})
-	c, err := New(Config{URL: reg.URL, MaxSchemaBytes: limit, CacheMaxBytes: MinCacheBytes(limit)})
+	c, err := New(Config{URL: reg.URL, MaxSchemaBytes: limit, CacheMaxBytes: MinCacheBytes(limit, false)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Config{URL: reg.URL, MaxSchemaBytes: limit, CacheMaxBytes: MinCacheBytes(limit) - 1}); err == nil {
+	if _, err := New(Config{URL: reg.URL, MaxSchemaBytes: limit, CacheMaxBytes: MinCacheBytes(limit, false) - 1}); err == nil {
 		t.Error("a cache that cannot hold two schemas of the limit was taken")
 	}
 	for id := uint32(1); id <= 60; id++ {
