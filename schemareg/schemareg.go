@@ -111,7 +111,14 @@ type Client struct {
 	cache    map[uint32]*entry
 	bytes    int64 // the cost of the entries
 	tick     uint64
-	inFlight map[uint32]chan struct{} // closed when the fetch of an id ends
+	inFlight map[uint32]*fetch
+}
+
+// fetch is a request for an id under way: done is closed when it ends,
+// with err the registry's failure, if it failed.
+type fetch struct {
+	done chan struct{}
+	err  error
 }
 
 type entry struct {
@@ -246,7 +253,7 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema registry: %w", err)
 	}
-	return &Client{cfg: cfg, sr: cl, cache: map[uint32]*entry{}, inFlight: map[uint32]chan struct{}{}}, nil
+	return &Client{cfg: cfg, sr: cl, cache: map[uint32]*entry{}, inFlight: map[uint32]*fetch{}}, nil
 }
 
 // Schema implements codec.SchemaSource: the cached schema of id, the
@@ -267,14 +274,21 @@ func (c *Client) Schema(id uint32) (*codec.Schema, error) {
 }
 
 // known says whether id has an answer in the cache (a schema, or a
-// negative answer that has not expired).
+// negative answer that has not expired). It is a use of the entry: the
+// worker asks right before decoding with it, and the entry must then be
+// the last the cache drops (another partition may fetch meanwhile).
 func (c *Client) known(id uint32) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.cache[id]
 	if ok && e.err != nil && time.Now().After(e.expires) {
+		c.bytes -= e.cost
 		delete(c.cache, id)
 		return false
+	}
+	if ok {
+		c.tick++
+		e.used = c.tick
 	}
 	return ok
 }
@@ -317,48 +331,48 @@ func (c *Client) tooLarge(id uint32, detail string) {
 	c.negative(id, fmt.Errorf("schema id %d: %s, over the %d bytes taken: %w", id, detail, c.cfg.MaxSchemaBytes, codec.ErrSchemaTooLarge))
 }
 
-// begin waits for another fetch of id under way to end, and says whether
-// the caller is to fetch it (then it calls end when done).
+// begin says whether the caller is to fetch id (then it calls end when
+// done); if another fetch of id is under way, it waits for it and
+// returns its outcome instead: nil, or the registry's failure, which the
+// caller backs off from as if it had met it itself.
 func (c *Client) begin(ctx context.Context, id uint32) (bool, error) {
-	for {
-		c.mu.Lock()
-		ch, busy := c.inFlight[id]
-		if !busy {
-			c.inFlight[id] = make(chan struct{})
-			c.mu.Unlock()
-			return true, nil
-		}
+	c.mu.Lock()
+	f, busy := c.inFlight[id]
+	if !busy {
+		c.inFlight[id] = &fetch{done: make(chan struct{})}
 		c.mu.Unlock()
-		select {
-		case <-ch:
-			if c.known(id) {
-				return false, nil
-			}
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
+		return true, nil
+	}
+	c.mu.Unlock()
+	select {
+	case <-f.done:
+		return false, f.err
+	case <-ctx.Done():
+		return false, ctx.Err()
 	}
 }
 
-func (c *Client) end(id uint32) {
+func (c *Client) end(id uint32, err error) {
 	c.mu.Lock()
-	close(c.inFlight[id])
+	f := c.inFlight[id]
 	delete(c.inFlight, id)
 	c.mu.Unlock()
+	f.err = err
+	close(f.done)
 }
 
 // Fetch asks the registry for schema id once and caches the answer. It
 // returns nil when the answer is known (the schema, or a negative answer
 // that Schema will give), and otherwise the error of a registry that could
 // not answer, or answered what cannot be used (see the package comment).
-func (c *Client) Fetch(ctx context.Context, id uint32) error {
+func (c *Client) Fetch(ctx context.Context, id uint32) (err error) {
 	if c.known(id) {
 		return nil
 	}
 	if mine, err := c.begin(ctx, id); !mine {
 		return err
 	}
-	defer c.end(id)
+	defer func() { c.end(id, err) }()
 	s, err := c.sr.SchemaByID(ctx, int(id))
 	if err != nil {
 		switch {

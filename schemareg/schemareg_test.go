@@ -302,8 +302,11 @@ func TestCacheIsBoundedInBytes(t *testing.T) {
 	}
 	// A schema used recently outlives one fetched later but not used
 	// since: 59 (Avro) and 60 (Protobuf) are kept; 62 (Protobuf) needs
-	// room, and 60 goes.
-	c.Schema(59)
+	// room, and 60 goes. Ensure, which the worker calls right before
+	// decoding, is a use: the schema is then the last to go.
+	if err := c.Ensure(context.Background(), codec.AppendFrame(nil, 59), nil); err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Fetch(context.Background(), 62); err != nil {
 		t.Fatal(err)
 	}
@@ -311,5 +314,70 @@ func TestCacheIsBoundedInBytes(t *testing.T) {
 	_, err60 := c.Schema(60)
 	if err59 != nil || err60 == nil {
 		t.Errorf("schema 59, used last: %v; schema 60, fetched after it: %v (want it dropped)", err59, err60)
+	}
+}
+
+// TestOneFetchOfAnIdAtATime: the partitions that meet a new schema id at
+// once make one request between them, and when it fails they share its
+// error (each then backs off) rather than asking again in turn.
+func TestOneFetchOfAnIdAtATime(t *testing.T) {
+	var mu sync.Mutex
+	var busy, most, requests int
+	fail := true
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		busy++
+		requests++
+		most = max(most, busy)
+		failing := fail
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+		mu.Lock()
+		busy--
+		mu.Unlock()
+		if failing {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		_, body := schemaAnswer("AVRO", avroText)
+		fmt.Fprint(w, body)
+	}))
+	defer srv.Close()
+	c, err := New(Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetchAll := func() (failed int) {
+		var wg sync.WaitGroup
+		var fmu sync.Mutex
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := c.Fetch(context.Background(), 3); err != nil {
+					fmu.Lock()
+					failed++
+					fmu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		return failed
+	}
+	failed := fetchAll()
+	mu.Lock()
+	defer mu.Unlock()
+	if failed != 8 || requests != 1 || most != 1 {
+		t.Errorf("registry down: %d of 8 fetches failed with %d requests (%d at once); want 8 and 1", failed, requests, most)
+	}
+	fail, requests = false, 0
+	mu.Unlock()
+	failed = fetchAll()
+	mu.Lock()
+	if failed != 0 || requests != 1 || most != 1 {
+		t.Errorf("registry up: %d of 8 fetches failed with %d requests (%d at once); want 0 and 1", failed, requests, most)
+	}
+	if s, err := c.Schema(3); err != nil || s == nil {
+		t.Errorf("schema 3: %v", err)
 	}
 }
