@@ -122,6 +122,9 @@ const (
 	ReasonBadFraming     = Reason("bad_framing")
 	ReasonUnknownSchema  = Reason("unknown_schema")
 	ReasonSchemaMismatch = Reason("schema_mismatch")
+	// ReasonSchemaTooLarge: the record's schema is larger than the service
+	// takes from the registry (--schema-max-bytes).
+	ReasonSchemaTooLarge = Reason("schema_too_large")
 )
 
 // Reasons returns every Reason this package can report, so that metrics can
@@ -152,6 +155,7 @@ func Reasons() []Reason {
 		ReasonBadFraming,
 		ReasonUnknownSchema,
 		ReasonSchemaMismatch,
+		ReasonSchemaTooLarge,
 	}
 }
 

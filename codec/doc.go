@@ -134,11 +134,15 @@
 //	                   store takes
 //	bad_framing        (wire format) no magic byte, or fewer than 5 bytes
 //	unknown_schema     (wire format) a schema id the registry does not
-//	                   have, or a schema that cannot be compiled
+//	                   have (a schema it answers but that cannot be
+//	                   compiled is the registry's fault: package
+//	                   schemareg waits for a usable answer)
 //	schema_mismatch    (wire format) a payload that does not follow its
 //	                   schema (truncated, bytes left over, a bad union
 //	                   branch or enum symbol...), or a schema of a type
 //	                   the input does not take
+//	schema_too_large   (wire format) a schema larger than the service
+//	                   takes from the registry
 //
 // The message-level checks come first, in this order: empty_message,
 // too_large, invalid_utf8. Then the record is read once, from the start,

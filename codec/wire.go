@@ -2,11 +2,14 @@ package codec
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Format is how the records of a topic are written: plain JSON events, or
@@ -101,12 +104,28 @@ type Schema struct {
 	Type SchemaType
 	avro *avroNode
 	pb   *protoFile
+	json *jsonschema.Schema // with SchemaOptions.ValidateJSON
+}
+
+// SchemaOptions are how CompileSchemaWith prepares a schema.
+type SchemaOptions struct {
+	// ValidateJSON compiles a JSON Schema so that each payload is
+	// validated against it: one that does not follow it is
+	// schema_mismatch. Off, as Confluent's deserializer by default
+	// (json.fail.invalid.schema=false), payloads are only read.
+	ValidateJSON bool
 }
 
 // CompileSchema prepares a schema as a registry returns it: its type and
 // text, and (Protobuf) the text of the files it imports, by import path.
 // Imports of google/protobuf/*.proto need no text.
 func CompileSchema(id uint32, typ SchemaType, text string, imports map[string]string) (*Schema, error) {
+	return CompileSchemaWith(id, typ, text, imports, SchemaOptions{})
+}
+
+// CompileSchemaWith is CompileSchema with options. The imports of a JSON
+// Schema are the schemas it references, by the name its $ref uses.
+func CompileSchemaWith(id uint32, typ SchemaType, text string, imports map[string]string, opts SchemaOptions) (*Schema, error) {
 	s := &Schema{ID: id, Type: typ}
 	var err error
 	switch typ {
@@ -115,9 +134,15 @@ func CompileSchema(id uint32, typ SchemaType, text string, imports map[string]st
 	case SchemaProtobuf:
 		s.pb, err = compileProto(text, imports)
 	case SchemaJSON:
-		// The payload is read as a JSON event; like Confluent's own
-		// deserializer by default (json.fail.invalid.schema=false), it is
-		// not validated against the schema.
+		// The payload is read as a JSON event, validated only when asked.
+		// The text must be JSON: anything else (an empty answer) is not a
+		// schema.
+		switch {
+		case !json.Valid([]byte(text)):
+			err = errors.New("the schema is not a JSON value")
+		case opts.ValidateJSON:
+			s.json, err = compileJSONSchema(text, imports)
+		}
 	default:
 		err = fmt.Errorf("unknown schema type %d", typ)
 	}
@@ -132,14 +157,18 @@ func CompileSchema(id uint32, typ SchemaType, text string, imports map[string]st
 // waits for a registry that is down), so that a decoder stays pure.
 type SchemaSource interface {
 	// Schema returns the schema of id, an error wrapping ErrUnknownSchema
-	// when the registry does not have it (or it cannot be compiled), or
-	// any other error when it is not at hand (not fetched yet).
+	// when the registry does not have it, or any other error when it is
+	// not at hand (not fetched yet).
 	Schema(id uint32) (*Schema, error)
 }
 
-// ErrUnknownSchema marks a schema id that the registry does not know, or
-// whose schema cannot be used: the record is a dead letter.
+// ErrUnknownSchema marks a schema id that the registry does not know (or
+// a schema source does not hold): the record is a dead letter.
 var ErrUnknownSchema = errors.New("unknown schema")
+
+// ErrSchemaTooLarge marks a schema id whose schema is larger than the
+// service takes: the record is a dead letter (schema_too_large).
+var ErrSchemaTooLarge = errors.New("schema too large")
 
 // StaticSchemas is a SchemaSource of schemas known up front (the schema of
 // an Avro object container file, a --schema file).
@@ -209,9 +238,9 @@ func NewFramedDecoder(cfg EventConfig, f Format, src SchemaSource) (*FramedDecod
 func (d *FramedDecoder) Format() Format { return d.format }
 
 // Decode reads one framed record into ev, resetting it first. Errors are
-// *Error but for a schema that src does not have at hand (not
-// ErrUnknownSchema), which is returned as it is: the caller fetches it and
-// tries again.
+// *Error but for a schema that src does not have at hand (neither
+// ErrUnknownSchema nor ErrSchemaTooLarge), which is returned as it is: the
+// caller fetches it and tries again.
 func (d *FramedDecoder) Decode(b []byte, ev *Event) error {
 	ev.Reset()
 	if len(b) > d.ev.lim.MaxBytes {
@@ -223,8 +252,11 @@ func (d *FramedDecoder) Decode(b []byte, ev *Event) error {
 	}
 	s, err := d.src.Schema(id)
 	if err != nil {
-		if errors.Is(err, ErrUnknownSchema) {
+		switch {
+		case errors.Is(err, ErrUnknownSchema):
 			return errorf(ReasonUnknownSchema, "%v", err)
+		case errors.Is(err, ErrSchemaTooLarge):
+			return errorf(ReasonSchemaTooLarge, "%v", err)
 		}
 		return err
 	}
@@ -239,7 +271,13 @@ func (d *FramedDecoder) DecodePayload(s *Schema, payload []byte, ev *Event) erro
 		return errorf(ReasonSchemaMismatch, "schema %d is %s, the input is %s", s.ID, s.Type, d.format)
 	}
 	if s.Type == SchemaJSON {
-		return d.ev.Decode(payload, ev)
+		if err := d.ev.Decode(payload, ev); err != nil {
+			return err
+		}
+		if s.json != nil {
+			return validateJSON(s, payload)
+		}
+		return nil
 	}
 	ev.s.ents, ev.s.names = ev.s.ents[:0], ev.s.names[:0]
 	ev.s.labelSeen, ev.s.keySeen = false, false

@@ -120,10 +120,21 @@ func TestAvroEventsAreTheirJSONTwins(t *testing.T) {
 	}
 }
 
+// schemaFunc is a SchemaSource of a function.
+type schemaFunc func(uint32) (*Schema, error)
+
+func (f schemaFunc) Schema(id uint32) (*Schema, error) { return f(id) }
+
 func TestAvroBadInput(t *testing.T) {
 	s := mustAvro(t, connAvro, 7)
 	js, _ := CompileSchema(9, SchemaJSON, `{"type":"object"}`, nil)
-	fd, _ := NewFramedDecoder(EventConfig{}, FormatAvro, StaticSchemas{7: s, 9: js})
+	static := StaticSchemas{7: s, 9: js}
+	fd, _ := NewFramedDecoder(EventConfig{}, FormatAvro, schemaFunc(func(id uint32) (*Schema, error) {
+		if id == 10 {
+			return nil, fmt.Errorf("schema id 10 has over 1048576 bytes: %w", ErrSchemaTooLarge)
+		}
+		return static.Schema(id)
+	}))
 	v, _ := connValue(1)
 	payload, err := avro.Marshal(avro.MustParse(connAvro), v)
 	if err != nil {
@@ -151,6 +162,7 @@ func TestAvroBadInput(t *testing.T) {
 		{"short", []byte{0, 0, 0}, ReasonBadFraming},
 		{"plain JSON", []byte(`{"a":1}`), ReasonBadFraming},
 		{"unknown id", append(AppendFrame(nil, 8), payload...), ReasonUnknownSchema},
+		{"schema too large", append(AppendFrame(nil, 10), payload...), ReasonSchemaTooLarge},
 		{"truncated", good[:len(good)-3], ReasonSchemaMismatch},
 		{"bytes left over", append(append([]byte(nil), good...), 0, 0), ReasonSchemaMismatch},
 		{"bad union branch", badUnion, ReasonSchemaMismatch},

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
@@ -327,9 +328,13 @@ func showRecord(out io.Writer, ev *codec.Event, x interface{ Len() int }, fz *fe
 // STREAMLEARNER_SCHEMA_REGISTRY_USERNAME / _PASSWORD. https URLs use the
 // --tls-* files.
 type registryFlags struct {
-	SchemaRegistry         string `placeholder:"URL" help:"Schema Registry base URL (several: comma-separated), for records in the Confluent wire format (Avro, Protobuf, JSON Schema)."`
-	SchemaRegistryUsername string `placeholder:"USER" help:"Schema Registry basic-auth user."`
-	SchemaRegistryPassword string `placeholder:"PASSWORD" help:"Schema Registry basic-auth password (prefer the environment variable)."`
+	SchemaRegistry         string        `placeholder:"URL" help:"Schema Registry base URL (several: comma-separated), for records in the Confluent wire format (Avro, Protobuf, JSON Schema)."`
+	SchemaRegistryUsername string        `placeholder:"USER" help:"Schema Registry basic-auth user."`
+	SchemaRegistryPassword string        `placeholder:"PASSWORD" help:"Schema Registry basic-auth password (prefer the environment variable)."`
+	SchemaMaxBytes         int           `default:"1048576" placeholder:"BYTES" help:"Largest schema taken from the registry, with the schemas it references (default 1 MiB, the registry's own default); the records of a larger one are dead-lettered (schema_too_large) and the partition goes on."`
+	SchemaCacheMaxBytes    int64         `default:"268435456" placeholder:"BYTES" help:"Memory the compiled schemas kept may take (default 256 MiB; estimated from their text: a compiled Protobuf schema keeps up to 64 times it, Avro 16); the least recently used are dropped. It must hold two schemas of --schema-max-bytes."`
+	ValidateJSONSchema     bool          `help:"Validate each JSON Schema payload against its schema, and dead-letter one that does not follow it (schema_mismatch). Off by default, as Confluent's deserializer: payloads are only read."`
+	SchemaNegativeTTL      time.Duration `default:"5s" placeholder:"DURATION" help:"How long the registry's 404 for a schema id is remembered: for 5 s by default, that id's records are dead-lettered (unknown_schema) without asking again; then the registry is asked anew. An answer that cannot be used (an empty schema) is never remembered: the partition waits as for a registry that is down."`
 }
 
 // client is the registry the flags name, nil without --schema-registry.
@@ -337,7 +342,15 @@ func (f registryFlags) client(conn kafkaconn.Config) (*schemareg.Client, error) 
 	if f.SchemaRegistry == "" {
 		return nil, nil
 	}
-	cfg := schemareg.Config{URL: f.SchemaRegistry, Username: f.SchemaRegistryUsername, Password: f.SchemaRegistryPassword}
+	if f.SchemaNegativeTTL <= 0 || f.SchemaMaxBytes <= 0 || f.SchemaCacheMaxBytes <= 0 {
+		return nil, errors.New("--schema-negative-ttl, --schema-max-bytes and --schema-cache-max-bytes must be positive")
+	}
+	if least := schemareg.MinCacheBytes(f.SchemaMaxBytes, f.ValidateJSONSchema); f.SchemaCacheMaxBytes < least {
+		return nil, fmt.Errorf("--schema-cache-max-bytes %d cannot hold two schemas of --schema-max-bytes %d (compiled, a Protobuf schema keeps up to 64 times its text, a JSON Schema validated 96): raise it to %d or lower --schema-max-bytes",
+			f.SchemaCacheMaxBytes, f.SchemaMaxBytes, least)
+	}
+	cfg := schemareg.Config{URL: f.SchemaRegistry, Username: f.SchemaRegistryUsername, Password: f.SchemaRegistryPassword,
+		NegativeTTL: f.SchemaNegativeTTL, MaxSchemaBytes: f.SchemaMaxBytes, CacheMaxBytes: f.SchemaCacheMaxBytes, ValidateJSON: f.ValidateJSONSchema}
 	if strings.Contains(f.SchemaRegistry, "https://") {
 		t, err := conn.TLSConfig()
 		if err != nil {

@@ -1,0 +1,69 @@
+package codec
+
+import (
+	"bytes"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// jsonSchemaBase is where a registry's JSON Schema is placed for its
+// $refs to resolve: a name of no network, so that a relative $ref names
+// one of the schema's references and nothing else.
+const jsonSchemaBase = "https://schema-registry.invalid/"
+
+// compileJSONSchema compiles a JSON Schema (draft-07 unless its $schema
+// says otherwise: what Confluent's serializers write) with the schemas it
+// references, by name. Nothing is loaded from files or the network: a
+// $ref reaches only the references, so a schema cannot make the service
+// read a local file or call a host.
+func compileJSONSchema(text string, refs map[string]string) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.UseLoader(jsonschema.SchemeURLLoader{})
+	c.DefaultDraft(jsonschema.Draft7)
+	add := func(name, text string) error {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		u, err := url.Parse(name)
+		if err != nil {
+			return fmt.Errorf("reference %q: %w", name, err)
+		}
+		base, _ := url.Parse(jsonSchemaBase)
+		return c.AddResource(base.ResolveReference(u).String(), doc)
+	}
+	for name, text := range refs {
+		if err := add(name, text); err != nil {
+			return nil, err
+		}
+	}
+	if err := add(jsonSchemaBase+"schema.json", text); err != nil {
+		return nil, err
+	}
+	return c.Compile(jsonSchemaBase + "schema.json")
+}
+
+// maxMismatchDetail bounds the validator's words in a dead letter's
+// header.
+const maxMismatchDetail = 300
+
+// validateJSON checks a JSON payload (already read as an event, so well
+// formed) against s.
+func validateJSON(s *Schema, payload []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
+	if err == nil {
+		err = s.json.Validate(v)
+	}
+	if err == nil {
+		return nil
+	}
+	detail := strings.Join(strings.Fields(err.Error()), " ")
+	detail = strings.TrimPrefix(detail, "jsonschema validation failed with '"+jsonSchemaBase+"schema.json#' ")
+	if len(detail) > maxMismatchDetail {
+		detail = strings.ToValidUTF8(detail[:maxMismatchDetail], "") + "..."
+	}
+	return errorf(ReasonSchemaMismatch, "schema %d: the payload does not follow it: %s", s.ID, detail)
+}
