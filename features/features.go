@@ -411,8 +411,9 @@ func (f *Featurizer) scale(i uint32, x float64) (z float64, ok bool) {
 }
 
 // Commit keeps the scaler updates of the last Vector call (as the next
-// Vector call does): Rollback then has nothing to undo.
-func (f *Featurizer) Commit() { f.undo = f.undo[:0] }
+// Vector call does), the fields it added included: Rollback then has
+// nothing to undo.
+func (f *Featurizer) Commit() { f.undo, f.slots = f.undo[:0], len(f.n) }
 
 // Rollback undoes the scaler updates of the last Vector call, unless
 // Commit kept them, and forgets the fields it added: the record it

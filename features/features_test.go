@@ -260,6 +260,26 @@ func TestScalerRoundTripIsBitExact(t *testing.T) {
 	}
 }
 
+// TestRollbackAfterCommitKeepsFields: a field that the scaler first saw in
+// a record kept by Commit stays after a later Rollback with no Vector call
+// between (a model commits at each message, and a label message of
+// delayed labels is not featurized: a record refused after it took the
+// field's statistics away).
+func TestRollbackAfterCommitKeepsFields(t *testing.T) {
+	f := featurizer(t, Config{Scale: ScaleOnline, AllowEmpty: true})
+	for _, line := range []string{`{"a":1}`, `{"a":2,"b":5}`} {
+		if _, err := f.Vector(decode(t, codec.EventConfig{}, line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, _ := f.MarshalBinary()
+	f.Commit()
+	f.Rollback()
+	if got, _ := f.MarshalBinary(); !bytes.Equal(got, want) || f.ScalerFields() != 2 {
+		t.Fatalf("a committed field was rolled back: %d fields", f.ScalerFields())
+	}
+}
+
 func TestVectorAllocatesNothingOnceWarm(t *testing.T) {
 	d, _ := codec.NewEventDecoder(codec.EventConfig{LabelField: "income", KeyField: "id"})
 	var ev codec.Event
