@@ -404,6 +404,9 @@ func (m *Model) ReadAs(f codec.Format, src codec.SchemaSource) error {
 	// --max-abs-value) bound events as they bound records.
 	ec := m.cfg.Event
 	ec.Limits = m.cfg.Limits
+	// A model saved under the featurization rules before the typing rule
+	// reads strings as it learned them.
+	ec.StringsAsText = m.cfg.Features.Rules == features.RulesSpelled
 	var dec eventDecoder
 	var err error
 	if f.Framed() {
