@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
@@ -214,5 +215,45 @@ func TestSnapshotOfEarlierRulesKeepsThem(t *testing.T) {
 	snap = binary.LittleEndian.AppendUint32(snap[:len(snap)-4], crc32.Checksum(snap[:len(snap)-4], castagnoli))
 	if _, err := Unmarshal(snap); err == nil || !strings.Contains(err.Error(), "version 3") {
 		t.Fatalf("rules 3: %v", err)
+	}
+}
+
+// TestUnlistedLabelsAreRefused: a label in neither --positive nor
+// --negative, or outside a list of classes, is one rule for records and
+// events: the record is refused (bad_label, codec.IsUnlisted), neither
+// predicted nor learned, and the model is as it was; a record of a listed
+// label, or unlabeled, is predicted.
+func TestUnlistedLabelsAreRefused(t *testing.T) {
+	k := kernel(t, "rbf:gamma=0.5")
+	for name, c := range map[string]struct {
+		cfg       Config
+		in, other string
+	}{
+		"one-vs-some records": {Config{Learner: "perceptron", Kernel: k, Labels: codec.LabelMap{Positive: []string{"3"}, Negative: []string{"8"}}},
+			"3 1:1 2:0.5", "5 1:0.5 2:1"},
+		"one-vs-some events": {Config{Learner: "perceptron", Kernel: k, Events: true, Labels: codec.LabelMap{Positive: []string{"3"}, Negative: []string{"8"}}},
+			`{"x":1,"y":0.5,"label":3}`, `{"x":0.5,"y":1,"label":5}`},
+		"class list": {Config{Learner: "perceptron", Kernel: k, Events: true, Classes: []string{"a", "b"}},
+			`{"x":1,"y":0.5,"label":"a"}`, `{"x":0.5,"y":1,"label":"c"}`},
+	} {
+		m := build(t, c.cfg)
+		if _, err := m.Step([]byte(c.in)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		before, _ := m.MarshalBinary()
+		_, err := m.Step([]byte(c.other))
+		var ce *codec.Error
+		if !errors.As(err, &ce) || ce.Reason != codec.ReasonBadLabel || !codec.IsUnlisted(err) {
+			t.Errorf("%s: %s gives %v, want an unlisted bad_label", name, c.other, err)
+		}
+		if after, _ := m.MarshalBinary(); !bytes.Equal(before, after) {
+			t.Errorf("%s: the refused record changed the model", name)
+		}
+		if r, err := m.Step([]byte(c.in)); err != nil || !r.Labeled {
+			t.Errorf("%s: a listed label after it: %+v %v", name, r, err)
+		}
+	}
+	if codec.IsUnlisted(&codec.Error{Reason: codec.ReasonBadLabel}) || codec.IsUnlisted(errors.New("x")) {
+		t.Error("IsUnlisted of another error")
 	}
 }
