@@ -420,6 +420,12 @@ func TypeString(s []byte) (outcome int, v float64) {
 	return StringText, 0
 }
 
+// mayBeTyped reports whether a string starting with c may be something
+// other than text to TypeString: a number, true or false.
+func mayBeTyped(c byte) bool {
+	return c == '-' || isDigit(c) || c|0x20 == 't' || c|0x20 == 'f'
+}
+
 // isNumberLiteral reports whether s is exactly a JSON number.
 func isNumberLiteral(s []byte) bool {
 	end, want := numberEnd(s, 0)
@@ -430,6 +436,10 @@ func isNumberLiteral(s []byte) bool {
 // say. ok is false, and nothing is added, when the kind is numeric and s
 // is not a number: the caller says where.
 func (r *eventReader) str(name []byte, kind FieldKind, s []byte) (err *Error, ok bool) {
+	if kind == FieldAuto && len(s) > 0 && !mayBeTyped(s[0]) {
+		// Most strings are words: text at once, without TypeString's call.
+		return r.addText(name, FieldCategorical, s), true
+	}
 	if r.dec.literal {
 		switch kind {
 		case FieldAuto, FieldCategorical:
