@@ -312,7 +312,7 @@ func (w *walker) avroTyped(n *avroNode, name []byte, kind FieldKind, depth int) 
 		if err != nil {
 			return err
 		}
-		return w.text(name, kind, sym)
+		return w.token(name, kind, sym)
 	case avRecord:
 		if err := w.container(name, kind, "a record", depth); err != nil {
 			return err
@@ -379,7 +379,7 @@ func (w *walker) avroTyped(n *avroNode, name []byte, kind FieldKind, depth int) 
 					if err != nil {
 						return err
 					}
-					if err := w.text(name, kind, s); err != nil {
+					if err := w.token(name, kind, s); err != nil {
 						return err
 					}
 				default:

@@ -163,6 +163,8 @@ func Reasons() []Reason {
 type Error struct {
 	Reason Reason // machine-readable cause
 	Detail string // what was wrong and where, for people
+
+	unlisted bool // see Unlisted
 }
 
 func (e *Error) Error() string {

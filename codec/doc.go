@@ -39,7 +39,10 @@
 // names the field, otherwise inferred from the value:
 //
 //	number          numeric: one feature, the value
-//	string          categorical: one feature "field=value", value 1
+//	string          categorical: one feature "field=value", value 1; but
+//	                a JSON number ("2") is numeric, "true"/"false" in any
+//	                case a boolean and "" missing (TypeString), in every
+//	                format, as a CSV cell is read
 //	true, false     numeric 1 and 0
 //	array           each element as if it were field "name.i" (i from 0),
 //	                except strings, which are a bag of tokens of the field
@@ -47,11 +50,12 @@
 //	object          flattened: its members are fields "name.member"
 //	null, absent    missing: no feature
 //
-// A schema kind overrides the inference: numeric takes numbers and
-// booleans; categorical takes strings, numbers (their canonical text) and
-// booleans; text takes strings (tokenized by the featurizer); ignore drops
-// the field, as EventConfig.Ignore does. A value that its kind cannot take
-// is an error with reason bad_field. Names are matched after flattening
+// A schema kind overrides the inference: numeric takes numbers, booleans
+// and strings that are numbers or booleans; categorical takes strings,
+// numbers (their text as written) and booleans; text takes strings,
+// numbers and booleans as their text (tokenized by the featurizer); ignore
+// drops the field, as EventConfig.Ignore does. A value that its kind
+// cannot take is an error with reason bad_field. Names are matched after flattening
 // ("address.city"), exactly (case matters).
 //
 // The label follows the rules of the record format: a number (canonical

@@ -92,6 +92,12 @@ type EventConfig struct {
 	// Limits bound one message (MaxBytes) and the fields read
 	// (MaxNonZeros). MaxIndex and AllowEmpty are the featurizer's business.
 	Limits Limits
+	// StringsAsText reads every string as its text (categorical, or text
+	// by the schema; "" the category "field="), as the builds before the
+	// one typing rule did (see TypeString), so that a model restored from
+	// their snapshots sees the features it learned. Default false: the
+	// typing rule.
+	StringsAsText bool
 }
 
 // Field is one named field of an event, its name and text held by the
@@ -165,13 +171,14 @@ type EventDecoder struct {
 	ignore     map[string]bool
 	schema     map[string]FieldKind
 	lookup     bool // ignore or schema is not empty
+	literal    bool // EventConfig.StringsAsText
 	lim        Limits
 }
 
 // NewEventDecoder checks cfg and prepares a decoder.
 func NewEventDecoder(cfg EventConfig) (*EventDecoder, error) {
 	d := &EventDecoder{label: cfg.LabelField, key: cfg.KeyField, ignore: map[string]bool{},
-		schema: map[string]FieldKind{}, lim: cfg.Limits.withDefaults()}
+		schema: map[string]FieldKind{}, lim: cfg.Limits.withDefaults(), literal: cfg.StringsAsText}
 	if d.label == "" {
 		d.label = DefaultLabelField
 	}
@@ -331,25 +338,20 @@ func (r *eventReader) value(name []byte, depth int) *Error {
 		if err := r.literal(string(word)); err != nil {
 			return err
 		}
-		switch kind {
-		case FieldAuto, FieldNumeric:
+		if kind == FieldAuto || kind == FieldNumeric {
 			return r.addNum(name, v)
-		case FieldCategorical:
-			return r.addText(name, FieldCategorical, word)
 		}
-		return errorf(ReasonBadField, "offset %d: field %s is text but holds a boolean", at, quote(name))
+		return r.addText(name, kind, word)
 	case '"':
 		s, err := r.stringValue()
 		if err != nil {
 			return err
 		}
-		switch kind {
-		case FieldAuto, FieldCategorical:
-			return r.addText(name, FieldCategorical, s)
-		case FieldText:
-			return r.addText(name, FieldText, s)
+		err, ok := r.str(name, kind, s)
+		if !ok {
+			return errorf(ReasonBadField, "offset %d: field %s is numeric but holds the string %s", at, quote(name), quote(s))
 		}
-		return errorf(ReasonBadField, "offset %d: field %s is numeric but holds a string", at, quote(name))
+		return err
 	case '{':
 		if kind != FieldAuto {
 			return errorf(ReasonBadField, "offset %d: field %s is %s but holds an object", at, quote(name), kind)
@@ -368,14 +370,104 @@ func (r *eventReader) value(name []byte, depth int) *Error {
 		if !ok {
 			return errorf(ReasonNonFinite, "offset %d: field %s: value %s overflows float64", at, quote(name), quote(r.b[start:end]))
 		}
-		switch kind {
-		case FieldAuto, FieldNumeric:
+		if kind == FieldAuto || kind == FieldNumeric {
 			return r.addNum(name, v)
-		case FieldCategorical:
-			return r.addText(name, FieldCategorical, r.b[start:end])
 		}
-		return errorf(ReasonBadField, "offset %d: field %s is text but holds a number", at, quote(name))
+		return r.addText(name, kind, r.b[start:end])
 	}
+}
+
+// The outcomes of TypeString.
+const (
+	StringText    = iota // a category, or text by the schema
+	StringNumber         // numeric
+	StringBoolean        // numeric 1 or 0 (categorical "true"/"false")
+	StringMissing        // no feature
+)
+
+// TypeString is the typing rule that every event format shares (JSON, CSV,
+// Avro, Protobuf, JSON Schema), applied to a field's string value s. A
+// string that is a JSON number (and finite) is that number, as a CSV
+// cell is: "2" and 2 are one value, so a file written by any CSV writer
+// (which cannot tell them apart) gives the features of the JSON it was
+// written from. "true" and "false" in any case are booleans and "" is a
+// missing value, for the same reason (Python writes True, and None as
+// ""). Anything else is text. A field given a kind by the schema takes its
+// string as that kind says: categorical keeps a number's text as written,
+// text tokenizes it. v is the value of a number or boolean.
+func TypeString(s []byte) (outcome int, v float64) {
+	if len(s) == 0 {
+		return StringMissing, 0
+	}
+	switch c := s[0] | 0x20; {
+	case c == 't' || c == 'f':
+		if len(s) == 4 && strings.EqualFold(string(s), "true") {
+			return StringBoolean, 1
+		}
+		if len(s) == 5 && strings.EqualFold(string(s), "false") {
+			return StringBoolean, 0
+		}
+		return StringText, 0
+	case s[0] != '-' && !isDigit(s[0]):
+		return StringText, 0
+	}
+	if !isNumberLiteral(s) {
+		return StringText, 0
+	}
+	if v, ok := parseNumber(s); ok {
+		return StringNumber, v
+	}
+	return StringText, 0
+}
+
+// mayBeTyped reports whether a string starting with c may be something
+// other than text to TypeString: a number, true or false.
+func mayBeTyped(c byte) bool {
+	return c == '-' || isDigit(c) || c|0x20 == 't' || c|0x20 == 'f'
+}
+
+// isNumberLiteral reports whether s is exactly a JSON number.
+func isNumberLiteral(s []byte) bool {
+	end, want := numberEnd(s, 0)
+	return want == "" && end == len(s)
+}
+
+// str adds field name's string value s as TypeString and the field's kind
+// say. ok is false, and nothing is added, when the kind is numeric and s
+// is not a number: the caller says where.
+func (r *eventReader) str(name []byte, kind FieldKind, s []byte) (err *Error, ok bool) {
+	if kind == FieldAuto && len(s) > 0 && !mayBeTyped(s[0]) {
+		// Most strings are words: text at once, without TypeString's call.
+		return r.addText(name, FieldCategorical, s), true
+	}
+	if r.dec.literal {
+		switch kind {
+		case FieldAuto, FieldCategorical:
+			return r.addText(name, FieldCategorical, s), true
+		case FieldText:
+			return r.addText(name, FieldText, s), true
+		}
+		return nil, false
+	}
+	t, v := TypeString(s)
+	switch {
+	case t == StringMissing:
+		return nil, true
+	case kind == FieldText:
+		return r.addText(name, FieldText, s), true
+	case t == StringBoolean && kind == FieldCategorical:
+		// The word, as a boolean declared categorical gives it.
+		w := falseBytes
+		if v == 1 {
+			w = trueBytes
+		}
+		return r.addText(name, FieldCategorical, w), true
+	case t == StringText && kind == FieldNumeric:
+		return nil, false
+	case t == StringText || kind == FieldCategorical:
+		return r.addText(name, FieldCategorical, s), true
+	}
+	return r.addNum(name, v), true
 }
 
 // array reads an array: strings are tokens of the field itself, anything

@@ -436,9 +436,18 @@ func (d *jsonDecoder) literal(word string) *Error {
 // scanNumber steps over a number that follows the JSON grammar exactly:
 // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? and returns its extent.
 func (d *jsonDecoder) scanNumber() (start, end int, err *Error) {
-	b := d.b
-	i := d.i
-	start = i
+	start = d.i
+	end, want := numberEnd(d.b, d.i)
+	d.i = end
+	if want != "" {
+		return 0, 0, d.unexpected(want)
+	}
+	return start, end, nil
+}
+
+// numberEnd steps over the JSON number at b[i:] and returns where it ends
+// or, when the grammar fails, where and what it wanted there.
+func numberEnd(b []byte, i int) (end int, want string) {
 	if i < len(b) && b[i] == '-' {
 		i++
 	}
@@ -451,14 +460,12 @@ func (d *jsonDecoder) scanNumber() (start, end int, err *Error) {
 			i++
 		}
 	default:
-		d.i = i
-		return 0, 0, d.unexpected("a digit")
+		return i, "a digit"
 	}
 	if i < len(b) && b[i] == '.' {
 		i++
 		if i >= len(b) || !isDigit(b[i]) {
-			d.i = i
-			return 0, 0, d.unexpected("a digit after '.'")
+			return i, "a digit after '.'"
 		}
 		for i < len(b) && isDigit(b[i]) {
 			i++
@@ -470,15 +477,13 @@ func (d *jsonDecoder) scanNumber() (start, end int, err *Error) {
 			i++
 		}
 		if i >= len(b) || !isDigit(b[i]) {
-			d.i = i
-			return 0, 0, d.unexpected("a digit in the exponent")
+			return i, "a digit in the exponent"
 		}
 		for i < len(b) && isDigit(b[i]) {
 			i++
 		}
 	}
-	d.i = i
-	return start, i, nil
+	return i, ""
 }
 
 // scanString steps over a string starting at the opening quote, checking

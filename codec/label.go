@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -66,6 +67,29 @@ func (m LabelMap) Map(label string) (y int, keep bool, err error) {
 		return -1, true, nil
 	}
 	return 0, false, nil
+}
+
+// Unlisted is the error for a record whose label is in none of the lists
+// a model was given: --positive with --negative (see Map), or a list of
+// classes. Its reason is bad_label. Such a record is not part of the
+// problem the lists define, and one rule holds everywhere: it is neither
+// predicted, learned nor scored; the service dead-letters it (so that
+// every input is accounted for) and eval and replay skip it and say how
+// many they skipped. detail names the label and the lists.
+func Unlisted(detail string) *Error {
+	return &Error{Reason: ReasonBadLabel, Detail: detail, unlisted: true}
+}
+
+// IsUnlisted reports whether err is an Unlisted error.
+func IsUnlisted(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.unlisted
+}
+
+// Unlisted is the Unlisted error of label, which Map does not keep.
+func (m LabelMap) Unlisted(label string) *Error {
+	return Unlisted(fmt.Sprintf("label %s is in neither --positive (%s) nor --negative (%s)",
+		quote([]byte(label)), strings.Join(m.Positive, ","), strings.Join(m.Negative, ",")))
 }
 
 // ClassNames names the two sides of a binary model read through a

@@ -522,6 +522,9 @@ func (w *walker) protoScalar(f *protoField, name []byte, label, key bool, kind F
 			}
 			return w.addText(name, FieldCategorical, b)
 		}
+		if f.list {
+			return w.token(name, kind, b) // a bag, as a JSON array of strings
+		}
 		return w.text(name, kind, b)
 	case protoreflect.EnumKind:
 		sym := w.enumName(f, int32(u))
@@ -531,7 +534,7 @@ func (w *walker) protoScalar(f *protoField, name []byte, label, key bool, kind F
 		case key:
 			return w.keyText(sym)
 		}
-		return w.text(name, kind, sym)
+		return w.token(name, kind, sym)
 	case protoreflect.Int32Kind:
 		v, text = float64(int32(u)), strconv.AppendInt(w.num[:0], int64(int32(u)), 10)
 	case protoreflect.Int64Kind, protoreflect.Sfixed64Kind:

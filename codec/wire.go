@@ -337,13 +337,10 @@ func (w *walker) number(name []byte, kind FieldKind, v float64, text []byte) *Er
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return errorf(ReasonNonFinite, "payload byte %d: field %s is %v", w.at, quote(name), v)
 	}
-	switch kind {
-	case FieldAuto, FieldNumeric:
+	if kind == FieldAuto || kind == FieldNumeric {
 		return w.addNum(name, v)
-	case FieldCategorical:
-		return w.addText(name, FieldCategorical, text)
 	}
-	return errorf(ReasonBadField, "payload byte %d: field %s is text but holds a number", w.at, quote(name))
+	return w.addText(name, kind, text)
 }
 
 func (w *walker) boolean(name []byte, kind FieldKind, v bool) *Error {
@@ -351,16 +348,28 @@ func (w *walker) boolean(name []byte, kind FieldKind, v bool) *Error {
 	if v {
 		f, word = 1, trueBytes
 	}
-	switch kind {
-	case FieldAuto, FieldNumeric:
+	if kind == FieldAuto || kind == FieldNumeric {
 		return w.addNum(name, f)
-	case FieldCategorical:
-		return w.addText(name, FieldCategorical, word)
 	}
-	return errorf(ReasonBadField, "payload byte %d: field %s is text but holds a boolean", w.at, quote(name))
+	return w.addText(name, kind, word)
 }
 
+// text takes a string field's value by the typing rule (TypeString).
 func (w *walker) text(name []byte, kind FieldKind, s []byte) *Error {
+	if !utf8.Valid(s) {
+		return errorf(ReasonInvalidUTF8, "payload byte %d: field %s: a string that is not valid UTF-8", w.at, quote(name))
+	}
+	err, ok := w.str(name, kind, s)
+	if !ok {
+		return errorf(ReasonBadField, "payload byte %d: field %s is numeric but holds the string %s", w.at, quote(name), quote(s))
+	}
+	return err
+}
+
+// token takes a string as its text, untyped: an element of a list of
+// strings (a bag of tokens, as a JSON array of strings) or an enum's
+// symbol, which is a name.
+func (w *walker) token(name []byte, kind FieldKind, s []byte) *Error {
 	if !utf8.Valid(s) {
 		return errorf(ReasonInvalidUTF8, "payload byte %d: field %s: a string that is not valid UTF-8", w.at, quote(name))
 	}

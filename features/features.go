@@ -10,6 +10,15 @@
 //
 //	xxhash64(name) mod 2^HashBits
 //
+// where a field's name is read with '-' and '.' as '_' (the value is not
+// touched): Avro and Protobuf cannot spell "education-num", so their
+// schemas say "education_num", and produce fills that field from the
+// JSON member "education-num". Both spellings must be one feature, or the
+// same values would land on other indices, and the learners' sums over
+// them (kept in index order) would add the same terms in another order:
+// the margins would differ in their last bits. Names that differ only
+// there (a-b, a.b, a_b) are one feature, as if their hashes had collided.
+//
 // with xxHash64 (seed 0) as github.com/cespare/xxhash/v2 computes it: a
 // published, platform-independent function (the same bits on every
 // machine, byte order and Go version), among the fastest non-cryptographic
@@ -42,6 +51,15 @@
 // numeric field index, only for fields that occur, so missing values stay
 // missing and sparse vectors stay sparse; categorical and text features are
 // not scaled. The scaler's state is part of MarshalBinary.
+//
+// # Rules and snapshots
+//
+// Config.Rules is the version of these rules, kept in MarshalBinary: 2,
+// the current one (names as above, strings typed by codec.TypeString), or
+// 1, the rules before it (names hashed as spelled; every string its text),
+// which a featurizer restored from a version 1 state keeps, so that a model
+// saved before goes on with the features it learned. The codec's half of
+// the rule is codec.EventConfig.StringsAsText, which a model sets for rules 1.
 //
 // # Ownership and determinism
 //
@@ -119,11 +137,28 @@ type Config struct {
 	// AllowEmpty accepts an event with no non-zero feature. Default false:
 	// it is refused with codec reason empty_features, as records are.
 	AllowEmpty bool
+	// Rules is the version of the rules (see the package comment): 0 or
+	// RulesCurrent (2), or RulesSpelled (1) for a model saved before them.
+	// Default RulesCurrent.
+	Rules int
 }
+
+// The versions of the featurization rules.
+const (
+	// RulesSpelled hashes field names as spelled (and the codec reads every
+	// string as its text): the builds before RulesCurrent.
+	RulesSpelled = 1
+	// RulesCurrent reads '-' and '.' in field names as '_' (and the codec
+	// types strings by codec.TypeString).
+	RulesCurrent = 2
+)
 
 func (c Config) withDefaults() Config {
 	if c.HashBits == 0 {
 		c.HashBits = DefaultHashBits
+	}
+	if c.Rules == 0 {
+		c.Rules = RulesCurrent
 	}
 	return c
 }
@@ -136,6 +171,9 @@ func (c Config) Validate() error {
 	}
 	if c.Scale > ScaleOnline {
 		return fmt.Errorf("features: invalid scale %d", c.Scale)
+	}
+	if c.Rules < RulesSpelled || c.Rules > RulesCurrent {
+		return fmt.Errorf("features: rules %d: want %d or %d", c.Rules, RulesSpelled, RulesCurrent)
 	}
 	return nil
 }
@@ -151,9 +189,10 @@ type entry struct {
 
 // Featurizer hashes events into vectors. See the package comment.
 type Featurizer struct {
-	cfg  Config
-	mask uint64
-	bits int // HashBits
+	cfg     Config
+	mask    uint64
+	bits    int  // HashBits
+	spelled bool // RulesSpelled
 
 	ents []entry
 	key  []byte // name + 0 + value, hashed
@@ -191,33 +230,67 @@ func New(cfg Config) (*Featurizer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Featurizer{cfg: cfg, mask: 1<<cfg.HashBits - 1, bits: cfg.HashBits, slot: map[uint32]int{}}, nil
+	return &Featurizer{cfg: cfg, mask: 1<<cfg.HashBits - 1, bits: cfg.HashBits, spelled: cfg.Rules == RulesSpelled,
+		slot: map[uint32]int{}}, nil
 }
 
 // Config returns the configuration in use, defaults filled in.
 func (f *Featurizer) Config() Config { return f.cfg }
 
-// Hash is the 64-bit hash of a feature name: name alone for numeric
-// fields, name + "\x00" + value for categorical values and tokens (value
-// nil). Its low HashBits bits are the index.
+// Hash is the 64-bit hash of a feature name under the current rules: the
+// field's name, '-' and '.' read as '_', alone for numeric fields, then
+// "\x00" + value for categorical values and tokens (value nil). Its low
+// HashBits bits are the index.
 func Hash(name, value []byte, categorical bool) uint64 {
-	if !categorical {
-		return xxhash.Sum64(name)
+	key := canonical(nil, name, len(name))
+	if categorical {
+		key = append(append(key, 0), value...)
 	}
-	var d xxhash.Digest
-	d.Reset()
-	d.Write(name)
-	d.Write(zero[:])
-	d.Write(value)
-	return d.Sum64()
+	return xxhash.Sum64(key)
 }
 
-var zero = [1]byte{0}
+// Name is a field's name as the current rules hash it ('-' and '.' read
+// as '_'): two fields of one Name are one feature.
+func Name(field []byte) string { return string(canonical(nil, field, len(field))) }
 
-// hash is Hash of a categorical name and value without the Digest: they
-// are copied into one buffer, which is faster for short names.
+// canonical appends b to dst with '-' and '.' in its first n bytes (the
+// field's name) read as '_'.
+func canonical(dst, b []byte, n int) []byte {
+	off := len(dst)
+	dst = append(dst, b...)
+	for i, c := range dst[off : off+n] {
+		if c == '-' || c == '.' {
+			dst[off+i] = '_'
+		}
+	}
+	return dst
+}
+
+// hashNamed hashes b, a feature name whose first n bytes are the field's
+// name, under the featurizer's rules; in place when the name has no byte to
+// read otherwise (Adult's "age"), else in a copy.
+func (f *Featurizer) hashNamed(b []byte, n int) uint64 {
+	if !f.spelled {
+		for _, c := range b[:n] {
+			if c == '-' || c == '.' {
+				f.key = canonical(f.key[:0], b, n)
+				return xxhash.Sum64(f.key)
+			}
+		}
+	}
+	return xxhash.Sum64(b)
+}
+
+// hash is the hash of a categorical name and value (a token) under the
+// featurizer's rules: they are copied into one buffer, which is faster
+// for short names than a Digest.
 func (f *Featurizer) hash(name, value []byte) uint64 {
-	f.key = append(append(append(f.key[:0], name...), 0), value...)
+	if f.spelled {
+		f.key = append(f.key[:0], name...)
+	} else {
+		f.key = canonical(f.key[:0], name, len(name))
+	}
+	f.key = append(append(f.key, 0), value...)
 	return xxhash.Sum64(f.key)
 }
 
@@ -252,7 +325,8 @@ func (f *Featurizer) Vector(ev *codec.Event) (sparse.Vector, error) {
 	for _, fl := range ev.Fields {
 		switch fl.Kind {
 		case codec.FieldNumeric:
-			h := xxhash.Sum64(ev.Name(fl))
+			name := ev.Name(fl)
+			h := f.hashNamed(name, len(name))
 			v := fl.Num
 			if f.cfg.Scale == ScaleOnline {
 				var ok bool
@@ -263,8 +337,9 @@ func (f *Featurizer) Vector(ev *codec.Event) (sparse.Vector, error) {
 			}
 			f.ents = append(f.ents, f.entry(h, v))
 		case codec.FieldCategorical:
-			// The event holds name, 0, value in one piece: hashed in place.
-			f.ents = append(f.ents, f.entry(xxhash.Sum64(ev.NameText(fl)), 1))
+			// The event holds name, 0, value in one piece: hashed in place
+			// when the name needs no other reading.
+			f.ents = append(f.ents, f.entry(f.hashNamed(ev.NameText(fl), len(ev.Name(fl))), 1))
 		case codec.FieldText:
 			f.text(ev.Name(fl), ev.Text(fl))
 		}
@@ -411,8 +486,9 @@ func (f *Featurizer) scale(i uint32, x float64) (z float64, ok bool) {
 }
 
 // Commit keeps the scaler updates of the last Vector call (as the next
-// Vector call does): Rollback then has nothing to undo.
-func (f *Featurizer) Commit() { f.undo = f.undo[:0] }
+// Vector call does), the fields it added included: Rollback then has
+// nothing to undo.
+func (f *Featurizer) Commit() { f.undo, f.slots = f.undo[:0], len(f.n) }
 
 // Rollback undoes the scaler updates of the last Vector call, unless
 // Commit kept them, and forgets the fields it added: the record it
@@ -436,12 +512,12 @@ func (f *Featurizer) Rollback() {
 // ScalerFields is the number of numeric field indices the scaler tracks.
 func (f *Featurizer) ScalerFields() int { return len(f.n) }
 
-const stateVersion = 1
-
 // MarshalBinary encodes the configuration and the scaler statistics
 // (exact float bits), in index order so that equal states encode alike.
+// Its first byte is the rules' version (Config.Rules): a featurizer of
+// rules 1 writes the bytes the builds before rules 2 wrote.
 func (f *Featurizer) MarshalBinary() ([]byte, error) {
-	b := []byte{stateVersion, byte(f.cfg.HashBits), byte(f.cfg.Scale), 0}
+	b := []byte{byte(f.cfg.Rules), byte(f.cfg.HashBits), byte(f.cfg.Scale), 0}
 	if f.cfg.NormalizeText {
 		b[3] |= 1
 	}
@@ -469,13 +545,13 @@ func Unmarshal(b []byte) (*Featurizer, error) {
 	if len(b) < 5 {
 		return nil, errors.New("featurizer state: truncated")
 	}
-	if b[0] != stateVersion {
-		return nil, fmt.Errorf("featurizer state: format version %d not supported (this build reads %d)", b[0], stateVersion)
+	if b[0] < RulesSpelled || b[0] > RulesCurrent {
+		return nil, fmt.Errorf("featurizer state: format version %d not supported (this build reads %d and %d)", b[0], RulesSpelled, RulesCurrent)
 	}
 	if b[3]&^3 != 0 {
 		return nil, fmt.Errorf("featurizer state: unknown flags %#x", b[3])
 	}
-	f, err := New(Config{HashBits: int(b[1]), Scale: Scale(b[2]), NormalizeText: b[3]&1 != 0, AllowEmpty: b[3]&2 != 0})
+	f, err := New(Config{HashBits: int(b[1]), Scale: Scale(b[2]), NormalizeText: b[3]&1 != 0, AllowEmpty: b[3]&2 != 0, Rules: int(b[0])})
 	if err != nil {
 		return nil, fmt.Errorf("featurizer state: %w", err)
 	}

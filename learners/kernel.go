@@ -19,6 +19,12 @@ const (
 	RBF                          // exp(−γ‖x−y‖²)
 )
 
+// DefaultGamma is the RBF γ of a spec that gives neither gamma nor sigma2
+// ("rbf"): the γ of the commands' default kernel, so that naming the kernel
+// without its parameter changes nothing. It suits features of about unit
+// scale (one-hot categories, scaled LIBSVM sets, events scaled online).
+const DefaultGamma = 0.1
+
 // Kernel is a Mercer kernel on sparse vectors. Build one with ParseKernel;
 // its zero value is invalid.
 //
@@ -27,7 +33,7 @@ const (
 // kernel value costs one sparse dot product.
 type Kernel struct {
 	Kind   KernelKind
-	Gamma  float64 // RBF width: exp(−Gamma·‖x−y‖²); spec gamma=, or sigma2= meaning Gamma = 1/(2·sigma2). Default 1.
+	Gamma  float64 // RBF width: exp(−Gamma·‖x−y‖²); spec gamma=, or sigma2= meaning Gamma = 1/(2·sigma2). Default DefaultGamma (0.1).
 	Degree int     // Poly degree, default 2.
 	Scale  float64 // Poly scale of x·y, default 1.
 	Coef0  float64 // Poly additive constant, default 1.
@@ -59,7 +65,7 @@ func ParseKernel(s string) (Kernel, error) {
 		if p.has("gamma") && p.has("sigma2") {
 			p.fail("give gamma or sigma2, not both")
 		}
-		k.Gamma = p.float("gamma", 1, math.SmallestNonzeroFloat64, math.Inf(1))
+		k.Gamma = p.float("gamma", DefaultGamma, math.SmallestNonzeroFloat64, math.Inf(1))
 		if p.has("sigma2") {
 			k.Gamma = 1 / (2 * p.float("sigma2", 1, math.SmallestNonzeroFloat64, math.Inf(1)))
 		}

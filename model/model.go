@@ -12,8 +12,10 @@
 //     vector and its label token.
 //   - Classes. In binary mode (Config.Classes empty) the label token goes
 //     through Config.Labels (codec.LabelMap) to +1/−1, exactly as the
-//     service maps it today; a label in neither list is predicted, not
-//     learned. In many-class mode (Config.Classes = ["auto"] or a list of
+//     service maps it today; a label in neither list (--positive with
+//     --negative) is refused with codec.Unlisted (bad_label), as a label
+//     outside a given class list is: the record is not part of the
+//     problem the lists define. In many-class mode (Config.Classes = ["auto"] or a list of
 //     class tokens) the model is one-vs-rest: one binary learner per class
 //     on the same vector, learning +1 for its class and −1 for the others,
 //     each with the learner spec's own budget. Classes are indexed in the
@@ -23,7 +25,7 @@
 //     after the round's prediction (so it is never predicted on the round
 //     that introduces it), up to Config.MaxClasses; one more is refused
 //     with codec reason too_many_classes and changes nothing. With a given
-//     list, a label outside it is refused with bad_label.
+//     list, a label outside it is refused with bad_label (codec.Unlisted).
 //   - Mistakes follow prequential's reporting rule: binary prediction =
 //     sign(margin) with sign(0) = −1; many-class prediction = argmax.
 //   - Determinism. Given the same Config and the same messages in the same
@@ -404,6 +406,9 @@ func (m *Model) ReadAs(f codec.Format, src codec.SchemaSource) error {
 	// --max-abs-value) bound events as they bound records.
 	ec := m.cfg.Event
 	ec.Limits = m.cfg.Limits
+	// A model saved under the featurization rules before the typing rule
+	// reads strings as it learned them.
+	ec.StringsAsText = m.cfg.Features.Rules == features.RulesSpelled
 	var dec eventDecoder
 	var err error
 	if f.Framed() {
@@ -588,7 +593,7 @@ func (m *Model) target(label []byte) (y int, isNew bool, err error) {
 			return 0, false, err
 		}
 		if !keep {
-			y = 0
+			return 0, false, m.cfg.Labels.Unlisted(string(label))
 		}
 		return y, false, nil
 	}
@@ -599,7 +604,7 @@ func (m *Model) target(label []byte) (y int, isNew bool, err error) {
 		return k, false, nil
 	}
 	if !m.auto {
-		return 0, false, &codec.Error{Reason: codec.ReasonBadLabel, Detail: fmt.Sprintf("label %q is not one of the classes %s", label, strings.Join(m.class, ","))}
+		return 0, false, codec.Unlisted(fmt.Sprintf("label %q is not one of the classes %s", label, strings.Join(m.class, ",")))
 	}
 	if len(m.class) >= m.cfg.MaxClasses {
 		return 0, false, &codec.Error{Reason: codec.ReasonTooManyClasses, Detail: fmt.Sprintf("label %q would be class %d; the limit is %d", label, len(m.class)+1, m.cfg.MaxClasses)}

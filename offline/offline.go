@@ -201,6 +201,14 @@ type Result struct {
 	// Skipped is how many records the model refused and a run skipped
 	// under Config.MaxBad (the most of any order).
 	Skipped int `json:"skipped,omitempty"`
+	// Unlisted and TestUnlisted are how many records of the training and
+	// the test data had a label in none of the lists (codec.Unlisted: in
+	// neither --positive nor --negative, or not one of the classes): not
+	// played, not scored, and not bad records either (the most of any
+	// order). Records whose labels the data set's loader mapped were
+	// dropped there and are not counted here.
+	Unlisted     int `json:"unlisted,omitempty"`
+	TestUnlisted int `json:"test_unlisted,omitempty"`
 	// Classes, Accuracy, MacroF1, Recall and Confusion are set for
 	// many-class runs: the classes (in the order the first order met
 	// them), the mean accuracy and macro-F1 over orders, and per-class
@@ -264,6 +272,8 @@ type run struct {
 	rows           []rowStats
 	seen           int // records played
 	skipped        int // records the model refused, under Config.MaxBad
+	unlisted       int // records of a label in no list (codec.IsUnlisted)
+	testUnlisted   int // the same in the test data
 	classes        []string
 	seconds        float64
 	margins        []float64 // for the trace
@@ -731,6 +741,10 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 	for j := range test.Len() {
 		var o model.Result
 		if err := step(m, test, j, false, &tr.label, &o); err != nil {
+			if codec.IsUnlisted(err) {
+				r.testUnlisted++
+				continue
+			}
 			return fmt.Errorf("test %w", err)
 		}
 		if !o.Labeled {
@@ -765,6 +779,13 @@ func (r *run) refused(err error, i int, cfg Config) error {
 	if !errors.As(err, &ce) {
 		return err
 	}
+	if codec.IsUnlisted(err) {
+		// Not part of the problem the label lists define: not a bad
+		// record, and not one of the examples either.
+		r.unlisted++
+		r.seen = i + 1
+		return nil
+	}
 	if r.skipped < cfg.MaxBad {
 		// A record the model refuses changes nothing in it: skipped,
 		// counted, and said once (by the first run).
@@ -786,7 +807,7 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 	out := make([]Result, 0, len(names))
 	for row, canon := range names {
 		var mr, br, kappa, upd, sup, supMax, acc, eps, seen, played, sw []float64
-		skipped := 0
+		skipped, unlisted, testUnlisted := 0, 0, 0
 		complete := true
 		for _, r := range runs {
 			if r.seen == 0 {
@@ -798,8 +819,9 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 				}
 				complete = complete && r.seen == n
 				seen = append(seen, float64(r.seen))
-				played = append(played, float64(r.seen-r.skipped))
+				played = append(played, float64(r.seen-r.skipped-r.unlisted))
 				skipped = max(skipped, r.skipped)
+				unlisted, testUnlisted = max(unlisted, r.unlisted), max(testUnlisted, r.testUnlisted)
 				mr = append(mr, rs.mistakeRate)
 				br = append(br, rs.baselineRate)
 				kappa = append(kappa, rs.kappa)
@@ -817,6 +839,7 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 		complete = complete && len(seen) == orders
 		res := Result{
 			Spec: canon, Kernel: kernels[row], Orders: len(seen), Examples: int(math.Round(mean(played))), Skipped: skipped,
+			Unlisted: unlisted, TestUnlisted: testUnlisted,
 			ExamplesPerSecond: mean(eps), Interrupted: !complete, Updates: mean(upd), BaselineRate: mean(br),
 			Delay: cfg.Delay,
 		}

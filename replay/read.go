@@ -496,8 +496,9 @@ func (d *decoder) decode(m kafka.Message) Record {
 		} else {
 			var keep bool
 			rec.Y, keep, err = d.src.Labels.Map(label)
-			if !keep {
-				rec.Y = 0
+			if err == nil && !keep {
+				// In neither list: not played, as the model refuses it.
+				err = d.src.Labels.Unlisted(label)
 			}
 		}
 	}

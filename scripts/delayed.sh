@@ -25,7 +25,9 @@ for s in "${sets[@]}"; do
   case $s in
   elec2) # real: 45,312 half-hours of the NSW market, label UP/DOWN
     file=$data/events/elec2.jsonl.gz; kernel=rbf:gamma=1
-    extra=(--label-field class --positive UP --key-field id --ignore-field date)
+    # day is the weekday, nominal in elecNormNew: a category, as these tables
+    # were measured (the string "2" alone would be the number 2).
+    extra=(--label-field class --positive UP --key-field id --ignore-field date --features day:categorical)
     zcat "$file" | jq -r .class > "$out/$s.labels" ;;
   gauss) # gradual: the means rotate by 90° three times, over 2000 points each
     "$sl" gen gauss --n 20000 --shifts 3 --drift gradual --width 2000 --seed 1 --out "$out/gauss.libsvm"

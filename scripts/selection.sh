@@ -49,7 +49,9 @@ for s in "${sets[@]}"; do
     file=$out/reuters.libsvm; cand=$(candidates poly:degree=4,coef0=1 rbf:gamma=1 rbf:gamma=0.1) ;;
   elec2) # real: 45,312 half-hours of the NSW market, label UP/DOWN
     file=$data/events/elec2.jsonl.gz; cand=$(candidates rbf:gamma=1 rbf:gamma=10 rbf:gamma=0.1)
-    extra=(--label-field class --positive UP --ignore-field id --ignore-field date) ;;
+    # day is the weekday, nominal in elecNormNew: a category, as these tables
+    # were measured (the string "2" alone would be the number 2).
+    extra=(--label-field class --positive UP --ignore-field id --ignore-field date --features day:categorical) ;;
   *) echo "unknown stream $s" >&2; exit 2 ;;
   esac
   for rule in "window=2000,margin=0.01" "window=500,margin=0.01" "window=2000,margin=0.01 adwin"; do

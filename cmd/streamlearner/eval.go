@@ -40,7 +40,7 @@ type evalCmd struct {
 	Limit       int      `help:"Use only the first N examples of the data file (0: all)."`
 	Standardize bool     `help:"Scale features to mean 0, std 1 with training-set statistics (also applied to --test)."`
 	Positive    string   `placeholder:"LABELS" help:"Comma-separated labels mapped to +1; the others to -1."`
-	Negative    string   `placeholder:"LABELS" help:"With --positive: labels mapped to -1; records with other labels are dropped."`
+	Negative    string   `placeholder:"LABELS" help:"With --positive: labels mapped to -1; records with other labels are skipped (not predicted, learned or scored) and counted."`
 	Format      string   `default:"table" enum:"table,json" help:"Output format: table or json."`
 	Trace       string   `placeholder:"FILE" help:"Write each round's margin f(x) before learning, one line per round, a column per learner (needs --keep-order)."`
 	Jobs        int      `default:"1" help:"Runs (learner × order) in parallel; more than 1 makes examples/s figures contend for cores."`
@@ -48,12 +48,16 @@ type evalCmd struct {
 	Curve       string   `placeholder:"FILE" help:"Write the learning curve, a point every --print-every records (default 1000) per run: CSV, or JSON lines when FILE ends in .jsonl or .json."`
 	Window      int      `default:"1000" help:"Labeled records in the windowed mistake rate of the running metrics."`
 	Delay       int      `placeholder:"N" help:"Reveal each label N records after its record (delayed progressive validation); 0: at once."`
-	MaxBad      int      `placeholder:"N" help:"Skip up to N bad records (malformed, over the limits, a label outside the map), each reported by file line on stderr, before one more fails the run (0: the first fails it)."`
+	MaxBad      int      `placeholder:"N" help:"Skip up to N bad records (malformed, over the limits, a label that is not binary without --positive), each reported by file line on stderr, before one more fails the run (0: the first fails it)."`
 	Predictions string   `placeholder:"FILE" help:"Write each record's prediction (first order): line, key, prediction (class or ±1), margin, label; CSV, or JSON lines when FILE ends in .jsonl or .json (the fields and types of run's prediction records: prediction, class, margin, label, label_class)."`
 
 	stats   *dataset.Stats // --standardize: the training set's
 	skips   *skipReport    // records skipped so far (loading and learning)
 	loading func(int)      // the records a load has read so far, for its progress line
+	// dropped counts, by file, the records whose label the loader found
+	// in neither --positive nor --negative (binary records; the model
+	// refuses those of events and class lists, counted in the results).
+	dropped map[string]int
 }
 
 // skipReport counts the records --max-bad let through; the loader and the
@@ -117,7 +121,7 @@ func kernelAndLabels(kernel, positive, negative string) (learners.Kernel, codec.
 }
 
 func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
-	c.skips = &skipReport{}
+	c.skips, c.dropped = &skipReport{}, map[string]int{}
 	kern, labels, err := kernelAndLabels(c.Kernel, c.Positive, c.Negative)
 	if err != nil {
 		return err
@@ -191,7 +195,27 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	if n := c.skips.n; n > 0 {
 		fmt.Fprintf(os.Stderr, "streamlearner: %d bad records skipped (--max-bad %d)\n", n, c.MaxBad)
 	}
+	c.reportUnlisted(results)
 	return errors.Join(err, werr)
+}
+
+// reportUnlisted says how many records of each file had a label in none
+// of the lists (--positive with --negative, --classes A,B,…): skipped, as
+// the service dead-letters them (bad_label), not counted as examples.
+func (c *evalCmd) reportUnlisted(results []offline.Result) {
+	train, test := c.dropped[c.Data], c.dropped[c.Test]
+	if len(results) > 0 {
+		train += results[0].Unlisted
+		test += results[0].TestUnlisted
+	}
+	for _, f := range []struct {
+		path string
+		n    int
+	}{{c.Data, train}, {c.Test, test}} {
+		if f.n > 0 {
+			fmt.Fprintf(os.Stderr, "streamlearner: %d records of %s skipped: their label is in none of the label lists (--positive/--negative, --classes)\n", f.n, f.path)
+		}
+	}
 }
 
 // relaxedLoadBytes bounds the files relaxGC loads with a relaxed
@@ -258,6 +282,7 @@ func (c *evalCmd) load(ctx context.Context, path string, mc model.Config, labels
 	if err != nil {
 		return nil, err
 	}
+	c.dropped[path] = set.Dropped
 	if c.Standardize {
 		// Training-set statistics, applied to the test set too.
 		if c.stats == nil {

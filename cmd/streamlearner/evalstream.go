@@ -43,13 +43,16 @@ func (c *evalCmd) stream(mc model.Config, labels codec.LabelMap) *offline.Data {
 			})
 		}
 		d := &offline.Data{}
-		_, err := dataset.EachBatch(ctx, c.Data, opts, func(rb *dataset.Batch) error {
+		dropped, err := dataset.EachBatch(ctx, c.Data, opts, func(rb *dataset.Batch) error {
 			d.X, d.Labels, d.Lines = rb.X, d.Labels[:0], rb.Lines
 			for _, y := range rb.Y {
 				d.Labels = append(d.Labels, offline.LabelToken(y))
 			}
 			return fn(d)
 		})
+		if first {
+			c.dropped[c.Data] = dropped
+		}
 		return err
 	}
 	return offline.FromStream(read, !mc.Events && len(mc.Classes) == 0)

@@ -200,7 +200,7 @@ func (c *featuresCmd) Run(ctx context.Context, out io.Writer) error {
 		text.see(&ev)
 		for _, fl := range ev.Fields {
 			name, text := ev.Name(fl), ev.Text(fl)
-			key := string(name)
+			key := features.Name(name) // education-num and education_num are one feature
 			if fl.Kind != codec.FieldNumeric {
 				key += "=" + string(text)
 			}

@@ -216,7 +216,8 @@ func usageHint(p *kong.Kong, err error) string {
 // about unit scale — one-hot categories, LIBSVM's scaled sets, events with
 // --scale online — where measured: a9a, Adult and Elec2 events learn as
 // well with it as with their tuned kernels. Raw values in the hundreds make
-// every kernel value 0, so the help says to scale them.
+// every kernel value 0, so the help says to scale them. A bare "rbf" has
+// the same γ (learners.DefaultGamma).
 const defaultKernel = "rbf:gamma=0.1"
 
 // helpVars are the variables the flags' tags use.

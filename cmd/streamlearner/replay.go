@@ -30,7 +30,7 @@ type replayCmd struct {
 	Kernel            string        `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`
 	Seed              uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p, as run does)."`
 	Positive          string        `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
-	Negative          string        `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`
+	Negative          string        `placeholder:"LABELS" help:"With --positive: labels mapped to -1; records with other labels are bad records (bad_label), not played."`
 	Window            int           `default:"1000" help:"Labeled records in the windowed mistake rate."`
 	Shifts            string        `placeholder:"OFFSETS|from-headers" help:"Known shifts: comma-separated offsets, or from-headers (a change of the streamlearner.segment header)."`
 	RecoveryWindow    int           `default:"200" help:"Labeled post-shift records whose mistake rate decides recovery."`

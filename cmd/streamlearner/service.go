@@ -131,7 +131,7 @@ type runCmd struct {
 	Seed                   uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p)."`
 	Start                  string        `default:"earliest" enum:"earliest,latest" help:"Where a partition with no committed offset starts."`
 	Positive               string        `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`
-	Negative               string        `placeholder:"LABELS" help:"With --positive: labels mapped to -1; others are predicted, not learned."`
+	Negative               string        `placeholder:"LABELS" help:"With --positive: labels mapped to -1; records with other labels are dead-lettered (bad_label), not predicted or learned."`
 	MaxRecordBytes         int           `default:"1048576" help:"Largest record accepted; larger ones are dead-lettered."`
 	MaxFeatureIndex        uint32        `default:"16777216" help:"Largest feature index accepted."`
 	MaxNonZeros            int           `default:"65536" help:"Most features in one record."`
