@@ -320,6 +320,9 @@ func (c *Config) codec() (compress.Codec, error) {
 	if err := z.UnmarshalText([]byte(c.Compression)); err != nil || c.Compression != "none" && z == compress.None {
 		return nil, fmt.Errorf("compression %q: want none, gzip, snappy, lz4 or zstd", c.Compression)
 	}
+	if z == compress.Lz4 {
+		return lz4Codec{}, nil
+	}
 	return z.Codec(), nil
 }
 

@@ -294,7 +294,7 @@ func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int
 		compression = z
 	}
 	cfg := benchrun.Config{
-		Broker: addr, Topic: fmt.Sprintf("bench-%s-%d-%d", mode, partitions, run), Partitions: partitions, Records: c.Records, Input: msgs,
+		Broker: addr, Topic: fmt.Sprintf("bench-%s-%d-%d", strings.ReplaceAll(mode, "/", "-"), partitions, run), Partitions: partitions, Records: c.Records, Input: msgs,
 		Learner: c.Learner, Kernel: kern, PassThrough: mode == "passthrough",
 		ProcessingGuarantee: map[bool]string{true: pipeline.ExactlyOnce, false: pipeline.AtLeastOnce}[mode == "exactly-once"],
 		CheckpointEvery:     c.CheckpointEvery, CheckpointDir: dir, SampleRSS: sampleRSS,
