@@ -1391,7 +1391,10 @@ func (w *worker) stop() {
 	defer cancel()
 	err := w.checkpoint(ctx, true)
 	switch {
-	case err != nil && w.txn != nil && errors.Is(err, errFenced):
+	case err != nil && w.txn != nil && (errors.Is(err, errFenced) || producerFenced(err)):
+		// At the generation's end a producer fenced is the partition's
+		// next owner: no bump (it would fence the owner in turn), and
+		// nothing written since the last commit becomes visible.
 		w.m.cfg.Metrics.Transactions.WithLabelValues("aborted", "fenced").Inc()
 		w.log.Warn().Err(err).Msg("fenced: another member owns the partition now; nothing this member wrote since its last commit becomes visible")
 	case err != nil && w.txn != nil:

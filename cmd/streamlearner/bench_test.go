@@ -32,7 +32,7 @@ func TestBenchMeasuresEachRunInAProcessOfItsOwn(t *testing.T) {
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) != 5 || f[0] != "learn" {
+		if len(f) != 6 || f[0] != "learn" {
 			continue
 		}
 		parts, err1 := strconv.Atoi(f[1])
