@@ -108,6 +108,8 @@ import (
 	"strings"
 	"unsafe"
 
+	// The "auto" learner: a model names it as any learner spec.
+	_ "github.com/streamlearner/streamlearner/autolearn"
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/learners"
