@@ -135,8 +135,8 @@ type cand struct {
 // Change is a change of champion: from the labeled record After on, Name's
 // predictions were emitted.
 type Change struct {
-	After uint64
-	Name  string
+	After uint64 `json:"after"`
+	Name  string `json:"name"`
 }
 
 // maxHistory bounds the champion changes kept.

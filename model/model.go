@@ -850,6 +850,11 @@ func (m *Model) CandidateEval(i int) *prequential.Evaluator {
 // CandidateSupport is candidate i's support-set size (all its classes).
 func (m *Model) CandidateSupport(i int) int { return m.cands[i].support() }
 
+// CandidateLearners are candidate i's learners: its binary learner, or
+// one per class in many-class mode. For reports (an "auto" learner's
+// search); stepping them would change the model.
+func (m *Model) CandidateLearners(i int) []learners.Learner { return m.cands[i].ls }
+
 // Champion is the candidate whose predictions the next record emits (0
 // without challengers).
 func (m *Model) Champion() int {

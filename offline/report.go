@@ -48,6 +48,11 @@ func WriteTable(w io.Writer, results []Result) error {
 	}
 	writeSelection(w, results)
 	for _, r := range results {
+		if r.Auto != nil {
+			writeAuto(w, r)
+		}
+	}
+	for _, r := range results {
 		if r.Classes != nil {
 			if err := writeClasses(w, r); err != nil {
 				return err
@@ -119,4 +124,22 @@ func WriteJSON(w io.Writer, results []Result) error {
 	return enc.Encode(struct {
 		Learners []Result `json:"learners"`
 	}{results})
+}
+
+// writeAuto prints what an "auto" learner chose: its champions over time
+// and its candidates' mistake rates at the end.
+func writeAuto(w io.Writer, r Result) {
+	a := r.Auto
+	fmt.Fprintf(w, "\n%s: %d changes of champion (first order); champion from labeled record:\n", r.Spec, a.Switches)
+	for _, c := range a.Champions {
+		fmt.Fprintf(w, "  %9d  %s\n", c.After, c.Name)
+	}
+	fmt.Fprintln(w, "candidates at the end (mistakes since their birth):")
+	for _, c := range a.Candidates {
+		mark := " "
+		if c.Champion {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "  %s %6.2f %%  from %d  %s\n", mark, 100*c.Rate, c.Born, c.Name)
+	}
 }

@@ -1,0 +1,30 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEvalDefaultsToAuto: eval without --learner searches ("auto") and
+// reports what it chose.
+func TestEvalDefaultsToAuto(t *testing.T) {
+	got := evalJSON(t, "eval", "--data", "../../testdata/a9a.gz", "--limit", "3000", "--keep-order", "--format", "json")
+	if len(got) != 1 || got[0].Spec != "auto" || got[0].Auto == nil {
+		t.Fatalf("%+v", got)
+	}
+	a := got[0].Auto
+	if len(a.Champions) == 0 || a.Champions[0].After != 0 || len(a.Candidates) == 0 || len(a.Candidates) > 3 {
+		t.Fatalf("auto report %+v", a)
+	}
+	// a9a's mistake rate is about 20 %, below the majority baseline.
+	if r := got[0]; r.MistakeRate < 0.1 || r.MistakeRate >= r.BaselineRate {
+		t.Fatalf("mistake rate %.4f, baseline %.4f", r.MistakeRate, r.BaselineRate)
+	}
+	out, err := execute(t, "eval", "--data", "../../testdata/a9a.gz", "--limit", "1000", "--learner", "auto:learners=rbp|lbp,budget=50..100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "champion from labeled record") || !strings.Contains(out, "candidates at the end") {
+		t.Fatalf("no report of the search in\n%s", out)
+	}
+}
