@@ -28,3 +28,19 @@ func TestEvalDefaultsToAuto(t *testing.T) {
 		t.Fatalf("no report of the search in\n%s", out)
 	}
 }
+
+// TestAutoReplayEqualsEval: replay of a topic with --learner auto gives
+// eval's numbers on the same records in file order.
+func TestAutoReplayEqualsEval(t *testing.T) {
+	b, dir, file := seaFileAndTopic(t)
+	flags := []string{"--learner", "auto:rung=50,window=300,width=10", "--seed", "3"}
+	ev := evalJSON(t, append([]string{"eval", "--data", file, "--keep-order", "--format", "json"}, flags...)...)
+	_, rep := replaySea(t, b, dir, flags)
+	rows := rep.Partitions[0].Learners
+	if len(rows) != 1 || len(ev) != 1 || ev[0].Auto == nil || ev[0].Auto.Switches == 0 {
+		t.Fatalf("replay rows %d, eval rows %d: %+v", len(rows), len(ev), ev)
+	}
+	if r, e := rows[0], ev[0]; r.MistakeRate != e.MistakeRate || float64(r.Support) != e.Support {
+		t.Fatalf("replay %v (support %d), eval %v (%v)", r.MistakeRate, r.Support, e.MistakeRate, e.Support)
+	}
+}
