@@ -5,17 +5,18 @@
 // The rules up front:
 //   - A candidate is a learner (Config.Learners) at a budget, on a kernel
 //     (linear, polynomial of a degree, RBF of a γ), on the records as they
-//     come or scaled online (each feature divided by its root mean square
-//     over the records before, so that sparse records stay sparse).
+//     come or scaled online (each feature divided by its standard
+//     deviation over the records before, not centred, so that sparse
+//     records stay sparse).
 //   - Every candidate alive predicts, then learns, every record; the
 //     emitted margin is the champion's. A switch takes effect from the
 //     next record.
 //   - Successive halving: the search starts with Config.Width candidates
 //     spread over the space (every kernel and scaling first, then every
 //     learner), all born at the first record. After Rung labeled records,
-//     then 2·Rung more, 4·Rung more…, the better half by mistakes since
-//     birth stays (ties to the earlier born) and the best is champion,
-//     until Config.Keep are left.
+//     then 2·Rung more, 4·Rung more…, the better half by mistakes in the
+//     rung stays (ties to fewer since birth, then to the earlier born) and
+//     the best is champion, until Config.Keep are left.
 //   - Then a duel per challenger: after a warm-up of Window/2 labeled
 //     records from its birth, a challenger's mistakes over Window labeled
 //     records are compared with the champion's over the same records. The
@@ -39,6 +40,7 @@
 package autolearn
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -65,10 +67,10 @@ func init() {
 				{Name: "degree", Default: "2..3", Doc: "polynomial degree range"},
 				{Name: "scale", Default: "both", Doc: "online scaling: both, on, off"},
 				{Name: "memory", Default: "64MiB", Doc: "bound on the candidates' memory"},
-				{Name: "width", Default: "24", Doc: "candidates at the start"},
+				{Name: "width", Default: "48", Doc: "candidates at the start"},
 				{Name: "keep", Default: "3", Doc: "candidates after the halving (champion and challengers)"},
 				{Name: "rung", Default: "200", Doc: "labeled records of the first halving rung"},
-				{Name: "window", Default: "2000", Doc: "labeled records of a duel"},
+				{Name: "window", Default: "1000", Doc: "labeled records of a duel"},
 				{Name: "margin", Default: "0.01", Doc: "rate a challenger must win a duel by"},
 			},
 		},
@@ -122,6 +124,7 @@ type cand struct {
 	l     learners.Learner
 	born  uint64 // labeled records before its first
 	total uint64 // mistakes since birth
+	rung  uint64 // mistakes in the halving's current rung
 	// The duel (after the halving): from is the labeled count from which
 	// its mistakes and the champion's are counted, mine and champ those
 	// counts.
@@ -176,8 +179,9 @@ type Auto struct {
 	history  []Change
 	losers   []string
 
-	// The scaler: sum of squares per feature over the rounds played.
-	sq []float64
+	// The scaler: per feature j, the sum of its values over the rounds
+	// played at 2j and of their squares at 2j+1.
+	stats []float64
 	// scaled is this round's scaled record (its own values, x's indices).
 	scaled sparse.Vector
 }
@@ -367,8 +371,11 @@ func (a *Auto) Predict(x sparse.Vector) float64 {
 	return ch.l.Predict(x)
 }
 
-// scale is x scaled by the statistics of the rounds before (a feature not
-// seen yet is left as it is), in storage reused at the next call.
+// scale is x scaled by the statistics of the rounds before: each feature
+// divided by its standard deviation (absent counts as 0; a feature with no
+// spread yet is left as it is), not centred, so that a sparse record stays
+// sparse (an RBF kernel does not see a shift). In storage reused at the
+// next call.
 func (a *Auto) scale(x sparse.Vector) sparse.Vector {
 	a.scaled.Idx = x.Idx
 	a.scaled.Val = append(a.scaled.Val[:0], x.Val...)
@@ -377,8 +384,12 @@ func (a *Auto) scale(x sparse.Vector) sparse.Vector {
 	}
 	n := float64(a.rounds)
 	for i, j := range x.Idx {
-		if int(j) < len(a.sq) && a.sq[j] > 0 {
-			a.scaled.Val[i] = x.Val[i] / math.Sqrt(a.sq[j]/n)
+		if 2*int(j)+1 >= len(a.stats) {
+			break
+		}
+		mean := a.stats[2*j] / n
+		if v := a.stats[2*j+1]/n - mean*mean; v > 0 {
+			a.scaled.Val[i] = x.Val[i] / math.Sqrt(v)
 		}
 	}
 	return a.scaled
@@ -393,10 +404,11 @@ func (a *Auto) observe(x sparse.Vector) {
 		if j >= scaleCap {
 			break
 		}
-		if int(j) >= len(a.sq) {
-			a.sq = append(a.sq, make([]float64, int(j)+1-len(a.sq))...)
+		if 2*int(j)+1 >= len(a.stats) {
+			a.stats = append(a.stats, make([]float64, 2*int(j)+2-len(a.stats))...)
 		}
-		a.sq[j] += x.Val[i] * x.Val[i]
+		a.stats[2*j] += x.Val[i]
+		a.stats[2*j+1] += x.Val[i] * x.Val[i]
 	}
 }
 
@@ -406,6 +418,7 @@ func (a *Auto) score() {
 	for _, c := range a.cands {
 		if c.mistake {
 			c.total++
+			c.rung++
 		}
 		if !a.halving && c != ch && a.labeled > c.from {
 			if c.mistake {
@@ -451,16 +464,23 @@ func (a *Auto) better(c, d *cand) bool {
 
 // halve ends a rung: the better half stays, the best is champion.
 func (a *Auto) halve() {
+	// By the mistakes of the rung: the latest, longest stretch, where
+	// each candidate is as trained as it will be soon, not its start.
 	ranked := slices.Clone(a.cands)
 	slices.SortStableFunc(ranked, func(c, d *cand) int {
-		if a.better(c, d) {
+		switch {
+		case c.rung != d.rung:
+			return cmp.Compare(c.rung, d.rung)
+		case a.better(c, d):
 			return -1
-		}
-		if a.better(d, c) {
+		case a.better(d, c):
 			return 1
 		}
 		return 0
 	})
+	for _, c := range ranked {
+		c.rung = 0
+	}
 	keep := max(a.cfg.Keep, (len(ranked)+1)/2)
 	ranked = ranked[:min(keep, len(ranked))]
 	a.setCands(ranked, ranked[0])
@@ -619,7 +639,7 @@ func (a *Auto) memory(extra *point) int64 {
 		}
 		return m.Peak + candOverhead
 	}
-	total := int64(cap(a.sq)*8 + cap(a.scaled.Val)*8)
+	total := int64(cap(a.stats)*8 + cap(a.scaled.Val)*8)
 	for _, c := range a.cands {
 		total += est(c.pt)
 	}

@@ -49,7 +49,7 @@ type Config struct {
 	// to stay under it.
 	Memory int64
 	// Width is the number of candidates the search starts with (they all
-	// learn every record until the halving cuts them); default 24.
+	// learn every record until the halving cuts them); default 48.
 	Width int
 	// Keep is the number of candidates left once the halving is done: the
 	// champion and Keep−1 challengers that explore near it; default 3.
@@ -59,7 +59,7 @@ type Config struct {
 	// rung is twice as long; default 200.
 	Rung int
 	// Window is the labeled records over which a challenger is compared
-	// with the champion, after a warm-up of Window/2; default 2000.
+	// with the champion, after a warm-up of Window/2; default 1000.
 	Window int
 	// Margin is how much lower a challenger's mistake rate over the
 	// window must be to replace the champion; default 0.01.
@@ -89,7 +89,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Memory = 64 << 20
 	}
 	if c.Width == 0 {
-		c.Width = 24
+		c.Width = 48
 	}
 	if c.Keep == 0 {
 		c.Keep = 3
@@ -98,7 +98,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Rung = 200
 	}
 	if c.Window == 0 {
-		c.Window = 2000
+		c.Window = 1000
 	}
 	if c.Margin == 0 {
 		c.Margin = 0.01
@@ -157,8 +157,8 @@ func budgetKey(name string) (string, error) {
 
 // Parse reads the spec's parameters: learners=rbp|projectron++,
 // kernels=rbf|linear, gamma=0.01..1, budget=100..400, degree=2..3,
-// scale=both|on|off, kernel=search|given, memory=64MiB, width=24, keep=3,
-// rung=200, window=2000, margin=0.01. A range may be one value.
+// scale=both|on|off, kernel=search|given, memory=64MiB, width=48, keep=3,
+// rung=200, window=1000, margin=0.01. A range may be one value.
 func Parse(sp learners.Spec) (Config, error) {
 	var c Config
 	if sp.Name != Name {

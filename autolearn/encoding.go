@@ -130,8 +130,8 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 		uint64(map[bool]int{false: 0, true: 1}[a.halving]), a.rungEnd, a.rungLen, a.switches} {
 		e.u(v)
 	}
-	e.u(uint64(len(a.sq)))
-	for _, v := range a.sq {
+	e.u(uint64(len(a.stats)))
+	for _, v := range a.stats {
 		e.f(v)
 	}
 	e.u(uint64(len(a.history)))
@@ -147,7 +147,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	for _, c := range a.cands {
 		e.u(c.id)
 		e.point(c.pt)
-		for _, v := range []uint64{c.born, c.total, c.from, c.mine, c.champ} {
+		for _, v := range []uint64{c.born, c.total, c.rung, c.from, c.mine, c.champ} {
 			e.u(v)
 		}
 		l, err := c.l.MarshalBinary()
@@ -194,9 +194,12 @@ func Unmarshal(b []byte) (*Auto, error) {
 		*p = d.u()
 	}
 	a.maxIdx, a.halving = uint32(min(maxIdx, math.MaxUint32)), halving == 1
-	a.sq = make([]float64, d.count(8))
-	for i := range a.sq {
-		a.sq[i] = d.f()
+	a.stats = make([]float64, d.count(8))
+	for i := range a.stats {
+		a.stats[i] = d.f()
+	}
+	if len(a.stats)%2 != 0 {
+		d.fail("scaler statistics")
 	}
 	a.history = make([]Change, d.count(2))
 	for i := range a.history {
@@ -209,7 +212,7 @@ func Unmarshal(b []byte) (*Auto, error) {
 	n := d.count(8)
 	for range n {
 		c := &cand{id: d.u(), pt: d.point()}
-		for _, p := range []*uint64{&c.born, &c.total, &c.from, &c.mine, &c.champ} {
+		for _, p := range []*uint64{&c.born, &c.total, &c.rung, &c.from, &c.mine, &c.champ} {
 			*p = d.u()
 		}
 		state := d.bytes()

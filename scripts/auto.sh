@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# --learner auto against a grid of 30 fixed configurations: five learners
+# (RBP, LBP, Forgetron, Projectron++ at B = 100, PA-I capped at 100) × six
+# kernels (linear, RBF γ = 0.001, 0.01, 0.1, 1, 10), records unscaled; one
+# pass in eval's default random order (seed 1). For a9a and Covertype it
+# also plays auto's final champion alone, for the CPU ratio. docs/auto.md
+# quotes the table.
+# Usage: scripts/auto.sh [a9a|banana|covtype|w8a|waveform|usps|pendigits|letter|mnist ...]
+# Reads ../shared/datasets (or $DATASETS); writes JSON results to
+# out/auto (or $OUT).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/datasets.sh
+out=${OUT:-out/auto}
+sets=("$@")
+[ ${#sets[@]} -gt 0 ] || sets=(a9a banana covtype w8a waveform usps pendigits letter mnist)
+mkdir -p "$out"
+go build -o bin/streamlearner ./cmd/streamlearner
+sl=bin/streamlearner
+kernels=(linear rbf:gamma=0.001 rbf:gamma=0.01 rbf:gamma=0.1 rbf:gamma=1 rbf:gamma=10)
+grid=(--learner rbp:budget=100 --learner lbp:budget=100 --learner forgetron:budget=100 --learner projectron++:budget=100 --learner pa1:max=100)
+
+for s in "${sets[@]}"; do
+  flags=()
+  case $s in
+  a9a) file=$data/a9a/a9a.gz ;;
+  banana) file=$data/banana/banana.libsvm ;;
+  covtype) file=$data/covtype/covtype_small_binary.libsvm ;;
+  w8a) file=$data/w8a/w8a.gz ;;
+  waveform) file=$data/waveform/waveform_ratsch_test.libsvm.gz ;;
+  usps) file=$data/usps/usps.gz; flags=(--classes auto) ;;
+  pendigits) file=$data/pendigits/pendigits.scale; flags=(--classes auto) ;;
+  letter) file=$data/letter/letter.libsvm.gz; flags=(--classes auto --limit 5000) ;; # a slice: 26 classes
+  mnist) file=$data/mnist/mnist.t.libsvm.gz; flags=(--classes auto --limit 3000) ;; # a slice: 784 features, 10 classes
+  *) echo "unknown data set $s" >&2; exit 2 ;;
+  esac
+  for k in "${kernels[@]}"; do
+    "$sl" eval --data "$file" --kernel "$k" "${grid[@]}" "${flags[@]}" --seed 1 --format json > "$out/$s-grid-$k.json" 2>/dev/null
+  done
+  "$sl" eval --data "$file" "${flags[@]}" --seed 1 --format json > "$out/$s-auto.json" 2>/dev/null
+  if [ "$s" = a9a ] || [ "$s" = covtype ]; then
+    # The final champion alone, on records scaled as auto scaled them
+    # when it did (eval --standardize: the whole pass's statistics, not
+    # the running ones, which changes the rate, not the cost).
+    champ=$(jq -r '.learners[0].auto.candidates[] | select(.champion) | .name' "$out/$s-auto.json")
+    read -r spec kern scaled <<< "${champ/kernel=/}"
+    std=()
+    [ "${scaled:-}" = scaled ] && std=(--standardize)
+    for i in 1 2 3; do
+      "$sl" eval --data "$file" --kernel "$kern" --learner "$spec" "${std[@]}" --seed 1 --format json > "$out/$s-champion-$i.json" 2>/dev/null
+      "$sl" eval --data "$file" --seed 1 --format json > "$out/$s-auto-$i.json" 2>/dev/null
+    done
+  fi
+done
+
+# The table: auto, the grid's best in hindsight, its median (the mean of
+# the 15th and 16th of 30) and the fixed choice projectron++ B = 100 on
+# RBF γ = 0.1; mistakes in percent.
+pct='(. * 10000 | round / 100)'
+echo
+echo "| data | auto | best of the grid in hindsight | grid median | projectron++ B=100, γ=0.1 | auto within max(1 point, 15 %) of the best | auto ≤ median |"
+echo "|---|---|---|---|---|---|---|"
+for s in "${sets[@]}"; do
+  jq -rs --arg s "$s" "
+    (.[0].learners[0].mistake_rate) as \$auto |
+    ([.[1:][] | .learners[] | {r: .mistake_rate, c: \"\(.spec) \(.kernel)\"}] | sort_by(.r)) as \$g |
+    (\$g[0]) as \$best | ((\$g[14].r + \$g[15].r) / 2) as \$med |
+    ([.[1:][] | .learners[] | select(.spec == \"projectron++:budget=100,max=100\" and .kernel == \"rbf:gamma=0.1\") | .mistake_rate][0]) as \$fixed |
+    \"| \(\$s) | \(\$auto | $pct) | \(\$best.r | $pct) (\(\$best.c)) | \(\$med | $pct) | \(\$fixed | $pct) | \(if \$auto <= \$best.r + ([0.01, 0.15 * \$best.r] | max) then \"yes\" else \"no\" end) | \(if \$auto <= \$med then \"yes\" else \"no\" end) |\"
+  " "$out/$s-auto.json" "$out/$s"-grid-*.json
+done
+echo
+echo "CPU: examples/s of auto and of its final champion alone (best of 3)"
+for s in a9a covtype; do
+  [ -f "$out/$s-champion-1.json" ] || continue
+  a=$(jq -s '[.[].learners[0].examples_per_second] | max' "$out/$s"-auto-?.json)
+  c=$(jq -s '[.[].learners[0].examples_per_second] | max' "$out/$s"-champion-?.json)
+  champ=$(jq -r '.learners[0].auto.candidates[] | select(.champion) | .name' "$out/$s-auto.json")
+  echo "$s: auto $(printf %.0f "$a")/s, champion ($champ) alone $(printf %.0f "$c")/s: ratio $(echo "$c / $a" | bc -l | xargs printf %.2f)"
+done
