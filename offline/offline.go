@@ -301,8 +301,9 @@ type AutoReport struct {
 	Candidates []autolearn.Status `json:"candidates"`
 }
 
-// autoReport is the report of row k's learner in m when it is "auto".
-func autoReport(m *model.Model, k int) *AutoReport {
+// AutoOf is what candidate k of m chose when its learner is "auto" (in
+// binary mode), or nil.
+func AutoOf(m *model.Model, k int) *AutoReport {
 	if k >= m.Candidates() {
 		return nil
 	}
@@ -659,7 +660,7 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 				rs.switches = sel.Switches()
 			}
 			if cfg.Select == nil || k != selector {
-				rs.auto = autoReport(m, k)
+				rs.auto = AutoOf(m, k)
 			}
 		}
 		r.classes = m.Classes()

@@ -126,15 +126,21 @@ func WriteJSON(w io.Writer, results []Result) error {
 	}{results})
 }
 
-// writeAuto prints what an "auto" learner chose: its champions over time
-// and its candidates' mistake rates at the end.
+// writeAuto prints what an "auto" learner chose (WriteAuto) under eval's
+// table.
 func writeAuto(w io.Writer, r Result) {
-	a := r.Auto
-	fmt.Fprintf(w, "\n%s: %d changes of champion (first order); champion from labeled record:\n", r.Spec, a.Switches)
+	fmt.Fprintf(w, "\n%s: %d changes of champion (first order); ", r.Spec, r.Auto.Switches)
+	WriteAuto(w, r.Auto)
+}
+
+// WriteAuto prints an "auto" learner's champions over time and its
+// candidates' mistake rates.
+func WriteAuto(w io.Writer, a *AutoReport) {
+	fmt.Fprintln(w, "champion from labeled record:")
 	for _, c := range a.Champions {
 		fmt.Fprintf(w, "  %9d  %s\n", c.After, c.Name)
 	}
-	fmt.Fprintln(w, "candidates at the end (mistakes since their birth):")
+	fmt.Fprintln(w, "candidates (mistakes since their birth; * the champion):")
 	for _, c := range a.Candidates {
 		mark := " "
 		if c.Champion {

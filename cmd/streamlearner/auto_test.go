@@ -1,8 +1,19 @@
 package main
 
 import (
+	"context"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/streamlearner/streamlearner/autolearn"
+	"github.com/streamlearner/streamlearner/checkpoint"
+	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/offline"
 )
 
 // TestEvalDefaultsToAuto: eval without --learner searches ("auto") and
@@ -24,7 +35,7 @@ func TestEvalDefaultsToAuto(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "champion from labeled record") || !strings.Contains(out, "candidates at the end") {
+	if !strings.Contains(out, "champion from labeled record") || !strings.Contains(out, "candidates (mistakes since their birth") {
 		t.Fatalf("no report of the search in\n%s", out)
 	}
 }
@@ -42,5 +53,43 @@ func TestAutoReplayEqualsEval(t *testing.T) {
 	}
 	if r, e := rows[0], ev[0]; r.MistakeRate != e.MistakeRate || float64(r.Support) != e.Support {
 		t.Fatalf("replay %v (support %d), eval %v (%v)", r.MistakeRate, r.Support, e.MistakeRate, e.Support)
+	}
+}
+
+// TestCheckpointInspectShowsTheSearch: inspect of a snapshot whose model's
+// learner is "auto" prints its champions and candidates.
+func TestCheckpointInspectShowsTheSearch(t *testing.T) {
+	k, _ := learners.ParseKernel("rbf:gamma=0.1")
+	m, err := model.New(model.Config{Learner: "auto:rung=50,window=200,width=8", Kernel: k, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := dataset.Load(context.Background(), "../../testdata/a9a.gz", dataset.Options{Limit: 1500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, x := range set.X {
+		if _, err := m.StepVector(x, []byte(strconv.Itoa(set.Y[i]))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := m.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := checkpoint.Snapshot{Version: 2, Topic: "in", Partition: 0, Generation: 1, Seq: 1, Learner: m.Spec(), Kernel: k.String(),
+		NextOffset: 1500, Created: time.Now(), Model: b}
+	dir := t.TempDir()
+	if err := (checkpoint.DirStore{Dir: dir}).Save(context.Background(), snap.Name(), snap.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execute(t, "checkpoint", "inspect", "--checkpoint-dir", dir, snap.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := offline.AutoOf(m, 0)
+	champ := a.Candidates[slices.IndexFunc(a.Candidates, func(c autolearn.Status) bool { return c.Champion })].Name
+	if !strings.Contains(out, "search (auto:") || !strings.Contains(out, "* ") || !strings.Contains(out, champ) || a.Switches == 0 {
+		t.Fatalf("inspect does not show the search (champion %s):\n%s", champ, out)
 	}
 }
