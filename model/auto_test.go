@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/autolearn"
@@ -39,5 +40,53 @@ func TestAutoLearnerSnapshotContinues(t *testing.T) {
 				t.Fatalf("%s: the search did not get past the halving", c.name)
 			}
 		}
+	}
+}
+
+// TestSearchChangesAreReported: each change of an auto learner's champion
+// is one Result with SearchFrom and SearchTo, the same with or without a
+// restore on the way, and SearchChampion names the configuration emitted.
+func TestSearchChangesAreReported(t *testing.T) {
+	cfg := Config{Learner: "auto:rung=40,window=200,width=8", Kernel: kernel(t, "rbf:gamma=0.1"), Seed: 3}
+	recs := lines(t, "../testdata/a9a.gz", 1500)
+	run := func(cut int) []string {
+		m := build(t, cfg)
+		var changes []string
+		for i, b := range recs {
+			if i == cut {
+				snap, err := m.MarshalBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if m, err = Unmarshal(snap); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := m.SearchChampion()
+			r, err := m.Step(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.SearchTo != "" {
+				if r.SearchFrom != before || r.SearchTo != m.SearchChampion() || r.SearchFrom == r.SearchTo {
+					t.Fatalf("record %d: change %q → %q, champion %q then %q", i, r.SearchFrom, r.SearchTo, before, m.SearchChampion())
+				}
+				changes = append(changes, r.SearchTo)
+			} else if m.SearchChampion() != before {
+				t.Fatalf("record %d: the champion changed from %q to %q unreported", i, before, m.SearchChampion())
+			}
+		}
+		a := m.CandidateLearners(0)[0].(*autolearn.Auto)
+		if uint64(len(changes)) != a.Switches() || len(changes) == 0 {
+			t.Fatalf("%d changes reported, the search made %d", len(changes), a.Switches())
+		}
+		return changes
+	}
+	whole := run(-1)
+	if got := run(500); !slices.Equal(got, whole) {
+		t.Fatalf("with a restore: %v, without: %v", got, whole)
+	}
+	if m := build(t, Config{Learner: "rbp:budget=10", Kernel: kernel(t, "linear")}); m.SearchChampion() != "" {
+		t.Fatal("a learner that does not search has a search champion")
 	}
 }

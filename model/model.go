@@ -222,6 +222,11 @@ type Result struct {
 	// To the champions before and after it (both Candidate when not).
 	Switched bool
 	From, To int
+	// SearchFrom and SearchTo are set when the emitting learner searches
+	// configurations itself ("auto", binary mode) and chose another after
+	// this record: the configurations before and after (see
+	// Model.SearchChampion).
+	SearchFrom, SearchTo string
 
 	// Delayed labels (Config.Delayed). Held: the record had a key and no
 	// label; it was predicted (the prediction above) and waits in the
@@ -296,6 +301,11 @@ type candidate struct {
 	ls     []learners.Learner
 	margin []float64             // many-class: this round's margins
 	eval   prequential.Evaluator // with challengers only
+
+	// searched and chose are a searching learner's changes of champion
+	// and champion as last reported (binary mode; see searcher).
+	searched uint64
+	chose    string
 
 	// This round's outcome (see play).
 	f       float64 // margin (binary) or the predicted class's
@@ -387,6 +397,7 @@ func New(cfg Config) (*Model, error) {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 	}
+	m.initSearch()
 	return m, nil
 }
 
@@ -703,6 +714,10 @@ func (m *Model) settle(champ, y int, labeled, updated, newClass, learn, late boo
 		}
 	}
 	record(&m.eval, r.Predicted, r.Margin, updated, support)
+	if s := m.searcher(champ); s != nil && s.Switches() != c.searched {
+		r.SearchFrom, r.SearchTo = c.chose, s.Champion()
+		c.searched, c.chose = s.Switches(), r.SearchTo
+	}
 	if m.sel == nil {
 		return r
 	}
@@ -713,6 +728,41 @@ func (m *Model) settle(champ, y int, labeled, updated, newClass, learn, late boo
 		r.To, r.Switched = m.sel.Observe(mistakes)
 	}
 	return r
+}
+
+// searcher is a learner that chooses among configurations itself
+// (package autolearn's "auto"): the model reports its changes of champion.
+type searcher interface {
+	Champion() string
+	Switches() uint64
+}
+
+// searcher is candidate i's learner when it is a searcher in binary mode,
+// or nil.
+func (m *Model) searcher(i int) searcher {
+	if m.multi {
+		return nil
+	}
+	s, _ := m.cands[i].ls[0].(searcher)
+	return s
+}
+
+// initSearch takes the searchers' state as already reported.
+func (m *Model) initSearch() {
+	for i, c := range m.cands {
+		if s := m.searcher(i); s != nil {
+			c.searched, c.chose = s.Switches(), s.Champion()
+		}
+	}
+}
+
+// SearchChampion is the configuration the champion's learner emits when it
+// searches configurations itself ("auto", binary mode), or "".
+func (m *Model) SearchChampion() string {
+	if s := m.searcher(m.Champion()); s != nil {
+		return s.Champion()
+	}
+	return ""
 }
 
 // play is one candidate's round: predict (and learn), leaving the
@@ -784,6 +834,7 @@ func FromLearner(cfg Config, l learners.Learner, ev prequential.Evaluator) (*Mod
 		return nil, fmt.Errorf("model: learner %s with %s, configured %s with %s", l.Spec(), l.Kernel(), m.spec, cfg.Kernel)
 	}
 	m.cands[0].ls[0], m.eval = l, ev
+	m.initSearch()
 	return m, nil
 }
 
@@ -1228,6 +1279,7 @@ func Unmarshal(data []byte) (*Model, error) {
 	if len(r.b) != 0 {
 		return nil, fmt.Errorf("model snapshot: %d trailing bytes", len(r.b))
 	}
+	m.initSearch()
 	return m, nil
 }
 
