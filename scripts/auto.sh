@@ -2,30 +2,66 @@
 # --learner auto against a grid of 30 fixed configurations: five learners
 # (RBP, LBP, Forgetron, Projectron++ at B = 100, PA-I capped at 100) × six
 # kernels (linear, RBF γ = 0.001, 0.01, 0.1, 1, 10), records unscaled; one
-# pass in eval's default random order (seed 1). For a9a and Covertype it
-# also plays auto's final champion alone, for the CPU ratio. docs/auto.md
+# pass in eval's default random order (seed 1). For a9a and Covertype
+# (100,000 events) it also plays auto's final champion alone, three times
+# each, for the CPU ratio. docs/auto.md
 # quotes the table.
-# Usage: scripts/auto.sh [a9a|banana|covtype|w8a|waveform|usps|pendigits|letter|mnist ...]
+# With "drift" (alone), the drifting streams of docs/selection.md instead,
+# in file order: auto against the seven learners of that page alone and
+# their selection (window 2000, margin 0.01).
+# Usage: scripts/auto.sh [a9a|banana|covtype|covtype-events|w8a|waveform|usps|pendigits|letter|mnist ...]
+#        scripts/auto.sh drift
+#        scripts/auto.sh table [data sets]   the tables again from out/auto
 # Reads ../shared/datasets (or $DATASETS); writes JSON results to
 # out/auto (or $OUT).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/datasets.sh
 out=${OUT:-out/auto}
+run=1
+if [ "${1:-}" = table ]; then
+  run=0
+  shift
+fi
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(a9a banana covtype w8a waveform usps pendigits letter mnist)
+[ ${#sets[@]} -gt 0 ] || sets=(a9a banana covtype covtype-events w8a waveform usps pendigits letter mnist)
 mkdir -p "$out"
 go build -o bin/streamlearner ./cmd/streamlearner
 sl=bin/streamlearner
+if [ "${sets[0]}" = drift ]; then
+  echo "| stream | auto | best of the seven alone in hindsight | selection of the seven, window 2000 |"
+  echo "|---|---|---|---|"
+  for s in sea hyperplane gauss checkerboard; do
+    case $s in
+    sea) args=(sea --n 20000 --shifts 3); k=(rbf:gamma=0.1 rbf:gamma=1 rbf:gamma=0.01) ;;
+    hyperplane) args=(hyperplane --n 20000); k=(rbf:gamma=1 rbf:gamma=10 rbf:gamma=0.1) ;;
+    gauss) args=(gauss --n 20000 --shifts 3 --drift gradual --width 2000); k=(rbf:gamma=1 rbf:gamma=10 rbf:gamma=0.1) ;;
+    checkerboard) args=(checkerboard --n 20000 --drift gradual); k=(rbf:gamma=2 rbf:gamma=20 rbf:gamma=0.2) ;;
+    esac
+    "$sl" gen "${args[@]}" --seed 1 --out "$out/$s.libsvm" > /dev/null
+    "$sl" eval --data "$out/$s.libsvm" --keep-order --format json > "$out/$s-auto.json" 2>/dev/null
+    "$sl" eval --data "$out/$s.libsvm" --keep-order --format json --kernel "${k[0]}" --learner rbp:budget=100 --learner lbp:budget=100 \
+      --learner forgetron:budget=100 --learner projectron++:budget=100 --learner perceptron \
+      --challenger "rbp:budget=100@${k[1]}" --challenger "rbp:budget=100@${k[2]}" --select window=2000,margin=0.01 > "$out/$s-seven.json" 2>/dev/null
+    jq -rs --arg s "$s" '
+      ([.[1].learners[] | select(.selector | not)] | min_by(.mistake_rate)) as $best |
+      "| \($s) | \(.[0].learners[0].mistake_rate * 10000 | round / 100) (\(.[0].learners[0].auto.switches) changes) | \($best.mistake_rate * 10000 | round / 100) (\($best.spec) \($best.kernel)) | \(.[1].learners[-1].mistake_rate * 10000 | round / 100) |"
+    ' "$out/$s-auto.json" "$out/$s-seven.json"
+  done
+  exit 0
+fi
 kernels=(linear rbf:gamma=0.001 rbf:gamma=0.01 rbf:gamma=0.1 rbf:gamma=1 rbf:gamma=10)
 grid=(--learner rbp:budget=100 --learner lbp:budget=100 --learner forgetron:budget=100 --learner projectron++:budget=100 --learner pa1:max=100)
 
 for s in "${sets[@]}"; do
+  [ $run = 1 ] || break
   flags=()
   case $s in
   a9a) file=$data/a9a/a9a.gz ;;
   banana) file=$data/banana/banana.libsvm ;;
   covtype) file=$data/covtype/covtype_small_binary.libsvm ;;
+  covtype-events) # rows 1–100,000 of Covertype, Lodgepole Pine (2) against the rest
+    file=$data/events/covtype.jsonl.gz; flags=(--label-field Cover_Type --positive 2 --key-field id) ;;
   w8a) file=$data/w8a/w8a.gz ;;
   waveform) file=$data/waveform/waveform_ratsch_test.libsvm.gz ;;
   usps) file=$data/usps/usps.gz; flags=(--classes auto) ;;
@@ -38,17 +74,20 @@ for s in "${sets[@]}"; do
     "$sl" eval --data "$file" --kernel "$k" "${grid[@]}" "${flags[@]}" --seed 1 --format json > "$out/$s-grid-$k.json" 2>/dev/null
   done
   "$sl" eval --data "$file" "${flags[@]}" --seed 1 --format json > "$out/$s-auto.json" 2>/dev/null
-  if [ "$s" = a9a ] || [ "$s" = covtype ]; then
+  if [ "$s" = a9a ] || [ "$s" = covtype-events ]; then
     # The final champion alone, on records scaled as auto scaled them
     # when it did (eval --standardize: the whole pass's statistics, not
     # the running ones, which changes the rate, not the cost).
     champ=$(jq -r '.learners[0].auto.candidates[] | select(.champion) | .name' "$out/$s-auto.json")
     read -r spec kern scaled <<< "${champ/kernel=/}"
     std=()
-    [ "${scaled:-}" = scaled ] && std=(--standardize)
+    if [ "${scaled:-}" = scaled ]; then
+      std=(--standardize)
+      [ "$s" = a9a ] || std=(--scale online)
+    fi
     for i in 1 2 3; do
-      "$sl" eval --data "$file" --kernel "$kern" --learner "$spec" "${std[@]}" --seed 1 --format json > "$out/$s-champion-$i.json" 2>/dev/null
-      "$sl" eval --data "$file" --seed 1 --format json > "$out/$s-auto-$i.json" 2>/dev/null
+      "$sl" eval --data "$file" --kernel "$kern" --learner "$spec" "${std[@]}" "${flags[@]}" --seed 1 --format json > "$out/$s-champion-$i.json" 2>/dev/null
+      "$sl" eval --data "$file" "${flags[@]}" --seed 1 --format json > "$out/$s-auto-$i.json" 2>/dev/null
     done
   fi
 done
@@ -71,7 +110,7 @@ for s in "${sets[@]}"; do
 done
 echo
 echo "CPU: examples/s of auto and of its final champion alone (best of 3)"
-for s in a9a covtype; do
+for s in a9a covtype-events; do
   [ -f "$out/$s-champion-1.json" ] || continue
   a=$(jq -s '[.[].learners[0].examples_per_second] | max' "$out/$s"-auto-?.json)
   c=$(jq -s '[.[].learners[0].examples_per_second] | max' "$out/$s"-champion-?.json)
