@@ -184,6 +184,13 @@ type Auto struct {
 	stats []float64
 	// scaled is this round's scaled record (its own values, x's indices).
 	scaled sparse.Vector
+
+	// grouped: one of a many-class model's one-vs-rest learners, which
+	// search as one (see Group); Round then only plays, and Settle keeps
+	// the books. lead is the group's first learner, whose search and
+	// scaler the others follow (nil for the first itself).
+	grouped bool
+	lead    *Auto
 }
 
 // New builds the search over cfg's space; k is the kernel given, searched
@@ -349,17 +356,25 @@ func (a *Auto) Round(x sparse.Vector, y int) learners.Outcome {
 		}
 	}
 	out := learners.Outcome{Margin: ch.f, Mistake: ch.mistake, Updated: updated}
+	if a.grouped {
+		return out // Settle keeps the books once every class has played
+	}
+	a.books(x)
+	if y != 0 {
+		a.labeled++
+		a.score()
+	}
+	return out
+}
+
+// books counts a round's record in the records' shape and the scaler.
+func (a *Auto) books(x sparse.Vector) {
 	a.rounds++
 	a.nnz += uint64(len(x.Idx))
 	if n := len(x.Idx); n > 0 {
 		a.maxIdx = max(a.maxIdx, x.Idx[n-1])
 	}
 	a.observe(x)
-	if y != 0 {
-		a.labeled++
-		a.score()
-	}
-	return out
 }
 
 // Predict is the champion's margin; nothing changes.
@@ -379,16 +394,20 @@ func (a *Auto) Predict(x sparse.Vector) float64 {
 func (a *Auto) scale(x sparse.Vector) sparse.Vector {
 	a.scaled.Idx = x.Idx
 	a.scaled.Val = append(a.scaled.Val[:0], x.Val...)
-	if a.rounds == 0 {
+	st := a
+	if a.lead != nil {
+		st = a.lead // a group scales by its first learner's statistics
+	}
+	if st.rounds == 0 {
 		return a.scaled
 	}
-	n := float64(a.rounds)
+	n := float64(st.rounds)
 	for i, j := range x.Idx {
-		if 2*int(j)+1 >= len(a.stats) {
+		if 2*int(j)+1 >= len(st.stats) {
 			break
 		}
-		mean := a.stats[2*j] / n
-		if v := a.stats[2*j+1]/n - mean*mean; v > 0 {
+		mean := st.stats[2*j] / n
+		if v := st.stats[2*j+1]/n - mean*mean; v > 0 {
 			a.scaled.Val[i] = x.Val[i] / math.Sqrt(v)
 		}
 	}

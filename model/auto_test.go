@@ -90,3 +90,51 @@ func TestSearchChangesAreReported(t *testing.T) {
 		t.Fatal("a learner that does not search has a search champion")
 	}
 }
+
+// TestAutoClassesSearchAsOne: in many-class mode the classes' auto
+// learners hold the same candidates and the same champion, so that the
+// largest margin compares margins of one configuration, also for a class
+// discovered late and after a restore.
+func TestAutoClassesSearchAsOne(t *testing.T) {
+	cfg := Config{Learner: "auto:rung=40,window=200,width=8", Kernel: kernel(t, "rbf:gamma=0.1"), Seed: 3,
+		Events: true, Classes: []string{Auto}, Event: codec.EventConfig{LabelField: "Cover_Type", KeyField: "id"},
+		Features: features.Config{Scale: features.ScaleOnline, HashBits: 12}}
+	recs := lines(t, "../testdata/covtype.2000.jsonl.gz", 1500)
+	m := build(t, cfg)
+	for i, b := range recs {
+		if i == 700 {
+			snap, err := m.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, err = Unmarshal(snap); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := m.Step(b); err != nil {
+			t.Fatal(err)
+		}
+		ls := m.CandidateLearners(0)
+		lead := ls[0].(*autolearn.Auto)
+		for k, l := range ls[1:] {
+			a := l.(*autolearn.Auto)
+			if a.Champion() != lead.Champion() || !slices.Equal(a.Candidates(), lead.Candidates()) && !sameNames(a.Candidates(), lead.Candidates()) {
+				t.Fatalf("record %d: class %d's search (%s) is not class 0's (%s):\n%v\n%v", i, k+1, a.Champion(), lead.Champion(), a.Candidates(), lead.Candidates())
+			}
+		}
+	}
+	if n := len(m.Classes()); n < 3 {
+		t.Fatalf("%d classes: the test needs several", n)
+	}
+	if lead := m.CandidateLearners(0)[0].(*autolearn.Auto); lead.Switches() == 0 {
+		t.Fatal("no change of champion: the test does not test the search")
+	}
+}
+
+// sameNames reports whether two candidate lists name the same candidates
+// in the same order (the support sizes are each class's own).
+func sameNames(a, b []autolearn.Status) bool {
+	return slices.EqualFunc(a, b, func(x, y autolearn.Status) bool {
+		return x.Name == y.Name && x.Born == y.Born && x.Mistakes == y.Mistakes
+	})
+}

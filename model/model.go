@@ -108,8 +108,7 @@ import (
 	"strings"
 	"unsafe"
 
-	// The "auto" learner: a model names it as any learner spec.
-	_ "github.com/streamlearner/streamlearner/autolearn"
+	"github.com/streamlearner/streamlearner/autolearn"
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/learners"
@@ -223,9 +222,9 @@ type Result struct {
 	Switched bool
 	From, To int
 	// SearchFrom and SearchTo are set when the emitting learner searches
-	// configurations itself ("auto", binary mode) and chose another after
-	// this record: the configurations before and after (see
-	// Model.SearchChampion).
+	// configurations itself ("auto"; in many-class mode the classes'
+	// shared search) and chose another after this record: the
+	// configurations before and after (see Model.SearchChampion).
 	SearchFrom, SearchTo string
 
 	// Delayed labels (Config.Delayed). Held: the record had a key and no
@@ -490,9 +489,17 @@ func (m *Model) addClass(tok string) error {
 		}
 		c.ls = append(c.ls, l)
 		c.margin = append(c.margin, 0)
+		// A many-class model's "auto" learners search as one (their
+		// margins must compare): the new class joins the others' search.
+		if err := autolearn.Group(c.ls); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
 	}
 	m.class = append(m.class, tok)
 	m.index[tok] = k
+	if k == 0 {
+		m.initSearch()
+	}
 	return nil
 }
 
@@ -668,6 +675,17 @@ func (m *Model) playAll(x sparse.Vector, y int, isNew bool, label []byte, learn 
 			updated = updated || o.Updated
 		}
 	}
+	if learn && m.multi {
+		known := len(m.class)
+		if isNew {
+			known-- // the new class predicted nothing this round
+		}
+		for _, c := range m.cands {
+			if err := autolearn.Settle(c.ls, known, x, y); err != nil {
+				return false, fmt.Errorf("model: %w", err)
+			}
+		}
+	}
 	return updated, nil
 }
 
@@ -737,10 +755,11 @@ type searcher interface {
 	Switches() uint64
 }
 
-// searcher is candidate i's learner when it is a searcher in binary mode,
-// or nil.
+// searcher is candidate i's learner when it is a searcher, or nil; in
+// many-class mode the first class's, whose search the classes share
+// (autolearn.Group).
 func (m *Model) searcher(i int) searcher {
-	if m.multi {
+	if len(m.cands[i].ls) == 0 {
 		return nil
 	}
 	s, _ := m.cands[i].ls[0].(searcher)
@@ -757,7 +776,7 @@ func (m *Model) initSearch() {
 }
 
 // SearchChampion is the configuration the champion's learner emits when it
-// searches configurations itself ("auto", binary mode), or "".
+// searches configurations itself ("auto"), or "".
 func (m *Model) SearchChampion() string {
 	if s := m.searcher(m.Champion()); s != nil {
 		return s.Champion()
@@ -1309,6 +1328,11 @@ func (c *candidate) readLearners(r *reader, want int, multi bool) error {
 		c.ls = append(c.ls, l)
 		if multi {
 			c.margin = append(c.margin, 0)
+		}
+	}
+	if multi {
+		if err := autolearn.Group(c.ls); err != nil {
+			return fmt.Errorf("model snapshot: %s: %w", c.name, err)
 		}
 	}
 	return nil

@@ -289,8 +289,8 @@ type rowStats struct {
 	auto         *AutoReport
 }
 
-// AutoReport is what an "auto" learner chose (binary mode): its champions
-// over time and its candidates at the end.
+// AutoReport is what an "auto" learner chose: its champions over time and
+// its candidates at the end.
 type AutoReport struct {
 	// Champions are the changes of champion (at most the last 64), each
 	// from the labeled record After on.
@@ -302,14 +302,14 @@ type AutoReport struct {
 }
 
 // AutoOf is what candidate k of m chose when its learner is "auto" (in
-// binary mode), or nil.
+// many-class mode, the search the classes share), or nil.
 func AutoOf(m *model.Model, k int) *AutoReport {
 	if k >= m.Candidates() {
 		return nil
 	}
 	ls := m.CandidateLearners(k)
-	if len(ls) != 1 {
-		return nil
+	if len(ls) == 0 {
+		return nil // many classes, none seen yet
 	}
 	a, ok := ls[0].(*autolearn.Auto)
 	if !ok {
