@@ -76,6 +76,12 @@ type Summary struct {
 	Labels *DelayedLabels `json:"delayed_labels,omitempty"`
 }
 
+// ChampionChange is an auto learner's change of configuration at a round.
+type ChampionChange struct {
+	Round int64  `json:"round"`
+	Name  string `json:"name"`
+}
+
 // LearnerReport is one learner on one partition.
 type LearnerReport struct {
 	Spec             string  `json:"spec"`
@@ -108,6 +114,9 @@ type LearnerReport struct {
 	Recovery          []Recovery       `json:"recovery"`
 	Detectors         []DetectorReport `json:"detectors"`
 	Trace             []TracePoint     `json:"trace"`
+	// Champions are an auto learner's changes of configuration (the
+	// first 1,000): from Round on, Name's predictions were emitted.
+	Champions []ChampionChange `json:"champions,omitempty"`
 	// Selector marks the selection's row (Config.Select): its rates are
 	// the emitted predictions', Support every learner's, Switches its
 	// champion changes and Champion the learner it ended with (an index
@@ -302,7 +311,8 @@ func (s *Stream) Report() PartitionReport {
 			WindowRate: ev.WindowRate(), Support: ev.Support, SupportMax: ev.SupportMax,
 			BaselineMistakes: ev.BaselineMistakes, BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa,
 			Classes: classes, Confusion: ev.Confusion(), Failed: ln.failed,
-			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace)}
+			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace),
+			Champions: slices.Clone(ln.champions)}
 		if lr.Recovery == nil {
 			lr.Recovery = []Recovery{}
 		}
