@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/learners"
@@ -244,5 +245,21 @@ func TestSpecIsCanonical(t *testing.T) {
 		if _, err := learners.New(bad, learners.Kernel{Kind: learners.Linear}, 1); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
+	}
+}
+
+// The memory estimate of a spec is its memory= bound, and a limit below it
+// says to lower it.
+func TestEstimateMemoryIsTheBound(t *testing.T) {
+	m, err := learners.EstimateMemory("auto:memory=8MiB", learners.Kernel{Kind: learners.Linear}, learners.Data{NNZ: 14})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Peak != 8<<20 || m.Held != 8<<20 {
+		t.Fatalf("peak %d, held %d, want the bound %d", m.Peak, m.Held, 8<<20)
+	}
+	err = m.Check(1<<20, "--max-model-bytes", "partition")
+	if err == nil || !strings.Contains(err.Error(), "lower auto's memory=") {
+		t.Fatalf("check under the bound: %v", err)
 	}
 }

@@ -68,9 +68,10 @@ func names() []string {
 // BoundedMemory is the estimate of a learner whose memory is bounded by a
 // setting rather than by a budget of its own (a composite's memory= bound):
 // at most vectors support vectors in all, held bytes held and peak at the
-// peak; what says what to lower when it is too much.
-func BoundedMemory(spec string, vectors int, held, peak int64, what string) Memory {
+// peak; setting names the bound, which messages say to lower when it is
+// too much.
+func BoundedMemory(spec string, vectors int, held, peak int64, setting string) Memory {
 	return Memory{Spec: spec, Vectors: max(vectors, 1), Held: held, Peak: peak,
-		held: func(int) (int64, int64) { return held, peak }, what: what,
-		order: fmt.Sprintf("bounded by %s", what)}
+		held: func(int) (int64, int64) { return held, peak }, what: "lower " + setting,
+		order: fmt.Sprintf("bounded by %s", setting)}
 }
