@@ -29,6 +29,7 @@ mkdir -p "$out"
 go build -o bin/streamlearner ./cmd/streamlearner
 sl=bin/streamlearner
 if [ "${sets[0]}" = drift ]; then
+  : > "$out/quarters.md"
   echo "| stream | auto | best of the seven alone in hindsight | selection of the seven, window 2000 |"
   echo "|---|---|---|---|"
   for s in sea hyperplane gauss checkerboard; do
@@ -43,11 +44,36 @@ if [ "${sets[0]}" = drift ]; then
     "$sl" eval --data "$out/$s.libsvm" --keep-order --format json --kernel "${k[0]}" --learner rbp:budget=100 --learner lbp:budget=100 \
       --learner forgetron:budget=100 --learner projectron++:budget=100 --learner perceptron \
       --challenger "rbp:budget=100@${k[1]}" --challenger "rbp:budget=100@${k[2]}" --select window=2000,margin=0.01 > "$out/$s-seven.json" 2>/dev/null
+    # Each quarter of the stream (SEA's and Gauss's shifts are at the
+    # quarters): auto and each of the seven alone, from their predictions.
+    i=0
+    for l in auto rbp:budget=100 lbp:budget=100 forgetron:budget=100 projectron++:budget=100 perceptron "rbp:budget=100@${k[1]}" "rbp:budget=100@${k[2]}"; do
+      kern=${k[0]}
+      [[ $l == *@* ]] && kern=${l#*@}
+      "$sl" eval --data "$out/$s.libsvm" --keep-order --learner "${l%@*}" --kernel "$kern" --predictions "$out/$s-pred-$i.csv" > /dev/null 2>&1
+      i=$((i + 1))
+    done
+    awk -F, -v s="$s" '
+      FNR == 1 { f++; next }
+      { q = int((FNR - 2) / 5000); n[f, q]++; if ($3 != $5) m[f, q]++ }
+      END {
+        line = "| " s " |"
+        for (q = 0; q < 4; q++) {
+          best = 1
+          for (g = 2; g <= f; g++) if (m[g, q] / n[g, q] < best) best = m[g, q] / n[g, q]
+          line = line sprintf(" %.2f / %.2f |", 100 * m[1, q] / n[1, q], 100 * best)
+        }
+        print line
+      }' "$out/$s"-pred-?.csv >> "$out/quarters.md"
     jq -rs --arg s "$s" '
       ([.[1].learners[] | select(.selector | not)] | min_by(.mistake_rate)) as $best |
       "| \($s) | \(.[0].learners[0].mistake_rate * 10000 | round / 100) (\(.[0].learners[0].auto.switches) changes) | \($best.mistake_rate * 10000 | round / 100) (\($best.spec) \($best.kernel)) | \(.[1].learners[-1].mistake_rate * 10000 | round / 100) |"
     ' "$out/$s-auto.json" "$out/$s-seven.json"
   done
+  echo
+  echo "| stream: auto / the best of the seven alone in it | quarter 1 | quarter 2 | quarter 3 | quarter 4 |"
+  echo "|---|---|---|---|---|"
+  cat "$out/quarters.md"
   exit 0
 fi
 kernels=(linear rbf:gamma=0.001 rbf:gamma=0.01 rbf:gamma=0.1 rbf:gamma=1 rbf:gamma=10)
