@@ -42,6 +42,7 @@ package autolearn
 import (
 	"cmp"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -753,4 +754,18 @@ func (a *Auto) Memory() int64 { return a.memory(nil) }
 func round3(v float64) float64 {
 	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
 	return r
+}
+
+// WriteCandidates prints candidates, one a line: the champion marked *,
+// the mistake rate since its birth, the labeled record it was born at and
+// its name.
+func WriteCandidates(w io.Writer, cs []Status) {
+	fmt.Fprintln(w, "candidates (mistakes since their birth; * the champion):")
+	for _, c := range cs {
+		mark := " "
+		if c.Champion {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "  %s %6.2f %%  from %d  %s\n", mark, 100*c.Rate, c.Born, c.Name)
+	}
 }

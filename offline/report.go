@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/streamlearner/streamlearner/autolearn"
 	"github.com/streamlearner/streamlearner/prequential"
 	"text/tabwriter"
 )
@@ -140,12 +141,5 @@ func WriteAuto(w io.Writer, a *AutoReport) {
 	for _, c := range a.Champions {
 		fmt.Fprintf(w, "  %9d  %s\n", c.After, c.Name)
 	}
-	fmt.Fprintln(w, "candidates (mistakes since their birth; * the champion):")
-	for _, c := range a.Candidates {
-		mark := " "
-		if c.Champion {
-			mark = "*"
-		}
-		fmt.Fprintf(w, "  %s %6.2f %%  from %d  %s\n", mark, 100*c.Rate, c.Born, c.Name)
-	}
+	autolearn.WriteCandidates(w, a.Candidates)
 }

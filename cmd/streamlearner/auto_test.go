@@ -46,7 +46,10 @@ func TestAutoReplayEqualsEval(t *testing.T) {
 	b, dir, file := seaFileAndTopic(t)
 	flags := []string{"--learner", "auto:rung=50,window=300,width=10", "--seed", "3"}
 	ev := evalJSON(t, append([]string{"eval", "--data", file, "--keep-order", "--format", "json"}, flags...)...)
-	_, rep := replaySea(t, b, dir, flags)
+	table, rep := replaySea(t, b, dir, flags)
+	if !strings.Contains(table, "changes of champion; round ") || !strings.Contains(table, "candidates (mistakes since their birth") {
+		t.Fatalf("the replay table does not show the search:\n%s", table)
+	}
 	rows := rep.Partitions[0].Learners
 	if len(rows) != 1 || len(ev) != 1 || ev[0].Auto == nil || ev[0].Auto.Switches == 0 {
 		t.Fatalf("replay rows %d, eval rows %d: %+v", len(rows), len(ev), ev)
