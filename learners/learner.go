@@ -118,6 +118,9 @@ func Available() []Info {
 	for _, r := range registry {
 		out = append(out, r.info)
 	}
+	for _, c := range composites {
+		out = append(out, c.Info)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
@@ -130,6 +133,16 @@ func New(spec string, k Kernel, seed uint64) (Learner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("learner: %w", err)
 	}
+	if c, ok := composites[sp.Name]; ok {
+		if k.Kind < Linear || k.Kind > RBF {
+			return nil, fmt.Errorf("learner %s: invalid kernel", sp.Name)
+		}
+		l, err := c.New(sp, k, seed)
+		if err != nil {
+			return nil, fmt.Errorf("learner: %w", err)
+		}
+		return l, nil
+	}
 	return newFromSpec(sp, k, seed)
 }
 
@@ -139,12 +152,7 @@ func newFromSpec(sp Spec, k Kernel, seed uint64) (*model, error) {
 	}
 	r, ok := registry[sp.Name]
 	if !ok {
-		names := make([]string, 0, len(registry))
-		for n := range registry {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return nil, fmt.Errorf("learner %q: unknown (available: %s)", sp.Name, strings.Join(names, ", "))
+		return nil, fmt.Errorf("learner %q: unknown (available: %s)", sp.Name, strings.Join(names(), ", "))
 	}
 	m := &model{sv: supportSet{kern: k}}
 	p := newParams(sp)
@@ -224,6 +232,13 @@ func (m *model) MarshalBinary() ([]byte, error) {
 // gives an error wrapping ErrCorrupt; a state from a newer format version
 // gives an error naming the version.
 func Unmarshal(data []byte) (Learner, error) {
+	if c, ok := compositeByMagic(data); ok {
+		l, err := c.Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("decode learner state: %w", err)
+		}
+		return l, nil
+	}
 	m, err := unmarshal(data)
 	if err != nil {
 		return nil, fmt.Errorf("decode learner state: %w", err)

@@ -124,6 +124,9 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 	if err != nil {
 		return Memory{}, fmt.Errorf("learner: %w", err)
 	}
+	if c, ok := composites[sp.Name]; ok {
+		return c.Memory(sp, k, d)
+	}
 	// Building the learner allocates nothing that grows: its arrays start
 	// empty.
 	mod, err := newFromSpec(sp, k, 0)

@@ -110,6 +110,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/streamlearner/streamlearner/autolearn"
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/features"
 	"github.com/streamlearner/streamlearner/learners"
@@ -222,6 +223,11 @@ type Result struct {
 	// To the champions before and after it (both Candidate when not).
 	Switched bool
 	From, To int
+	// SearchFrom and SearchTo are set when the emitting learner searches
+	// configurations itself ("auto"; in many-class mode the classes'
+	// shared search) and chose another after this record: the
+	// configurations before and after (see Model.SearchChampion).
+	SearchFrom, SearchTo string
 
 	// Delayed labels (Config.Delayed). Held: the record had a key and no
 	// label; it was predicted (the prediction above) and waits in the
@@ -296,6 +302,11 @@ type candidate struct {
 	ls     []learners.Learner
 	margin []float64             // many-class: this round's margins
 	eval   prequential.Evaluator // with challengers only
+
+	// searched and chose are a searching learner's changes of champion
+	// and champion as last reported (binary mode; see searcher).
+	searched uint64
+	chose    string
 
 	// This round's outcome (see play).
 	f       float64 // margin (binary) or the predicted class's
@@ -387,6 +398,7 @@ func New(cfg Config) (*Model, error) {
 			return nil, fmt.Errorf("model: %w", err)
 		}
 	}
+	m.initSearch()
 	return m, nil
 }
 
@@ -482,9 +494,17 @@ func (m *Model) addClass(tok string) error {
 		}
 		c.ls = append(c.ls, l)
 		c.margin = append(c.margin, 0)
+		// A many-class model's "auto" learners search as one (their
+		// margins must compare): the new class joins the others' search.
+		if err := autolearn.Group(c.ls); err != nil {
+			return fmt.Errorf("model: %w", err)
+		}
 	}
 	m.class = append(m.class, tok)
 	m.index[tok] = k
+	if k == 0 {
+		m.initSearch()
+	}
 	return nil
 }
 
@@ -660,6 +680,17 @@ func (m *Model) playAll(x sparse.Vector, y int, isNew bool, label []byte, learn 
 			updated = updated || o.Updated
 		}
 	}
+	if learn && m.multi {
+		known := len(m.class)
+		if isNew {
+			known-- // the new class predicted nothing this round
+		}
+		for _, c := range m.cands {
+			if err := autolearn.Settle(c.ls, known, x, y); err != nil {
+				return false, fmt.Errorf("model: %w", err)
+			}
+		}
+	}
 	return updated, nil
 }
 
@@ -706,6 +737,10 @@ func (m *Model) settle(champ, y int, labeled, updated, newClass, learn, late boo
 		}
 	}
 	record(&m.eval, r.Predicted, r.Margin, updated, support)
+	if s := m.searcher(champ); s != nil && s.Switches() != c.searched {
+		r.SearchFrom, r.SearchTo = c.chose, s.Champion()
+		c.searched, c.chose = s.Switches(), r.SearchTo
+	}
 	if m.sel == nil {
 		return r
 	}
@@ -716,6 +751,42 @@ func (m *Model) settle(champ, y int, labeled, updated, newClass, learn, late boo
 		r.To, r.Switched = m.sel.Observe(mistakes)
 	}
 	return r
+}
+
+// searcher is a learner that chooses among configurations itself
+// (package autolearn's "auto"): the model reports its changes of champion.
+type searcher interface {
+	Champion() string
+	Switches() uint64
+}
+
+// searcher is candidate i's learner when it is a searcher, or nil; in
+// many-class mode the first class's, whose search the classes share
+// (autolearn.Group).
+func (m *Model) searcher(i int) searcher {
+	if len(m.cands[i].ls) == 0 {
+		return nil
+	}
+	s, _ := m.cands[i].ls[0].(searcher)
+	return s
+}
+
+// initSearch takes the searchers' state as already reported.
+func (m *Model) initSearch() {
+	for i, c := range m.cands {
+		if s := m.searcher(i); s != nil {
+			c.searched, c.chose = s.Switches(), s.Champion()
+		}
+	}
+}
+
+// SearchChampion is the configuration the champion's learner emits when it
+// searches configurations itself ("auto"), or "".
+func (m *Model) SearchChampion() string {
+	if s := m.searcher(m.Champion()); s != nil {
+		return s.Champion()
+	}
+	return ""
 }
 
 // play is one candidate's round: predict (and learn), leaving the
@@ -787,6 +858,7 @@ func FromLearner(cfg Config, l learners.Learner, ev prequential.Evaluator) (*Mod
 		return nil, fmt.Errorf("model: learner %s with %s, configured %s with %s", l.Spec(), l.Kernel(), m.spec, cfg.Kernel)
 	}
 	m.cands[0].ls[0], m.eval = l, ev
+	m.initSearch()
 	return m, nil
 }
 
@@ -852,6 +924,11 @@ func (m *Model) CandidateEval(i int) *prequential.Evaluator {
 
 // CandidateSupport is candidate i's support-set size (all its classes).
 func (m *Model) CandidateSupport(i int) int { return m.cands[i].support() }
+
+// CandidateLearners are candidate i's learners: its binary learner, or
+// one per class in many-class mode. For reports (an "auto" learner's
+// search); stepping them would change the model.
+func (m *Model) CandidateLearners(i int) []learners.Learner { return m.cands[i].ls }
 
 // Champion is the candidate whose predictions the next record emits (0
 // without challengers).
@@ -1226,6 +1303,7 @@ func Unmarshal(data []byte) (*Model, error) {
 	if len(r.b) != 0 {
 		return nil, fmt.Errorf("model snapshot: %d trailing bytes", len(r.b))
 	}
+	m.initSearch()
 	return m, nil
 }
 
@@ -1255,6 +1333,11 @@ func (c *candidate) readLearners(r *reader, want int, multi bool) error {
 		c.ls = append(c.ls, l)
 		if multi {
 			c.margin = append(c.margin, 0)
+		}
+	}
+	if multi {
+		if err := autolearn.Group(c.ls); err != nil {
+			return fmt.Errorf("model snapshot: %s: %w", c.name, err)
 		}
 	}
 	return nil

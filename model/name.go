@@ -1,6 +1,9 @@
 package model
 
-import "github.com/streamlearner/streamlearner/learners"
+import (
+	"github.com/streamlearner/streamlearner/autolearn"
+	"github.com/streamlearner/streamlearner/learners"
+)
 
 // DisplayName is how reports (eval's rows, replay's, the selection's
 // name) show a learner, so that one learner reads the same in all of
@@ -18,6 +21,11 @@ func (c Candidate) DisplayName(base learners.Kernel) string {
 	if l, err := learners.New(c.Learner, k, 0); err == nil {
 		user, _ := learners.ParseSpec(c.Learner)
 		canon, _ := learners.ParseSpec(l.Spec())
+		if canon.Name == autolearn.Name {
+			// Its canonical spec, every range of the search, is too long
+			// for a row: as the user gave it.
+			canon = user
+		}
 		if _, ok := user.Params["seed"]; !ok {
 			delete(canon.Params, "seed")
 		}

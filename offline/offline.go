@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/streamlearner/streamlearner/autolearn"
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/learners"
@@ -250,6 +251,8 @@ type Result struct {
 	// Delay is Config.Delay: each label was revealed Delay records after
 	// its record (absent when 0).
 	Delay int `json:"delay,omitempty"`
+	// Auto is what an "auto" learner chose, in the first order.
+	Auto *AutoReport `json:"auto,omitempty"`
 }
 
 // Seed streams: each purpose draws from its own sequence of the run seed.
@@ -294,6 +297,36 @@ type rowStats struct {
 	supportMax   int
 	testAcc      float64
 	switches     uint64
+	auto         *AutoReport
+}
+
+// AutoReport is what an "auto" learner chose: its champions over time and
+// its candidates at the end.
+type AutoReport struct {
+	// Champions are the changes of champion (at most the last 64), each
+	// from the labeled record After on.
+	Champions []autolearn.Change `json:"champions"`
+	Switches  uint64             `json:"switches"`
+	// Candidates are the candidates alive at the end, with their mistake
+	// rates since their birth.
+	Candidates []autolearn.Status `json:"candidates"`
+}
+
+// AutoOf is what candidate k of m chose when its learner is "auto" (in
+// many-class mode, the search the classes share), or nil.
+func AutoOf(m *model.Model, k int) *AutoReport {
+	if k >= m.Candidates() {
+		return nil
+	}
+	ls := m.CandidateLearners(k)
+	if len(ls) == 0 {
+		return nil // many classes, none seen yet
+	}
+	a, ok := ls[0].(*autolearn.Auto)
+	if !ok {
+		return nil
+	}
+	return &AutoReport{Champions: a.History(), Switches: a.Switches(), Candidates: a.Candidates()}
 }
 
 // Run evaluates every learner on a binary train set (and test, if not
@@ -642,6 +675,9 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 			if sel := m.Selector(); sel != nil && k == selector {
 				rs.switches = sel.Switches()
 			}
+			if cfg.Select == nil || k != selector {
+				rs.auto = AutoOf(m, k)
+			}
 		}
 		r.classes = m.Classes()
 	}()
@@ -809,6 +845,7 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 		var mr, br, kappa, upd, sup, supMax, acc, eps, seen, played, sw []float64
 		skipped, unlisted, testUnlisted := 0, 0, 0
 		complete := true
+		var auto *AutoReport
 		for _, r := range runs {
 			if r.seen == 0 {
 				continue
@@ -831,6 +868,9 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 				acc = append(acc, rs.testAcc)
 				eps = append(eps, float64(r.seen)/r.seconds)
 				sw = append(sw, float64(rs.switches))
+				if r.order == 0 && auto == nil {
+					auto = rs.auto
+				}
 			}
 		}
 		if len(seen) == 0 {
@@ -841,7 +881,7 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 			Spec: canon, Kernel: kernels[row], Orders: len(seen), Examples: int(math.Round(mean(played))), Skipped: skipped,
 			Unlisted: unlisted, TestUnlisted: testUnlisted,
 			ExamplesPerSecond: mean(eps), Interrupted: !complete, Updates: mean(upd), BaselineRate: mean(br),
-			Delay: cfg.Delay,
+			Delay: cfg.Delay, Auto: auto,
 		}
 		if cfg.Select != nil && row == len(names)-1 {
 			res.Selector, res.Switches = true, mean(sw)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/streamlearner/streamlearner/autolearn"
 	"github.com/streamlearner/streamlearner/prequential"
 	"text/tabwriter"
 )
@@ -47,6 +48,11 @@ func WriteTable(w io.Writer, results []Result) error {
 		fmt.Fprintln(w, "* interrupted: the statistics of the records seen before the stop.")
 	}
 	writeSelection(w, results)
+	for _, r := range results {
+		if r.Auto != nil {
+			writeAuto(w, r)
+		}
+	}
 	for _, r := range results {
 		if r.Classes != nil {
 			if err := writeClasses(w, r); err != nil {
@@ -123,4 +129,21 @@ func WriteJSON(w io.Writer, results []Result) error {
 	return enc.Encode(struct {
 		Learners []Result `json:"learners"`
 	}{results})
+}
+
+// writeAuto prints what an "auto" learner chose (WriteAuto) under eval's
+// table.
+func writeAuto(w io.Writer, r Result) {
+	fmt.Fprintf(w, "\n%s: %d changes of champion (first order); ", r.Spec, r.Auto.Switches)
+	WriteAuto(w, r.Auto)
+}
+
+// WriteAuto prints an "auto" learner's champions over time and its
+// candidates' mistake rates.
+func WriteAuto(w io.Writer, a *AutoReport) {
+	fmt.Fprintln(w, "champion from labeled record:")
+	for _, c := range a.Champions {
+		fmt.Fprintf(w, "  %9d  %s\n", c.After, c.Name)
+	}
+	autolearn.WriteCandidates(w, a.Candidates)
 }

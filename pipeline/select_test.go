@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/embedded"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/replay"
@@ -23,15 +24,7 @@ import (
 // exactly the partition model offline.
 func TestChampionAndChallengers(t *testing.T) {
 	b := startBroker(t, "in", "out", "in.dlq")
-	set, err := dataset.Load(context.Background(), "../testdata/a9a.gz", dataset.Options{Limit: 3000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var msgs []kafka.Message
-	for i := range set.Len() {
-		msgs = append(msgs, kafka.Message{Value: codec.AppendJSON(nil, codec.Example{X: set.X[i], Label: strconv.Itoa(set.Y[i])})})
-	}
-	produce(t, b, "in", msgs, toPartition(0))
+	msgs := a9aTopic(t, b, 3000)
 
 	// A learner that stops after its first support vector, against one
 	// that keeps learning.
@@ -41,15 +34,7 @@ func TestChampionAndChallengers(t *testing.T) {
 	cfg.Select = selection.Config{Window: 300, Margin: 0.02}
 	cfg.Metrics = NewMetrics(nil)
 	runMember(t, cfg)
-	preds := readTopic(t, b, "out", len(msgs), 60*time.Second)
-	if len(preds) != len(msgs) {
-		t.Fatalf("%d predictions for %d records", len(preds), len(msgs))
-	}
-	byOffset := map[int64]codec.Prediction{}
-	for _, r := range preds {
-		p, _ := codec.DecodePrediction(r.msg.Value)
-		byOffset[p.Offset] = p
-	}
+	byOffset := predictionsByOffset(t, b, len(msgs))
 	twin, err := model.New(cfg.ModelConfig(0))
 	if err != nil {
 		t.Fatal(err)
@@ -109,4 +94,35 @@ func TestChampionAndChallengers(t *testing.T) {
 	if !last.Selector || last.Mistakes != served || last.Switches != twin.Selector().Switches() {
 		t.Fatalf("replay's selection row %+v; the service made %d mistakes and %d switches", last, served, twin.Selector().Switches())
 	}
+}
+
+// a9aTopic writes the first n records of a9a to partition 0 of "in" as
+// JSON records and returns the messages.
+func a9aTopic(t *testing.T, b *embedded.Broker, n int) []kafka.Message {
+	t.Helper()
+	set, err := dataset.Load(context.Background(), "../testdata/a9a.gz", dataset.Options{Limit: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []kafka.Message
+	for i := range set.Len() {
+		msgs = append(msgs, kafka.Message{Value: codec.AppendJSON(nil, codec.Example{X: set.X[i], Label: strconv.Itoa(set.Y[i])})})
+	}
+	produce(t, b, "in", msgs, toPartition(0))
+	return msgs
+}
+
+// predictionsByOffset reads n predictions from "out", by input offset.
+func predictionsByOffset(t *testing.T, b *embedded.Broker, n int) map[int64]codec.Prediction {
+	t.Helper()
+	preds := readTopic(t, b, "out", n, 60*time.Second)
+	if len(preds) != n {
+		t.Fatalf("%d predictions for %d records", len(preds), n)
+	}
+	byOffset := map[int64]codec.Prediction{}
+	for _, r := range preds {
+		p, _ := codec.DecodePrediction(r.msg.Value)
+		byOffset[p.Offset] = p
+	}
+	return byOffset
 }

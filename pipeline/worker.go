@@ -179,7 +179,7 @@ func (w *worker) run(gen context.Context) {
 		w.learnerMistakes = append(w.learnerMistakes, mt.LearnerMistakes.WithLabelValues(w.label, name))
 	}
 	w.switches = mt.ChampionSwitches.WithLabelValues(w.label)
-	mt.Champion.WithLabelValues(w.label, w.names[w.st.Model.Champion()]).Set(1)
+	w.setChampion(mt)
 	w.learnerGauges()
 	mt.assigned(w.label, w.m.cfg.Reasons())
 	if cfg.Registry != nil {
@@ -821,11 +821,16 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	}
 	if r.Switched {
 		w.switches.Inc()
-		mt.Champion.DeleteLabelValues(w.label, w.names[r.From])
-		mt.Champion.WithLabelValues(w.label, w.names[r.To]).Set(1)
+		w.setChampion(mt)
 		sel := m.Selector()
 		w.log.Info().Int64("offset", msg.Offset).Str("from", w.names[r.From]).Str("to", w.names[r.To]).
 			Float64("from_rate", sel.Rate(r.From)).Float64("to_rate", sel.Rate(r.To)).Msg("champion switched")
+	}
+	if r.SearchTo != "" {
+		// An auto learner chose another configuration (docs/auto.md).
+		w.switches.Inc()
+		w.setChampion(mt)
+		w.log.Info().Int64("offset", msg.Offset).Str("from", r.SearchFrom).Str("to", r.SearchTo).Msg("champion switched")
 	}
 	if r.Late {
 		// A label: its record's prediction went out when the record came.
@@ -1136,6 +1141,18 @@ func (w *worker) commitTxn(ctx context.Context, meta string) error {
 	}
 	mt.Commits.WithLabelValues("ok").Inc()
 	return nil
+}
+
+// setChampion makes the partition's champion gauge name the learner whose
+// predictions it emits: the candidate, or the configuration an auto
+// learner chose.
+func (w *worker) setChampion(mt *Metrics) {
+	name := w.st.Model.SearchChampion()
+	if name == "" {
+		name = w.names[w.st.Model.Champion()]
+	}
+	mt.Champion.DeletePartialMatch(prometheus.Labels{"partition": w.label})
+	mt.Champion.WithLabelValues(w.label, name).Set(1)
 }
 
 // learnerGauges sets each learner's windowed mistake ratio and support.

@@ -208,6 +208,32 @@ func (r Report) WritePlotWith(w io.Writer, partition int, format string, opt Plo
 			rate.Add(sc)
 		}
 	}
+	// An auto learner's changes of champion, as stars on its curve.
+	champGlyph := draw.GlyphStyle{Color: color.Black, Shape: draw.PlusGlyph{}, Radius: vg.Points(5)}
+	changes := false
+	for i, l := range pr.Learners {
+		if len(l.Champions) == 0 {
+			continue
+		}
+		rates := make(plotter.XYs, len(l.Trace))
+		for j, t := range l.Trace {
+			rates[j] = plotter.XY{X: float64(t.Round), Y: 100 * t.WindowRate}
+		}
+		pts := make(plotter.XYs, len(l.Champions))
+		for j, c := range l.Champions {
+			pts[j] = plotter.XY{X: float64(c.Round), Y: rateAt(rates, c.Round)}
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return fmt.Errorf("plot %s changes of champion: %w", pr.Learners[i].Spec, err)
+		}
+		sc.GlyphStyle = champGlyph
+		rate.Add(sc)
+		changes = true
+	}
+	if changes {
+		legend.Add("change of champion (auto)", glyphThumb{champGlyph})
+	}
 	// Detector glyphs in the legend, in black as on the curves.
 	if len(pr.Learners[0].Detectors) > 0 {
 		for k, d := range pr.Learners[0].Detectors {

@@ -165,3 +165,32 @@ func TestPlotColoursAndScale(t *testing.T) {
 		t.Error("a log scale for supports within tenfold")
 	}
 }
+
+// An auto learner's changes of champion are in the report and marked on
+// the plot.
+func TestPlotMarksChangesOfChampion(t *testing.T) {
+	cfg := Config{Learners: []string{"auto:rung=20,window=60,width=6"}, Kernel: linear(t), Window: 20, Detectors: []string{}}
+	s, err := NewStream(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []Record
+	for range 20 {
+		recs = append(recs, flipStream()...)
+	}
+	for i := range recs {
+		recs[i].Offset = int64(i)
+	}
+	s.Play(recs)
+	rep := Assemble("flips", cfg, []PartitionReport{s.Report()})
+	if len(rep.Partitions[0].Learners[0].Champions) == 0 {
+		t.Fatal("no change of champion in the report")
+	}
+	var svg bytes.Buffer
+	if err := rep.WritePlot(&svg, 0, "svg"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(svg.String(), "change of champion (auto)") {
+		t.Fatal("the plot does not mark the changes of champion")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/streamlearner/streamlearner/autolearn"
 	"github.com/streamlearner/streamlearner/drift"
 	"github.com/streamlearner/streamlearner/prequential"
 )
@@ -81,6 +82,12 @@ type Summary struct {
 	Labels *DelayedLabels `json:"delayed_labels,omitempty"`
 }
 
+// ChampionChange is an auto learner's change of configuration at a round.
+type ChampionChange struct {
+	Round int64  `json:"round"`
+	Name  string `json:"name"`
+}
+
 // LearnerReport is one learner on one partition.
 type LearnerReport struct {
 	Spec             string  `json:"spec"`
@@ -116,6 +123,12 @@ type LearnerReport struct {
 	Recovery          []Recovery       `json:"recovery"`
 	Detectors         []DetectorReport `json:"detectors"`
 	Trace             []TracePoint     `json:"trace"`
+	// Champions are an auto learner's changes of configuration (the
+	// first 1,000): from Round on, Name's predictions were emitted.
+	// Candidates are its candidates at the end, with their mistake rates
+	// since their birth.
+	Champions  []ChampionChange   `json:"champions,omitempty"`
+	Candidates []autolearn.Status `json:"candidates,omitempty"`
 	// Selector marks the selection's row (Config.Select): its rates are
 	// the emitted predictions', Support every learner's, Switches its
 	// champion changes and Champion the learner it ended with (an index
@@ -314,7 +327,8 @@ func (s *Stream) Report() PartitionReport {
 			WindowRate: ev.WindowRate(), Support: ev.Support, SupportMax: ev.SupportMax,
 			BaselineMistakes: ev.BaselineMistakes, BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa,
 			Classes: classes, Confusion: ev.Confusion(), Unanswered: ev.UnansweredByClass(), Failed: ln.failed,
-			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace)}
+			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace),
+			Champions: slices.Clone(ln.champions)}
 		if lr.Recovery == nil {
 			lr.Recovery = []Recovery{}
 		}
@@ -327,6 +341,11 @@ func (s *Stream) Report() PartitionReport {
 		}
 		if sel := ln.m.Selector(); sel != nil {
 			lr.Selector, lr.Switches, lr.Champion = true, sel.Switches(), sel.Champion()
+		}
+		if ls := ln.m.CandidateLearners(0); len(ls) > 0 {
+			if a, ok := ls[0].(*autolearn.Auto); ok {
+				lr.Candidates = a.Candidates()
+			}
 		}
 		if secs := ln.elapsed.Seconds(); secs > 0 {
 			lr.ExamplesPerSecond = float64(ev.Rounds) / secs
@@ -496,6 +515,19 @@ func (r Report) WriteTable(w io.Writer) error {
 			b := p.Learners[best]
 			fmt.Fprintf(w, "partition %d selection: %.2f %% mistakes with %d switches, ending on %s; best single learner in hindsight: %s, %.2f %% (selection %+.2f points)\n",
 				p.Partition, 100*l.MistakeRate, l.Switches, p.Learners[l.Champion].Spec, b.Spec, 100*b.MistakeRate, 100*(l.MistakeRate-b.MistakeRate))
+		}
+	}
+	for _, p := range r.Partitions {
+		for _, l := range p.Learners {
+			if len(l.Candidates) == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "partition %d %s: %d changes of champion", p.Partition, l.Spec, len(l.Champions))
+			for _, c := range l.Champions {
+				fmt.Fprintf(w, "; round %d: %s", c.Round, c.Name)
+			}
+			fmt.Fprintln(w)
+			autolearn.WriteCandidates(w, l.Candidates)
 		}
 	}
 	for _, sm := range r.Learners {

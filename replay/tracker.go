@@ -435,6 +435,8 @@ type lane struct {
 	// of held records and late labels (a model with a pending store).
 	delayer *model.Delayer
 	labels  *DelayedLabels
+	// champions are an auto learner's changes of configuration.
+	champions []ChampionChange
 
 	segments []SegmentStats
 
@@ -491,8 +493,14 @@ func (ln *lane) play(cfg Config, base int64, recs []Record, marks []bool) {
 	ln.elapsed += time.Since(start)
 }
 
+// maxChampions bounds the changes of champion a lane keeps for its report.
+const maxChampions = 1000
+
 // observe counts one result at round.
 func (ln *lane) observe(cfg Config, round int64, o model.Result) {
+	if o.SearchTo != "" && len(ln.champions) < maxChampions {
+		ln.champions = append(ln.champions, ChampionChange{Round: round, Name: o.SearchTo})
+	}
 	if ln.labels != nil {
 		switch {
 		case o.Held:

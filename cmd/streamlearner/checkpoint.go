@@ -12,6 +12,7 @@ import (
 	"github.com/streamlearner/streamlearner/feed"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/offline"
 )
 
 type checkpointCmd struct {
@@ -122,6 +123,14 @@ func (c *checkpointInspectCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "snapshot     %s\ntopic        %s\npartition    %d\ngeneration   %d\nsequence     %d\nnext offset  %d\nlearner      %s\nkernel       %s\nsupport      %d\nbytes        %d (model %d)\nsaved        %s\n",
 		c.Name, s.Topic, s.Partition, s.Generation, s.Seq, s.NextOffset, s.Learner, s.Kernel, l.Size(), len(b), len(s.Model), s.Created.Format(time.RFC3339Nano))
+	if m, ok := l.(supportOf); ok {
+		for i := range m.m.Candidates() {
+			if a := offline.AutoOf(m.m, i); a != nil {
+				fmt.Fprintf(out, "\nsearch (%s): %d changes of champion; ", m.m.CandidateName(i), a.Switches)
+				offline.WriteAuto(out, a)
+			}
+		}
+	}
 	return nil
 }
 

@@ -53,7 +53,8 @@ func TestCrashRecovery(t *testing.T) {
 		name, store string
 		stream      crashStream
 	}{{"dir", "dir", a9aStream}, {"topic", "topic", a9aStream}, {"events", "dir", coverStream}, {"delayed", "topic", delayedStream},
-		{"avro", "topic", avroStream}, {"exactly-once", "dir", eosStream}, {"zombie", "topic", zombieStream}, {"delayed-exactly-once", "dir", delayedEOSStream}} {
+		{"avro", "topic", avroStream}, {"exactly-once", "dir", eosStream}, {"zombie", "topic", zombieStream}, {"delayed-exactly-once", "dir", delayedEOSStream},
+		{"auto", "topic", autoStream}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			crashRecovery(t, bin, c.store, c.stream)
@@ -82,6 +83,8 @@ type crashStream struct {
 	// avro: the records are Avro in the wire format (produce --format
 	// avro), their schema in the broker's development registry.
 	avro bool
+	// learner, if set, is the learner spec instead of rbp:budget=100.
+	learner string
 }
 
 var (
@@ -98,6 +101,9 @@ var (
 		flags: []string{"--processing-guarantee", "exactly-once"}}
 	avroStream = crashStream{file: "../../testdata/adult.train.3000.jsonl.gz", copies: 10, kills: 10, avro: true,
 		flags: []string{"--label-field", "income", "--key-field", "id", "--positive", ">50K", "--scale", "online"}}
+	// The search in the checkpoint: short rungs and duels, so that kills
+	// fall in the halving and between duels.
+	autoStream    = crashStream{file: "../../testdata/a9a.gz", copies: 2, kills: 10, learner: "auto:rung=100,window=1000"}
 	delayedStream = crashStream{file: "../../testdata/elec2.3000.jsonl.gz", copies: 10, kills: 12, delayed: true,
 		flags: []string{"--input", "events", "--label-field", "class", "--key-field", "id", "--positive", "UP", "--delayed-labels",
 			"--pending-max-records", "2000"}}
@@ -242,7 +248,11 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 	}
 	producer := start(t, filepath.Join(dir, "produce.log"), bin, produceArgs...)
 
-	const spec, kern = "rbp:budget=100", "rbf:gamma=0.02"
+	const kern = "rbf:gamma=0.02"
+	spec := "rbp:budget=100"
+	if stream.learner != "" {
+		spec = stream.learner
+	}
 	args := []string{"run", "--brokers", addr, "--topic", "in", "--group", "g", "--output-topic", "out", "--auto-create",
 		"--learner", spec, "--kernel", kern, "--seed", "3", "--checkpoint-every", "2000", "--checkpoint-interval", "500ms",
 		"--flush-interval", "50ms", "--heartbeat-interval", "200ms", "--session-timeout", "2s", "--rebalance-timeout", "2s",

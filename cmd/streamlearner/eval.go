@@ -32,7 +32,7 @@ type evalCmd struct {
 	Data        string   `required:"" type:"existingfile" placeholder:"FILE" help:"Training stream: LIBSVM, JSON records, JSON events (named fields), CSV with a header row (.csv: named-field events, true/false as booleans, empty cells missing), an Avro object container file (.avro, its schema in the file), or length-delimited Protobuf messages (--input protobuf --schema FILE); gzip allowed but for Avro, which has its own block compression."`
 	Schema      string   `type:"existingfile" placeholder:"FILE" help:"With --input protobuf: the .proto file of --data's length-delimited messages, each a message of the file's first message type."`
 	Test        string   `type:"existingfile" placeholder:"FILE" help:"Test file: accuracy of the final model."`
-	Learner     []string `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec name[:key=value,...], repeatable (see 'streamlearner learners')."`
+	Learner     []string `default:"auto" sep:"none" placeholder:"SPEC" help:"Learner spec name[:key=value,...], repeatable (see 'streamlearner learners'). Default auto: the learner, kernel, γ, budget and scaling searched online (docs/auto.md)."`
 	Kernel      string   `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`
 	Orders      int      `default:"1" help:"Random orders of the data, one pass each; results are mean ± std."`
 	Seed        uint64   `default:"1" help:"Seed of the orders and of randomized learners (with --keep-order, the learners' seed itself, as run's --seed for partition 0)."`

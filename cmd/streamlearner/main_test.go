@@ -165,7 +165,6 @@ func TestEvalRejectsBadInvocations(t *testing.T) {
 		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--learner", "rbp:budget=10", "--kernel", "rbf:gamma=-1"}, "out of range"},
 		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--learner", "perceptron", "--kernel", "rbf", "--negative", "1"}, "--negative needs --positive"},
 		{[]string{"eval", "--data", "missing.txt", "--learner", "perceptron", "--kernel", "rbf"}, "missing.txt"},
-		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--kernel", "rbf"}, "--learner"},
 		{[]string{"eval", "--data", "../../testdata/a9a.gz", "--learner", "perceptron", "--kernel", "rbf", "--delay=-1"}, "--delay -1"},
 	} {
 		_, err := execute(t, c.args...)

@@ -78,20 +78,7 @@ func TestGenThenReplayFromHeaders(t *testing.T) {
 // learner alone and the selector) has the same mistake rate, support and
 // switches.
 func TestSelectReplayEqualsEval(t *testing.T) {
-	b, err := embedded.Start(embedded.Config{Partitions: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "sea.libsvm")
-	gen := []string{"gen", "sea", "--n", "3000", "--shifts", "2", "--seed", "4"}
-	if _, err := execute(t, append(gen, "--out", file)...); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := execute(t, append(gen, "--brokers", b.Addr(), "--topic", "sea", "--auto-create")...); err != nil {
-		t.Fatal(err)
-	}
+	b, dir, file := seaFileAndTopic(t)
 	sel := []string{"--kernel", "rbf:gamma=0.1", "--learner", "rbp:budget=40", "--learner", "forgetron:budget=40",
 		"--challenger", "perceptron@linear", "--select", "window=200,margin=0.01", "--select-detector", "adwin", "--seed", "3"}
 	out, err := execute(t, append([]string{"eval", "--data", file, "--keep-order", "--format", "json"}, sel...)...)
@@ -102,16 +89,7 @@ func TestSelectReplayEqualsEval(t *testing.T) {
 	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &ev); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	report := filepath.Join(dir, "r.json")
-	table, err := execute(t, append([]string{"replay", "--brokers", b.Addr(), "--topic", "sea", "--report", report, "--detector", "none"}, sel...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep replay.Report
-	raw, err := os.ReadFile(report)
-	if err != nil || json.Unmarshal(raw, &rep) != nil {
-		t.Fatalf("report: %v", err)
-	}
+	table, rep := replaySea(t, b, dir, sel)
 	rows := rep.Partitions[0].Learners
 	if len(rows) != 4 || len(ev.Learners) != 4 || !rows[3].Selector || !ev.Learners[3].Selector || rows[3].Switches == 0 {
 		t.Fatalf("replay rows %d, eval rows %d", len(rows), len(ev.Learners))
@@ -136,6 +114,45 @@ func TestSelectReplayEqualsEval(t *testing.T) {
 			t.Errorf("eval %v accepted", args)
 		}
 	}
+}
+
+// seaFileAndTopic starts a broker (closed with the test) and writes the
+// same SEA stream of 3,000 records with two shifts to its topic "sea" and
+// to a file in dir.
+func seaFileAndTopic(t *testing.T) (b *embedded.Broker, dir, file string) {
+	t.Helper()
+	b, err := embedded.Start(embedded.Config{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	dir = t.TempDir()
+	file = filepath.Join(dir, "sea.libsvm")
+	gen := []string{"gen", "sea", "--n", "3000", "--shifts", "2", "--seed", "4"}
+	if _, err := execute(t, append(gen, "--out", file)...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := execute(t, append(gen, "--brokers", b.Addr(), "--topic", "sea", "--auto-create")...); err != nil {
+		t.Fatal(err)
+	}
+	return b, dir, file
+}
+
+// replaySea replays seaFileAndTopic's topic with flags and returns the
+// table and the JSON report.
+func replaySea(t *testing.T, b *embedded.Broker, dir string, flags []string) (string, replay.Report) {
+	t.Helper()
+	report := filepath.Join(dir, "r.json")
+	table, err := execute(t, append([]string{"replay", "--brokers", b.Addr(), "--topic", "sea", "--report", report, "--detector", "none"}, flags...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep replay.Report
+	raw, err := os.ReadFile(report)
+	if err != nil || json.Unmarshal(raw, &rep) != nil {
+		t.Fatalf("report: %v", err)
+	}
+	return table, rep
 }
 
 // replay reads committed by default, as run does; --read-uncommitted

@@ -1,0 +1,771 @@
+// Package autolearn is the learner "auto": it picks the learner, the kernel
+// and its parameter, the budget and the scaling by itself, online, and keeps
+// picking as the stream drifts (docs/auto.md).
+//
+// The rules up front:
+//   - A candidate is a learner (Config.Learners) at a budget, on a kernel
+//     (linear, polynomial of a degree, RBF of a γ), on the records as they
+//     come or scaled online (each feature divided by its standard
+//     deviation over the records before, not centred, so that sparse
+//     records stay sparse).
+//   - Every candidate alive predicts, then learns, every record; the
+//     emitted margin is the champion's. A switch takes effect from the
+//     next record.
+//   - Successive halving: the search starts with Config.Width candidates
+//     spread over the space (every kernel and scaling first, then every
+//     learner), all born at the first record. After Rung labeled records,
+//     then 2·Rung more, 4·Rung more…, the better half by mistakes in the
+//     rung stays (ties to fewer since birth, then to the earlier born) and
+//     the best is champion, until Config.Keep are left.
+//   - Then a duel per challenger: after a warm-up of Window/2 labeled
+//     records from its birth, a challenger's mistakes over Window labeled
+//     records are compared with the champion's over the same records. The
+//     challenger becomes champion when it made fewer by more than
+//     Margin·Window (the old champion stays, as a challenger); otherwise
+//     the challenger goes, and an explorer near the champion takes its
+//     place: γ ×3 or ÷3, budget ×2 or ÷2, degree ±1,
+//     the other scaling, another learner or kernel family, drawn from the
+//     neighbours not alive (and, while there are such, not among the last
+//     16 losers). A change of champion restarts the duels under way.
+//   - Memory: the candidates' estimated peak (learners.EstimateMemory on
+//     the records' average non-zeros and largest index) plus the scaler's
+//     statistics stay under Config.Memory: the worst candidates by mistake
+//     rate since birth go first, and an explorer that would not fit is not
+//     started.
+//   - Deterministic given the seed and the records: candidate i's learner
+//     is seeded from (seed, i), the grid's order and the explorers are
+//     drawn from a generator of the seed, whose state is in the encoding.
+//     MarshalBinary holds every candidate and the search's whole state;
+//     a decoded learner continues with bit-identical margins and choices.
+package autolearn
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/rng"
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+func init() {
+	learners.RegisterComposite(learners.Composite{
+		Info: learners.Info{
+			Name:    Name,
+			Summary: "searches learners, kernels, γ, budget and scaling online: successive halving over prequential windows, then duels with explorers near the champion (docs/auto.md)",
+			Source:  "successive halving (Jamieson and Talwalkar, AISTATS 2016), played prequentially",
+			Params: []learners.ParamInfo{
+				{Name: "learners", Default: strings.Join(DefaultLearners, "|"), Doc: "learners searched, |-separated"},
+				{Name: "kernels", Default: "linear|poly|rbf", Doc: "kernel families searched"},
+				{Name: "kernel", Default: "search", Doc: "given: only the kernel given (--kernel)"},
+				{Name: "gamma", Default: "0.001..10", Doc: "RBF γ range"},
+				{Name: "budget", Default: "50..400", Doc: "budget range"},
+				{Name: "degree", Default: "2..3", Doc: "polynomial degree range"},
+				{Name: "scale", Default: "both", Doc: "online scaling: both, on, off"},
+				{Name: "memory", Default: "64MiB", Doc: "bound on the candidates' memory"},
+				{Name: "width", Default: "48", Doc: "candidates at the start"},
+				{Name: "keep", Default: "3", Doc: "candidates after the halving (champion and challengers)"},
+				{Name: "rung", Default: "200", Doc: "labeled records of the first halving rung"},
+				{Name: "window", Default: "1000", Doc: "labeled records of a duel"},
+				{Name: "margin", Default: "0.01", Doc: "rate a challenger must win a duel by"},
+			},
+		},
+		Magic: magic,
+		New: func(sp learners.Spec, k learners.Kernel, seed uint64) (learners.Learner, error) {
+			cfg, err := Parse(sp)
+			if err != nil {
+				return nil, err
+			}
+			return New(cfg, k, seed)
+		},
+		Decode: func(b []byte) (learners.Learner, error) { return Unmarshal(b) },
+		Memory: func(sp learners.Spec, k learners.Kernel, _ learners.Data) (learners.Memory, error) {
+			cfg, err := Parse(sp)
+			if err != nil {
+				return learners.Memory{}, err
+			}
+			return learners.BoundedMemory(cfg.Spec(), cfg.Keep*cfg.BudgetHi, cfg.Memory, cfg.Memory, "auto's memory="), nil
+		},
+	})
+}
+
+// point is a candidate's configuration.
+type point struct {
+	learner string
+	budget  int
+	kernel  learners.Kernel
+	scale   bool
+}
+
+func (p point) spec() string {
+	key, _ := budgetKey(p.learner)
+	return fmt.Sprintf("%s:%s=%d", p.learner, key, p.budget)
+}
+
+// String names the candidate: "rbp:budget=100 kernel=rbf:gamma=0.1", with
+// " scaled" when it learns on scaled records.
+func (p point) String() string {
+	s := p.spec() + " kernel=" + p.kernel.String()
+	if p.scale {
+		s += " scaled"
+	}
+	return s
+}
+
+// cand is one candidate alive.
+type cand struct {
+	id    uint64 // creation number: its learner's seed stream
+	pt    point
+	name  string
+	l     learners.Learner
+	born  uint64 // labeled records before its first
+	total uint64 // mistakes since birth
+	rung  uint64 // mistakes in the halving's current rung
+	// The duel (after the halving): from is the labeled count from which
+	// its mistakes and the champion's are counted, mine and champ those
+	// counts.
+	from        uint64
+	mine, champ uint64
+
+	f       float64 // this round's margin
+	mistake bool
+}
+
+// Change is a change of champion: from the labeled record After on, Name's
+// predictions were emitted.
+type Change struct {
+	After uint64 `json:"after"`
+	Name  string `json:"name"`
+}
+
+// maxHistory bounds the champion changes kept.
+const maxHistory = 64
+
+// maxLosers is how many recent duel losers explorers avoid.
+const maxLosers = 16
+
+// scaleCap bounds the features the scaler keeps statistics for: indices
+// from it on are not scaled.
+const scaleCap = 1 << 20
+
+const (
+	streamGrid = 0x6175746f67726964 // "autogrid"
+	streamCand = 0x6175746f63000000 // "autoc" + candidate number
+)
+
+// Auto is the learner. Not safe for concurrent use.
+type Auto struct {
+	cfg    Config
+	spec   string
+	kernel learners.Kernel // the one given: kernel=given searches it alone
+	seed   uint64
+	src    *rng.Source
+
+	cands    []*cand
+	champion int // index in cands
+	nextID   uint64
+	labeled  uint64 // labeled rounds
+	rounds   uint64 // rounds played (for the records' shape)
+	nnz      uint64 // non-zeros over the rounds played
+	maxIdx   uint32
+	halving  bool
+	rungEnd  uint64
+	rungLen  uint64
+	switches uint64
+	history  []Change
+	losers   []string
+
+	// The scaler: per feature j, the sum of its values over the rounds
+	// played at 2j and of their squares at 2j+1.
+	stats []float64
+	// scaled is this round's scaled record (its own values, x's indices).
+	scaled sparse.Vector
+
+	// grouped: one of a many-class model's one-vs-rest learners, which
+	// search as one (see Group); Round then only plays, and Settle keeps
+	// the books. lead is the group's first learner, whose search and
+	// scaler the others follow (nil for the first itself).
+	grouped bool
+	lead    *Auto
+}
+
+// New builds the search over cfg's space; k is the kernel given, searched
+// alone with Config.FixedKernel.
+func New(cfg Config, k learners.Kernel, seed uint64) (*Auto, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	a := &Auto{cfg: cfg, spec: cfg.Spec(), kernel: k, seed: seed, src: rng.New(seed, streamGrid),
+		halving: true, rungLen: uint64(cfg.Rung), rungEnd: uint64(cfg.Rung)}
+	for _, p := range a.grid() {
+		if err := a.add(p); err != nil {
+			return nil, err
+		}
+	}
+	if len(a.cands) <= cfg.Keep {
+		a.settle()
+	}
+	a.history = append(a.history, Change{After: 0, Name: a.cands[0].name})
+	return a, nil
+}
+
+// kernels are the kernels of the first candidates.
+func (a *Auto) kernels() []learners.Kernel {
+	if a.cfg.FixedKernel {
+		return []learners.Kernel{a.kernel}
+	}
+	var ks []learners.Kernel
+	for _, fam := range a.cfg.Kernels {
+		switch fam {
+		case "linear":
+			ks = append(ks, learners.Kernel{Kind: learners.Linear})
+		case "poly":
+			for d := a.cfg.DegreeLo; d <= a.cfg.DegreeHi; d++ {
+				ks = append(ks, poly(d))
+			}
+		case "rbf":
+			for _, g := range gammas(a.cfg.GammaLo, a.cfg.GammaHi) {
+				ks = append(ks, learners.Kernel{Kind: learners.RBF, Gamma: g})
+			}
+		}
+	}
+	return ks
+}
+
+func poly(d int) learners.Kernel {
+	return learners.Kernel{Kind: learners.Poly, Degree: d, Scale: 1, Coef0: 1}
+}
+
+// gammas is the ×10 grid from lo to hi, hi included when the last step
+// falls short of it.
+func gammas(lo, hi float64) []float64 {
+	var gs []float64
+	g := lo
+	for i := 0; g <= hi*(1+1e-9) && i < 64; i++ {
+		gs = append(gs, g)
+		g = round3(lo * math.Pow(10, float64(i+1)))
+	}
+	if last := gs[len(gs)-1]; last < hi*(1-1e-9) {
+		gs = append(gs, hi)
+	}
+	return gs
+}
+
+// scales are the scalings searched.
+func (a *Auto) scales() []bool {
+	switch a.cfg.Scale {
+	case "on":
+		return []bool{true}
+	case "off":
+		return []bool{false}
+	}
+	return []bool{false, true}
+}
+
+func (a *Auto) budget0() int { return min(max(100, a.cfg.BudgetLo), a.cfg.BudgetHi) }
+
+// grid is the first candidates: every learner × kernel × scaling at the
+// first budget, drawn in a seeded order so that every kernel and scaling,
+// then every learner, comes before any comes twice; the first is the
+// first learner on the middle kernel, unscaled when searched.
+func (a *Auto) grid() []point {
+	ks, ss := a.kernels(), a.scales()
+	var all []point
+	for _, l := range a.cfg.Learners {
+		for _, k := range ks {
+			for _, s := range ss {
+				all = append(all, point{learner: l, budget: a.budget0(), kernel: k, scale: s})
+			}
+		}
+	}
+	perm := a.src.Perm(len(all))
+	shuffled := make([]point, len(all))
+	for i, j := range perm {
+		shuffled[i] = all[j]
+	}
+	first := point{learner: a.cfg.Learners[0], budget: a.budget0(), kernel: ks[len(ks)/2], scale: ss[0]}
+	out := []point{first}
+	used := map[point]bool{first: true}
+	kernUse, learnUse := map[string]int{first.kernel.String() + fmt.Sprint(first.scale): 1}, map[string]int{first.learner: 1}
+	for len(out) < min(a.cfg.Width, len(all)) {
+		best, bestCost := -1, 0
+		for i, p := range shuffled {
+			if used[p] {
+				continue
+			}
+			cost := kernUse[p.kernel.String()+fmt.Sprint(p.scale)]*len(a.cfg.Learners) + learnUse[p.learner]
+			if best < 0 || cost < bestCost {
+				best, bestCost = i, cost
+			}
+		}
+		p := shuffled[best]
+		used[p] = true
+		kernUse[p.kernel.String()+fmt.Sprint(p.scale)]++
+		learnUse[p.learner]++
+		out = append(out, p)
+	}
+	return out
+}
+
+// add starts a candidate at p.
+func (a *Auto) add(p point) error {
+	seed := rng.New(a.seed, streamCand+a.nextID).Uint64()
+	l, err := learners.New(p.spec(), p.kernel, seed)
+	if err != nil {
+		return fmt.Errorf("auto: candidate %s: %w", p, err)
+	}
+	a.cands = append(a.cands, &cand{id: a.nextID, pt: p, name: p.String(), l: l, born: a.labeled,
+		from: a.labeled + uint64(a.cfg.Window/2)})
+	a.nextID++
+	return nil
+}
+
+// Round plays every candidate on (x, y) and returns the champion's outcome.
+func (a *Auto) Round(x sparse.Vector, y int) learners.Outcome {
+	if y < -1 || y > 1 {
+		panic(fmt.Sprintf("autolearn: label %d is not −1, 0 or +1", y))
+	}
+	xs := a.scale(x)
+	ch := a.cands[a.champion]
+	in := x
+	if ch.pt.scale {
+		in = xs
+	}
+	if why := ch.pt.kernel.Refuses(in); why != "" {
+		return learners.Outcome{Margin: math.NaN(), Refused: why}
+	}
+	updated := false
+	for _, c := range a.cands {
+		in := x
+		if c.pt.scale {
+			in = xs
+		}
+		o := c.l.Round(in, y)
+		c.f, c.mistake = o.Margin, o.Mistake || (o.Refused != "" && y != 0)
+		updated = updated || o.Updated
+		if c == ch && o.Refused != "" {
+			// The champion's margin is not finite: the record is refused
+			// (the candidates before it have learned it, as the model's
+			// learners do when one refuses).
+			return o
+		}
+	}
+	out := learners.Outcome{Margin: ch.f, Mistake: ch.mistake, Updated: updated}
+	if a.grouped {
+		return out // Settle keeps the books once every class has played
+	}
+	a.books(x)
+	if y != 0 {
+		a.labeled++
+		a.score()
+	}
+	return out
+}
+
+// books counts a round's record in the records' shape and the scaler.
+func (a *Auto) books(x sparse.Vector) {
+	a.rounds++
+	a.nnz += uint64(len(x.Idx))
+	if n := len(x.Idx); n > 0 {
+		a.maxIdx = max(a.maxIdx, x.Idx[n-1])
+	}
+	a.observe(x)
+}
+
+// Predict is the champion's margin; nothing changes.
+func (a *Auto) Predict(x sparse.Vector) float64 {
+	ch := a.cands[a.champion]
+	if ch.pt.scale {
+		return ch.l.Predict(a.scale(x))
+	}
+	return ch.l.Predict(x)
+}
+
+// scale is x scaled by the statistics of the rounds before: each feature
+// divided by its standard deviation (absent counts as 0; a feature with no
+// spread yet is left as it is), not centred, so that a sparse record stays
+// sparse (an RBF kernel does not see a shift). In storage reused at the
+// next call.
+func (a *Auto) scale(x sparse.Vector) sparse.Vector {
+	a.scaled.Idx = x.Idx
+	a.scaled.Val = append(a.scaled.Val[:0], x.Val...)
+	st := a
+	if a.lead != nil {
+		st = a.lead // a group scales by its first learner's statistics
+	}
+	if st.rounds == 0 {
+		return a.scaled
+	}
+	n := float64(st.rounds)
+	for i, j := range x.Idx {
+		if 2*int(j)+1 >= len(st.stats) {
+			break
+		}
+		mean := st.stats[2*j] / n
+		if v := st.stats[2*j+1]/n - mean*mean; v > 0 {
+			a.scaled.Val[i] = x.Val[i] / math.Sqrt(v)
+		}
+	}
+	return a.scaled
+}
+
+// observe adds x to the scaler's statistics.
+func (a *Auto) observe(x sparse.Vector) {
+	if a.cfg.Scale == "off" {
+		return
+	}
+	for i, j := range x.Idx {
+		if j >= scaleCap {
+			break
+		}
+		if 2*int(j)+1 >= len(a.stats) {
+			a.stats = append(a.stats, make([]float64, 2*int(j)+2-len(a.stats))...)
+		}
+		a.stats[2*j] += x.Val[i]
+		a.stats[2*j+1] += x.Val[i] * x.Val[i]
+	}
+}
+
+// score counts this labeled round's mistakes and plays the search's rules.
+func (a *Auto) score() {
+	ch := a.cands[a.champion]
+	for _, c := range a.cands {
+		if c.mistake {
+			c.total++
+			c.rung++
+		}
+		if !a.halving && c != ch && a.labeled > c.from {
+			if c.mistake {
+				c.mine++
+			}
+			if ch.mistake {
+				c.champ++
+			}
+		}
+	}
+	if a.labeled%1024 == 0 || a.labeled == 1 {
+		a.fit(nil)
+		if a.halving && len(a.cands) <= a.cfg.Keep {
+			a.settle()
+		}
+	}
+	if a.halving {
+		if a.labeled >= a.rungEnd {
+			a.halve()
+		}
+		return
+	}
+	for i := 0; i < len(a.cands); i++ {
+		c := a.cands[i]
+		if c == a.cands[a.champion] || a.labeled < c.from || a.labeled-c.from < uint64(a.cfg.Window) {
+			continue
+		}
+		a.duel(i)
+		i = -1 // the candidates changed: look again from the start
+	}
+}
+
+// better reports whether c has the lower mistake rate since birth (ties
+// to the earlier born).
+func (a *Auto) better(c, d *cand) bool {
+	nc, nd := a.labeled-c.born, a.labeled-d.born
+	l, r := c.total*max(nd, 1), d.total*max(nc, 1)
+	if l != r {
+		return l < r
+	}
+	return c.id < d.id
+}
+
+// halve ends a rung: the better half stays, the best is champion.
+func (a *Auto) halve() {
+	// By the mistakes of the rung: the latest, longest stretch, where
+	// each candidate is as trained as it will be soon, not its start.
+	ranked := slices.Clone(a.cands)
+	slices.SortStableFunc(ranked, func(c, d *cand) int {
+		switch {
+		case c.rung != d.rung:
+			return cmp.Compare(c.rung, d.rung)
+		case a.better(c, d):
+			return -1
+		case a.better(d, c):
+			return 1
+		}
+		return 0
+	})
+	for _, c := range ranked {
+		c.rung = 0
+	}
+	keep := max(a.cfg.Keep, (len(ranked)+1)/2)
+	ranked = ranked[:min(keep, len(ranked))]
+	a.setCands(ranked, ranked[0])
+	a.rungLen *= 2
+	a.rungEnd = a.labeled + a.rungLen
+	if len(a.cands) <= a.cfg.Keep {
+		a.settle()
+	}
+}
+
+// settle ends the halving: the duels start now for the candidates left,
+// which are warm already, and explorers fill the free places.
+func (a *Auto) settle() {
+	a.halving = false
+	for _, c := range a.cands {
+		c.from, c.mine, c.champ = a.labeled, 0, 0
+	}
+	a.explore()
+}
+
+// setCands makes cs the candidates, in birth order, with champion ch.
+func (a *Auto) setCands(cs []*cand, ch *cand) {
+	slices.SortFunc(cs, func(c, d *cand) int { return int(c.id) - int(d.id) })
+	prev := a.cands[a.champion]
+	a.cands = cs
+	a.champion = slices.Index(cs, ch)
+	if ch != prev {
+		a.switched()
+	}
+}
+
+// switched records a change of champion and restarts the duels.
+func (a *Auto) switched() {
+	ch := a.cands[a.champion]
+	a.switches++
+	a.history = append(a.history, Change{After: a.labeled, Name: ch.name})
+	if len(a.history) > maxHistory {
+		a.history = slices.Delete(a.history, 0, len(a.history)-maxHistory)
+	}
+	for _, c := range a.cands {
+		c.from, c.mine, c.champ = max(c.from, a.labeled), 0, 0
+	}
+}
+
+// duel settles challenger i's duel with the champion.
+func (a *Auto) duel(i int) {
+	c := a.cands[i]
+	if float64(c.champ)-float64(c.mine) > a.cfg.Margin*float64(a.cfg.Window) {
+		// The old champion stays as a challenger: it is trained, and
+		// the next duel may bring it back.
+		a.setCands(a.cands, c)
+		return
+	}
+	a.losers = append(a.losers, c.name)
+	if len(a.losers) > maxLosers {
+		a.losers = slices.Delete(a.losers, 0, len(a.losers)-maxLosers)
+	}
+	a.setCands(slices.Delete(slices.Clone(a.cands), i, i+1), a.cands[a.champion])
+	a.explore()
+}
+
+// explore starts explorers near the champion while there are free places
+// and memory for them.
+func (a *Auto) explore() {
+	for len(a.cands) < a.cfg.Keep {
+		ns := a.neighbours()
+		if len(ns) == 0 {
+			return
+		}
+		fresh := slices.DeleteFunc(slices.Clone(ns), func(p point) bool { return slices.Contains(a.losers, p.String()) })
+		if len(fresh) > 0 {
+			ns = fresh
+		}
+		p := ns[a.src.Intn(len(ns))]
+		if !a.fit(&p) {
+			return
+		}
+		if err := a.add(p); err != nil {
+			return // a neighbour the learners refuse: the place stays free
+		}
+	}
+}
+
+// neighbours are the points one step from the champion that are not alive.
+func (a *Auto) neighbours() []point {
+	p := a.cands[a.champion].pt
+	var ns []point
+	try := func(q point) {
+		if q == p || slices.ContainsFunc(a.cands, func(c *cand) bool { return c.pt == q }) || slices.Contains(ns, q) {
+			return
+		}
+		ns = append(ns, q)
+	}
+	k := p.kernel
+	if !a.cfg.FixedKernel {
+		switch k.Kind {
+		case learners.RBF:
+			for _, g := range []float64{round3(k.Gamma * 3), round3(k.Gamma / 3)} {
+				if g >= a.cfg.GammaLo*(1-1e-9) && g <= a.cfg.GammaHi*(1+1e-9) {
+					q := p
+					q.kernel.Gamma = g
+					try(q)
+				}
+			}
+		case learners.Poly:
+			for _, d := range []int{k.Degree - 1, k.Degree + 1} {
+				if d >= a.cfg.DegreeLo && d <= a.cfg.DegreeHi {
+					q := p
+					q.kernel.Degree = d
+					try(q)
+				}
+			}
+		}
+		// Another family: RBF at the grid's middle γ, the lowest degree.
+		gs := gammas(a.cfg.GammaLo, a.cfg.GammaHi)
+		for _, q := range a.kernels() {
+			if q.Kind != k.Kind && (q.Kind != learners.RBF || q.Gamma == gs[len(gs)/2]) &&
+				(q.Kind != learners.Poly || q.Degree == a.cfg.DegreeLo) {
+				r := p
+				r.kernel = q
+				try(r)
+			}
+		}
+	}
+	for _, b := range []int{p.budget * 2, p.budget / 2} {
+		if b >= a.cfg.BudgetLo && b <= a.cfg.BudgetHi {
+			q := p
+			q.budget = b
+			try(q)
+		}
+	}
+	if a.cfg.Scale == "both" {
+		q := p
+		q.scale = !p.scale
+		try(q)
+	}
+	for _, l := range a.cfg.Learners {
+		q := p
+		q.learner = l
+		try(q)
+	}
+	return ns
+}
+
+// memory is the estimated peak of the candidates and the scaler, with
+// extra's added when not nil.
+func (a *Auto) memory(extra *point) int64 {
+	d := learners.Data{NNZ: 1, Dim: int(a.maxIdx)}
+	if a.rounds > 0 {
+		d.NNZ = int((a.nnz + a.rounds - 1) / a.rounds)
+	}
+	est := func(p point) int64 {
+		m, err := learners.EstimateMemory(p.spec(), p.kernel, d)
+		if err != nil {
+			return 0
+		}
+		return m.Peak + candOverhead
+	}
+	total := int64(cap(a.stats)*8 + cap(a.scaled.Val)*8)
+	for _, c := range a.cands {
+		total += est(c.pt)
+	}
+	if extra != nil {
+		total += est(*extra)
+	}
+	return total
+}
+
+// candOverhead is what a candidate holds beside its learner: the struct,
+// its name and encoding scratch, counted generously.
+const candOverhead = 1 << 10
+
+// fit drops the worst challengers until the candidates (and extra, if not
+// nil) fit in Config.Memory; it reports whether extra fits.
+func (a *Auto) fit(extra *point) bool {
+	for a.memory(extra) > a.cfg.Memory {
+		if extra != nil {
+			return false // an explorer never pushes a candidate out
+		}
+		worst := -1
+		for i, c := range a.cands {
+			if i != a.champion && (worst < 0 || a.better(a.cands[worst], c)) {
+				worst = i
+			}
+		}
+		if worst < 0 {
+			return false
+		}
+		ch := a.cands[a.champion]
+		a.setCands(slices.Delete(slices.Clone(a.cands), worst, worst+1), ch)
+	}
+	return true
+}
+
+// Size is the champion's support set.
+func (a *Auto) Size() int { return a.cands[a.champion].l.Size() }
+
+// Budget is the champion's budget.
+func (a *Auto) Budget() int { return a.cands[a.champion].l.Budget() }
+
+// Spec is the canonical spec, every parameter included.
+func (a *Auto) Spec() string { return a.spec }
+
+// Kernel is the kernel given (the candidates have their own).
+func (a *Auto) Kernel() learners.Kernel { return a.kernel }
+
+// Champion names the candidate whose margins are emitted.
+func (a *Auto) Champion() string { return a.cands[a.champion].name }
+
+// Switches counts the changes of champion.
+func (a *Auto) Switches() uint64 { return a.switches }
+
+// History is the latest changes of champion (at most 64), the first
+// champion first when it is still among them.
+func (a *Auto) History() []Change { return slices.Clone(a.history) }
+
+// Status is a candidate as reports show it.
+type Status struct {
+	Name     string  `json:"name"`
+	Born     uint64  `json:"born"`     // labeled records before its first
+	Mistakes uint64  `json:"mistakes"` // since its birth
+	Rate     float64 `json:"rate"`     // mistakes per labeled record since its birth
+	Champion bool    `json:"champion,omitempty"`
+	Support  int     `json:"support"`
+}
+
+// Candidates are the candidates alive, in birth order.
+func (a *Auto) Candidates() []Status {
+	out := make([]Status, len(a.cands))
+	for i, c := range a.cands {
+		n := a.labeled - c.born
+		out[i] = Status{Name: c.name, Born: c.born, Mistakes: c.total, Champion: i == a.champion, Support: c.l.Size()}
+		if n > 0 {
+			out[i].Rate = float64(c.total) / float64(n)
+		}
+	}
+	return out
+}
+
+// Labeled is the labeled records seen.
+func (a *Auto) Labeled() uint64 { return a.labeled }
+
+// Halving reports whether the search is still halving.
+func (a *Auto) Halving() bool { return a.halving }
+
+// Memory is the candidates' estimated peak now, which Config.Memory bounds.
+func (a *Auto) Memory() int64 { return a.memory(nil) }
+
+// round3 rounds to 3 significant digits, so that explorers' γ read well
+// (0.3, not 0.30000000000000004).
+func round3(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	return r
+}
+
+// WriteCandidates prints candidates, one a line: the champion marked *,
+// the mistake rate since its birth, the labeled record it was born at and
+// its name.
+func WriteCandidates(w io.Writer, cs []Status) {
+	fmt.Fprintln(w, "candidates (mistakes since their birth; * the champion):")
+	for _, c := range cs {
+		mark := " "
+		if c.Champion {
+			mark = "*"
+		}
+		fmt.Fprintf(w, "  %s %6.2f %%  from %d  %s\n", mark, 100*c.Rate, c.Born, c.Name)
+	}
+}

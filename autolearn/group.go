@@ -1,0 +1,128 @@
+package autolearn
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/rng"
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// A many-class model plays one binary learner per class (one-vs-rest) and
+// predicts the class with the largest margin. Searches of their own, the
+// classes would choose different kernels, whose margins do not compare,
+// and each would score candidates on its own binary mistakes. So the
+// model makes its classes' auto learners one search (Group): every class
+// holds the same candidates as the first class's learner, the lead; each
+// candidate is scored on the many-class mistake of its one-vs-rest set
+// (Settle); the lead decides (halving, duels, explorers, memory) and the
+// others follow, each with its own learners, seeded from its own seed.
+
+// autos are ls as auto learners, or nil when any is not one.
+func autos(ls []learners.Learner) []*Auto {
+	out := make([]*Auto, 0, len(ls))
+	for _, l := range ls {
+		a, ok := l.(*Auto)
+		if !ok {
+			return nil
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// Group makes ls, a many-class model's one-vs-rest learners in class
+// order, one search when they are auto learners (nothing otherwise): the
+// others take the first's candidates (new learners for those they lack)
+// and its search. The model calls it when it adds a class and when it
+// restores its learners.
+func Group(ls []learners.Learner) error {
+	as := autos(ls)
+	if len(as) == 0 {
+		return nil
+	}
+	lead := as[0]
+	lead.grouped, lead.lead = true, nil
+	for _, a := range as[1:] {
+		if a.spec != lead.spec {
+			return fmt.Errorf("auto: classes with different searches: %s and %s", lead.spec, a.spec)
+		}
+		a.grouped, a.lead = true, lead
+		if err := a.follow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Settle ends a round of a group (after Group) once every class has played
+// x: the first known classes' margins give each candidate's many-class
+// prediction, scored against class y (−1: unlabeled), and the lead plays
+// the search's rules; the others follow. known leaves out a class the
+// round's label added, which predicted nothing.
+func Settle(ls []learners.Learner, known int, x sparse.Vector, y int) error {
+	as := autos(ls)
+	if len(as) == 0 || !as[0].grouped {
+		return nil
+	}
+	lead := as[0]
+	lead.books(x)
+	if y < 0 {
+		return nil
+	}
+	for j, c := range lead.cands {
+		best, bestF := -1, math.Inf(-1)
+		for k, a := range as[:min(known, len(as))] {
+			if f := a.cands[j].f; f > bestF {
+				best, bestF = k, f
+			}
+		}
+		c.mistake = best != y
+	}
+	lead.labeled++
+	lead.score()
+	for _, a := range as[1:] {
+		if err := a.follow(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// follow makes a's candidates and search its lead's: the same candidates
+// in the same order (its own learners for those it has, new ones for the
+// others), counters, champion and history.
+func (a *Auto) follow() error {
+	l := a.lead
+	same := len(a.cands) == len(l.cands)
+	for i := 0; same && i < len(a.cands); i++ {
+		same = a.cands[i].id == l.cands[i].id && a.cands[i].pt == l.cands[i].pt
+	}
+	if !same {
+		have := make(map[uint64]*cand, len(a.cands))
+		for _, c := range a.cands {
+			have[c.id] = c
+		}
+		cands := make([]*cand, len(l.cands))
+		for i, lc := range l.cands {
+			c := have[lc.id]
+			if c == nil || c.pt != lc.pt { // a new class drew its own first candidates
+				ln, err := learners.New(lc.pt.spec(), lc.pt.kernel, rng.New(a.seed, streamCand+lc.id).Uint64())
+				if err != nil {
+					return fmt.Errorf("auto: candidate %s: %w", lc.pt, err)
+				}
+				c = &cand{id: lc.id, pt: lc.pt, name: lc.name, l: ln}
+			}
+			cands[i] = c
+		}
+		a.cands = cands
+	}
+	for i, lc := range l.cands {
+		c := a.cands[i]
+		c.born, c.total, c.rung, c.from, c.mine, c.champ = lc.born, lc.total, lc.rung, lc.from, lc.mine, lc.champ
+	}
+	a.champion, a.nextID, a.labeled, a.halving = l.champion, l.nextID, l.labeled, l.halving
+	a.rungEnd, a.rungLen, a.switches, a.history, a.losers = l.rungEnd, l.rungLen, l.switches, l.history, l.losers
+	return nil
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# --learner auto against a grid of 30 fixed configurations: five learners
+# (RBP, LBP, Forgetron, Projectron++ at B = 100, PA-I capped at 100) × six
+# kernels (linear, RBF γ = 0.001, 0.01, 0.1, 1, 10), records unscaled; one
+# pass in eval's default random order (seed 1). For a9a and Covertype
+# (100,000 events) it also plays auto's final champion alone, three times
+# each, for the CPU ratio. docs/auto.md
+# quotes the table.
+# With "drift" (alone), the drifting streams of docs/selection.md instead,
+# in file order: auto against the seven learners of that page alone and
+# their selection (window 2000, margin 0.01).
+# Usage: scripts/auto.sh [a9a|banana|covtype|covtype-events|w8a|waveform|usps|pendigits|letter|mnist ...]
+#        scripts/auto.sh drift
+#        scripts/auto.sh table [data sets]   the tables again from out/auto
+# Reads ../shared/datasets (or $DATASETS); writes JSON results to
+# out/auto (or $OUT).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/datasets.sh
+out=${OUT:-out/auto}
+run=1
+if [ "${1:-}" = table ]; then
+  run=0
+  shift
+fi
+sets=("$@")
+[ ${#sets[@]} -gt 0 ] || sets=(a9a banana covtype covtype-events w8a waveform usps pendigits letter mnist)
+mkdir -p "$out"
+go build -o bin/streamlearner ./cmd/streamlearner
+sl=bin/streamlearner
+if [ "${sets[0]}" = drift ]; then
+  : > "$out/quarters.md"
+  : > "$out/recovery.md"
+  echo "| stream | auto | best of the seven alone in hindsight | selection of the seven, window 2000 |"
+  echo "|---|---|---|---|"
+  for s in sea hyperplane gauss checkerboard; do
+    case $s in
+    sea) args=(sea --n 20000 --shifts 3); k=(rbf:gamma=0.1 rbf:gamma=1 rbf:gamma=0.01) ;;
+    hyperplane) args=(hyperplane --n 20000); k=(rbf:gamma=1 rbf:gamma=10 rbf:gamma=0.1) ;;
+    gauss) args=(gauss --n 20000 --shifts 3 --drift gradual --width 2000); k=(rbf:gamma=1 rbf:gamma=10 rbf:gamma=0.1) ;;
+    checkerboard) args=(checkerboard --n 20000 --drift gradual); k=(rbf:gamma=2 rbf:gamma=20 rbf:gamma=0.2) ;;
+    esac
+    "$sl" gen "${args[@]}" --seed 1 --out "$out/$s.libsvm" > /dev/null
+    "$sl" eval --data "$out/$s.libsvm" --keep-order --format json > "$out/$s-auto.json" 2>/dev/null
+    "$sl" eval --data "$out/$s.libsvm" --keep-order --format json --kernel "${k[0]}" --learner rbp:budget=100 --learner lbp:budget=100 \
+      --learner forgetron:budget=100 --learner projectron++:budget=100 --learner perceptron \
+      --challenger "rbp:budget=100@${k[1]}" --challenger "rbp:budget=100@${k[2]}" --select window=2000,margin=0.01 > "$out/$s-seven.json" 2>/dev/null
+    # Each quarter of the stream (SEA's and Gauss's shifts are at the
+    # quarters): auto and each of the seven alone, from their predictions.
+    i=0
+    for l in auto rbp:budget=100 lbp:budget=100 forgetron:budget=100 projectron++:budget=100 perceptron "rbp:budget=100@${k[1]}" "rbp:budget=100@${k[2]}"; do
+      kern=${k[0]}
+      [[ $l == *@* ]] && kern=${l#*@}
+      "$sl" eval --data "$out/$s.libsvm" --keep-order --learner "${l%@*}" --kernel "$kern" --predictions "$out/$s-pred-$i.csv" > /dev/null 2>&1
+      i=$((i + 1))
+    done
+    awk -F, -v s="$s" '
+      FNR == 1 { f++; next }
+      { q = int((FNR - 2) / 5000); n[f, q]++; if ($3 != $5) m[f, q]++ }
+      END {
+        line = "| " s " |"
+        for (q = 0; q < 4; q++) {
+          best = 1
+          for (g = 2; g <= f; g++) if (m[g, q] / n[g, q] < best) best = m[g, q] / n[g, q]
+          line = line sprintf(" %.2f / %.2f |", 100 * m[1, q] / n[1, q], 100 * best)
+        }
+        print line
+      }' "$out/$s"-pred-?.csv >> "$out/quarters.md"
+    # Recovery after each shift, as replay counts it: records from the
+    # shift until the rate over the last 200 is within 0.05 of the rate
+    # over the 1,000 before the shift ("-": not before the next shift).
+    if [ "$s" = sea ] || [ "$s" = gauss ]; then
+      awk -F, -v s="$s" '
+        FNR == 1 { f++; next }
+        { m[f, FNR - 1] = ($3 != $5); n = FNR - 1 }
+        function recover(g, at, until,   pre, i, w, t) {
+          pre = 0
+          for (i = at - 1000; i < at; i++) pre += m[g, i]
+          pre /= 1000
+          w = 0
+          for (t = at; t < until; t++) {
+            w += m[g, t]
+            if (t - at >= 200) w -= m[g, t - 200]
+            if (t - at >= 199 && w / 200 <= pre + 0.05) return t - at + 1
+          }
+          return -1
+        }
+        END {
+          line = "| " s " |"
+          for (k = 1; k <= 3; k++) {
+            at = 5000 * k + 1; until = (k < 3) ? 5000 * (k + 1) + 1 : n + 1
+            a = recover(1, at, until); best = -1
+            for (g = 2; g <= f; g++) { r = recover(g, at, until); if (r >= 0 && (best < 0 || r < best)) best = r }
+            line = line sprintf(" %s / %s |", a < 0 ? "-" : a, best < 0 ? "-" : best)
+          }
+          print line
+        }' "$out/$s"-pred-?.csv >> "$out/recovery.md"
+    fi
+    jq -rs --arg s "$s" '
+      ([.[1].learners[] | select(.selector | not)] | min_by(.mistake_rate)) as $best |
+      "| \($s) | \(.[0].learners[0].mistake_rate * 10000 | round / 100) (\(.[0].learners[0].auto.switches) changes) | \($best.mistake_rate * 10000 | round / 100) (\($best.spec) \($best.kernel)) | \(.[1].learners[-1].mistake_rate * 10000 | round / 100) |"
+    ' "$out/$s-auto.json" "$out/$s-seven.json"
+  done
+  echo
+  echo "| stream: auto / the best of the seven alone in it | quarter 1 | quarter 2 | quarter 3 | quarter 4 |"
+  echo "|---|---|---|---|---|"
+  cat "$out/quarters.md"
+  echo
+  echo "| stream: auto / the fastest of the seven alone (records) | shift 1 | shift 2 | shift 3 |"
+  echo "|---|---|---|---|"
+  cat "$out/recovery.md"
+  exit 0
+fi
+kernels=(linear rbf:gamma=0.001 rbf:gamma=0.01 rbf:gamma=0.1 rbf:gamma=1 rbf:gamma=10)
+grid=(--learner rbp:budget=100 --learner lbp:budget=100 --learner forgetron:budget=100 --learner projectron++:budget=100 --learner pa1:max=100)
+
+for s in "${sets[@]}"; do
+  [ $run = 1 ] || break
+  flags=()
+  case $s in
+  a9a) file=$data/a9a/a9a.gz ;;
+  banana) file=$data/banana/banana.libsvm ;;
+  covtype) file=$data/covtype/covtype_small_binary.libsvm ;;
+  covtype-events) # rows 1–100,000 of Covertype, Lodgepole Pine (2) against the rest
+    file=$data/events/covtype.jsonl.gz; flags=(--label-field Cover_Type --positive 2 --key-field id) ;;
+  w8a) file=$data/w8a/w8a.gz ;;
+  waveform) file=$data/waveform/waveform_ratsch_test.libsvm.gz ;;
+  usps) file=$data/usps/usps.gz; flags=(--classes auto) ;;
+  pendigits) file=$data/pendigits/pendigits.scale; flags=(--classes auto) ;;
+  letter) file=$data/letter/letter.libsvm.gz; flags=(--classes auto --limit 5000) ;; # a slice: 26 classes
+  mnist) file=$data/mnist/mnist.t.libsvm.gz; flags=(--classes auto --limit 3000) ;; # a slice: 784 features, 10 classes
+  *) echo "unknown data set $s" >&2; exit 2 ;;
+  esac
+  for k in "${kernels[@]}"; do
+    "$sl" eval --data "$file" --kernel "$k" "${grid[@]}" "${flags[@]}" --seed 1 --format json > "$out/$s-grid-$k.json" 2>/dev/null
+  done
+  "$sl" eval --data "$file" "${flags[@]}" --seed 1 --format json > "$out/$s-auto.json" 2>/dev/null
+  if [ "$s" = a9a ] || [ "$s" = covtype-events ]; then
+    # The final champion alone, on records scaled as auto scaled them
+    # when it did (eval --standardize: the whole pass's statistics, not
+    # the running ones, which changes the rate, not the cost).
+    champ=$(jq -r '.learners[0].auto.candidates[] | select(.champion) | .name' "$out/$s-auto.json")
+    read -r spec kern scaled <<< "${champ/kernel=/}"
+    std=()
+    if [ "${scaled:-}" = scaled ]; then
+      std=(--standardize)
+      [ "$s" = a9a ] || std=(--scale online)
+    fi
+    for i in 1 2 3; do
+      "$sl" eval --data "$file" --kernel "$kern" --learner "$spec" "${std[@]}" "${flags[@]}" --seed 1 --format json > "$out/$s-champion-$i.json" 2>/dev/null
+      "$sl" eval --data "$file" "${flags[@]}" --seed 1 --format json > "$out/$s-auto-$i.json" 2>/dev/null
+    done
+  fi
+done
+
+# The table: auto, the grid's best in hindsight, its median (the mean of
+# the 15th and 16th of 30) and the fixed choice projectron++ B = 100 on
+# RBF γ = 0.1; mistakes in percent.
+pct='(. * 10000 | round / 100)'
+echo
+echo "| data | auto | best of the grid in hindsight | grid median | projectron++ B=100, γ=0.1 | auto within max(1 point, 15 %) of the best | auto ≤ median |"
+echo "|---|---|---|---|---|---|---|"
+for s in "${sets[@]}"; do
+  jq -rs --arg s "$s" "
+    (.[0].learners[0].mistake_rate) as \$auto |
+    ([.[1:][] | .learners[] | {r: .mistake_rate, c: \"\(.spec) \(.kernel)\"}] | sort_by(.r)) as \$g |
+    (\$g[0]) as \$best | ((\$g[14].r + \$g[15].r) / 2) as \$med |
+    ([.[1:][] | .learners[] | select(.spec == \"projectron++:budget=100,max=100\" and .kernel == \"rbf:gamma=0.1\") | .mistake_rate][0]) as \$fixed |
+    \"| \(\$s) | \(\$auto | $pct) | \(\$best.r | $pct) (\(\$best.c)) | \(\$med | $pct) | \(\$fixed | $pct) | \(if \$auto <= \$best.r + ([0.01, 0.15 * \$best.r] | max) then \"yes\" else \"no\" end) | \(if \$auto <= \$med then \"yes\" else \"no\" end) |\"
+  " "$out/$s-auto.json" "$out/$s"-grid-*.json
+done
+echo
+echo "CPU: examples/s of auto and of its final champion alone (best of 3)"
+for s in a9a covtype-events; do
+  [ -f "$out/$s-champion-1.json" ] || continue
+  a=$(jq -s '[.[].learners[0].examples_per_second] | max' "$out/$s"-auto-?.json)
+  c=$(jq -s '[.[].learners[0].examples_per_second] | max' "$out/$s"-champion-?.json)
+  champ=$(jq -r '.learners[0].auto.candidates[] | select(.champion) | .name' "$out/$s-auto.json")
+  echo "$s: auto $(printf %.0f "$a")/s, champion ($champ) alone $(printf %.0f "$c")/s: ratio $(echo "$c / $a" | bc -l | xargs printf %.2f)"
+done
