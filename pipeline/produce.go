@@ -79,13 +79,14 @@ func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, b
 			}
 		}
 		err := p.once(context.WithoutCancel(ctx), src, msgs, buf, wr)
-		if i, ok := wr.(*idempotent); ok && err != nil && sequenceLost(err) && attempt+1 < produceAttempts {
-			// The broker's sequence for the producer is not ours: start
-			// a new epoch and send the batch again.
-			if berr := i.bump(ctx); berr != nil {
-				return fmt.Errorf("after %w: %w", err, berr)
+		if err != nil && wr != nil && attempt+1 < produceAttempts {
+			again, rerr := wr.resend(ctx, err)
+			if rerr != nil {
+				return fmt.Errorf("after %w: %w", err, rerr)
 			}
-			continue
+			if again {
+				continue
+			}
 		}
 		if err == nil || attempt+1 == produceAttempts || !temporary(err) {
 			return err

@@ -26,6 +26,9 @@ type writer interface {
 	prepare(ctx context.Context, topic string, p int) (batchID, string, error)
 	// wrote advances partition p's sequence past n records written.
 	wrote(topic string, p, n int)
+	// resend says, after a produce failed with err, whether the batch is
+	// to be sent again at once, having readied the producer for it.
+	resend(ctx context.Context, err error) (bool, error)
 }
 
 // nextSeq is seq advanced by n records. Sequence numbers are int32 and
@@ -82,6 +85,18 @@ func (i *idempotent) prepare(_ context.Context, topic string, p int) (batchID, s
 func (i *idempotent) wrote(topic string, p, n int) {
 	tp := topicPartition{topic, p}
 	i.seq[tp] = nextSeq(i.seq[tp], n)
+}
+
+// resend: a sequence error means the broker's sequence for the producer
+// is not ours; a new epoch starts, and the batch goes again.
+func (i *idempotent) resend(ctx context.Context, err error) (bool, error) {
+	if !sequenceLost(err) {
+		return false, nil
+	}
+	if err := i.bump(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // bump starts a new epoch of the producer id, its sequences at 0; past the

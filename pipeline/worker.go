@@ -64,18 +64,13 @@ type worker struct {
 	// posName and negName name a binary model's sides when labels are
 	// read through a --positive list (codec.LabelMap.ClassNames).
 	posName, negName string
-	// txn is the partition's transactional producer under exactly-once
-	// (nil otherwise); reader is its input reader, which an aborted
-	// transaction rewinds; rewound tells the fetch loop that the records
-	// it holds were dropped by a rewind. txnOldest is the timestamp of the
-	// oldest record whose output is in the open transaction.
-	txn *txn
-	// wr is who the worker writes as: txn under exactly-once, an
-	// idempotent producer under at-least-once (unless disabled), or nil.
-	wr        writer
-	reader    *fetch.Partition
-	rewound   bool
-	txnOldest time.Time
+	// out is how the partition's outputs and commits reach Kafka under
+	// its guarantee; reader is its input reader, which a rewind moves;
+	// rewound tells the fetch loop that the records it holds were dropped
+	// by a rewind.
+	out     output
+	reader  *fetch.Partition
+	rewound bool
 	// reset is the --reset-offsets value last applied to the partition,
 	// carried in every commit's metadata (see splitMeta).
 	reset string
@@ -141,21 +136,12 @@ func (w *worker) run(gen context.Context) {
 	cfg := w.m.cfg
 	w.label = strconv.Itoa(w.part.ID)
 	w.srcHdrs = []kafka.Header{{Key: HeaderSourcePartition, Value: []byte(w.label)}}
-	switch {
-	case cfg.ProcessingGuarantee == ExactlyOnce:
-		// Before anything else: initialising the partition's transactional
-		// id aborts what its previous owner left open and fences it.
-		w.txn = &txn{client: w.m.client, id: fmt.Sprintf("%s.%s.%d", cfg.TransactionalIDPrefix, w.part.Topic, w.part.ID), timeout: cfg.TransactionTimeout}
-		if !w.until(gctx, "initialise the partition's transactional producer "+w.txn.id, w.txn.init) {
-			return
-		}
-		w.wr = w.txn
-	case !cfg.DisableIdempotence:
-		idem := &idempotent{client: w.m.client}
-		if !w.until(gctx, "initialise the partition's idempotent producer", idem.init) {
-			return
-		}
-		w.wr = idem
+	// Before anything else: initialising the partition's transactional
+	// id (exactly-once) aborts what its previous owner left open and
+	// fences it.
+	w.out = w.m.newOutput(w.part)
+	if !w.until(gctx, "initialise the partition's producer", w.out.start) {
+		return
 	}
 	if err := w.restore(gctx); err != nil {
 		// Returning would end the whole generation and rejoin in a loop;
@@ -263,11 +249,11 @@ func (w *worker) run(gen context.Context) {
 				w.stop()
 				return false
 			}
-			if w.txn != nil {
-				// Nothing of the transaction is visible; the model learned
-				// what it covered, so it goes back to the committed
+			if w.out.rewinds() {
+				// Nothing since the last commit is visible; the model
+				// learned what it covered, so it goes back to the committed
 				// snapshot and reads the records again.
-				mt.Transactions.WithLabelValues("aborted", "error").Inc()
+				w.out.aborted()
 				if w.aborts++; w.aborts >= abortLoop {
 					mt.health.halt(w.label, fmt.Sprintf("%d transactions aborted in a row (last: %v)", w.aborts, err))
 				}
@@ -275,7 +261,7 @@ func (w *worker) run(gen context.Context) {
 				// Nothing is committed until the rewind is whole: the
 				// model would be ahead of the outputs.
 				for {
-					err := w.rewind(gctx, w.txn.bump)
+					err := w.rewind(gctx, w.out.recover)
 					if err == nil {
 						break
 					}
@@ -345,10 +331,7 @@ func (w *worker) run(gen context.Context) {
 		// An idle, wholly checkpointed partition wakes at the interval
 		// too, to say so (the checkpoint-age gauge), when models are kept.
 		var due time.Time
-		interval := cfg.CheckpointInterval
-		if w.txn != nil {
-			interval = cfg.CommitInterval
-		}
+		interval := w.out.interval()
 		switch {
 		case w.pending > 0:
 			due = w.committedAt.Add(interval)
@@ -393,9 +376,7 @@ func (w *worker) run(gen context.Context) {
 				if w.rewound {
 					break
 				}
-				if w.txn != nil && w.txnOldest.IsZero() {
-					w.txnOldest = b.Records[i].Time
-				}
+				w.out.began(b.Records[i].Time)
 				w.handle(&b.Records[i])
 				if w.full() {
 					pos.Store(w.st.NextOffset)
@@ -515,8 +496,8 @@ func (w *worker) full() bool {
 
 // rewind undoes the work since the last commit: the buffered outputs
 // are dropped (under exactly-once the brokers discard what was written),
-// producer readies the producer for the replay (txn.bump after an
-// aborted transaction, txn.init to take a partition back), the model and
+// producer readies the producer for the replay (output.recover after a
+// failure, output.start to take a partition back), the model and
 // positions go back to the last committed snapshot, and the readers to
 // its offsets, so that the records are played again from there — giving,
 // by determinism, the outputs the aborted transaction held, byte for
@@ -525,7 +506,6 @@ func (w *worker) rewind(ctx context.Context, producer func(context.Context) erro
 	clear(w.preds)
 	clear(w.dead)
 	w.preds, w.dead, w.arena = w.preds[:0], w.dead[:0], w.arena[:0]
-	w.txnOldest = time.Time{}
 	if producer != nil {
 		// No EndTxn(abort) first: InitProducerID aborts what is open, and
 		// an abort refused for an epoch the coordinator already bumped
@@ -562,9 +542,7 @@ const abortLoop = 5
 // goes on (true). Meanwhile /readyz names the partition as unserved.
 func (w *worker) fencedWait(ctx context.Context, err error) bool {
 	mt := w.m.cfg.Metrics
-	if w.txn != nil {
-		mt.Transactions.WithLabelValues("aborted", "fenced").Inc()
-	}
+	w.out.fenced()
 	mt.health.halt(w.label, "fenced: "+err.Error())
 	defer mt.health.resume(w.label)
 	w.log.Warn().Err(err).Msg("commit refused (another member owns the partition now); the partition waits for the rebalance")
@@ -575,11 +553,7 @@ func (w *worker) fencedWait(ctx context.Context, err error) bool {
 	case <-time.After(wait):
 	}
 	w.log.Warn().Dur("after", wait).Msg("no rebalance came: this member still owns the partition; taking it back from its last committed snapshot")
-	var producer func(context.Context) error
-	if w.txn != nil {
-		producer = w.txn.init
-	}
-	return w.until(ctx, "take the partition back", func(ctx context.Context) error { return w.rewind(ctx, producer) })
+	return w.until(ctx, "take the partition back", func(ctx context.Context) error { return w.rewind(ctx, w.out.start) })
 }
 
 // until runs op until it succeeds (true) or ctx ends (false), with a
@@ -1076,11 +1050,7 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 		w.markDurable() // nothing learned since the last checkpoint
 		return nil
 	}
-	interval := cfg.CheckpointInterval
-	if w.txn != nil {
-		interval = cfg.CommitInterval
-	}
-	if !force && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < interval {
+	if !force && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < w.out.interval() {
 		return nil
 	}
 	t0 := time.Now()
@@ -1098,12 +1068,7 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	if err != nil {
 		return fmt.Errorf("save checkpoint: %w", err)
 	}
-	if w.txn != nil {
-		err = w.commitTxn(ctx, joinMeta(meta, w.reset))
-	} else {
-		err = w.m.commit(ctx, w.gen, w.part, w.st.NextOffset, joinMeta(meta, w.reset), w.st.LabelTopic, w.st.LabelOffset)
-	}
-	if err != nil {
+	if err := w.out.commit(ctx, w, joinMeta(meta, w.reset)); err != nil {
 		return err
 	}
 	w.pending, w.committedAt, w.committed, w.committedLabel = 0, time.Now(), w.st.NextOffset, w.st.LabelOffset
@@ -1111,35 +1076,6 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	// Routine, so at debug level; failures are warnings in run.
 	w.log.Debug().Str("snapshot", meta).Int64("offset", w.committed).Int("bytes", size).Dur("took", took).Msg("checkpoint")
 	cfg.Checkpoints.Committed(ctx, w.part, meta)
-	return nil
-}
-
-// commitTxn commits the open transaction with the consumed offsets (and
-// the label topic's) and metadata naming the snapshot just saved: the
-// outputs and the offsets become visible together, or neither does.
-func (w *worker) commitTxn(ctx context.Context, meta string) error {
-	mt := w.m.cfg.Metrics
-	offsets := map[string][]kafka.TxnOffsetCommit{w.part.Topic: {{Partition: w.part.ID, Offset: w.st.NextOffset, Metadata: meta}}}
-	if lt := w.st.LabelTopic; lt != "" && w.st.LabelOffset >= 0 {
-		offsets[lt] = []kafka.TxnOffsetCommit{{Partition: w.part.ID, Offset: w.st.LabelOffset}}
-	}
-	started := w.txn.started
-	if !w.txn.open {
-		// Records consumed without an output (labels, skipped markers):
-		// the offsets alone make the transaction.
-		started = time.Now()
-	}
-	if err := w.txn.commit(ctx, w.m.cfg.Group, int(w.gen.ID), w.gen.MemberID, offsets); err != nil {
-		return err
-	}
-	now := time.Now()
-	mt.Transactions.WithLabelValues("committed", "").Inc()
-	mt.TransactionDuration.Observe(now.Sub(started).Seconds())
-	if !w.txnOldest.IsZero() {
-		mt.VisibleLatency.Observe(max(0, now.Sub(w.txnOldest).Seconds()))
-		w.txnOldest = time.Time{}
-	}
-	mt.Commits.WithLabelValues("ok").Inc()
 	return nil
 }
 
@@ -1243,7 +1179,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 			n++
 		}
 		group := (*msgs)[:n]
-		err := wr.produce(ctx, w.part.ID, group, batch, w.wr)
+		err := wr.produce(ctx, w.part.ID, group, batch, w.out)
 		if err == nil {
 			if preds {
 				mt.Produced.Add(float64(n))
@@ -1262,7 +1198,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 			// Find the records refused for good, one by one.
 			bare := 0
 			for i := range group {
-				if err := wr.produce(ctx, w.part.ID, group[i:i+1], batch, w.wr); err != nil {
+				if err := wr.produce(ctx, w.part.ID, group[i:i+1], batch, w.out); err != nil {
 					if !refused(err) {
 						*msgs = (*msgs)[i:]
 						return fmt.Errorf("write to %s: %w", wr.topic, err)
@@ -1285,7 +1221,7 @@ func (w *worker) write(ctx context.Context, wr *producer, msgs *[]kafka.Message,
 			}
 			continue
 		}
-		if ctx.Err() != nil || w.txn != nil {
+		if ctx.Err() != nil || w.out.rewinds() {
 			// Under exactly-once the transaction is aborted and the
 			// partition rewound rather than the write retried here.
 			return fmt.Errorf("write to %s: %w", wr.topic, err)
@@ -1408,22 +1344,8 @@ func (w *worker) stop() {
 	defer cancel()
 	err := w.checkpoint(ctx, true)
 	switch {
-	case err != nil && w.txn != nil && (errors.Is(err, errFenced) || producerFenced(err)):
-		// At the generation's end a producer fenced is the partition's
-		// next owner: no bump (it would fence the owner in turn), and
-		// nothing written since the last commit becomes visible.
-		w.m.cfg.Metrics.Transactions.WithLabelValues("aborted", "fenced").Inc()
-		w.log.Warn().Err(err).Msg("fenced: another member owns the partition now; nothing this member wrote since its last commit becomes visible")
-	case err != nil && w.txn != nil:
-		w.m.cfg.Metrics.Transactions.WithLabelValues("aborted", "error").Inc()
-		if aerr := w.txn.abort(ctx); aerr != nil {
-			// The next owner's InitProducerID, or the transaction
-			// timeout, aborts it.
-			w.log.Info().Err(aerr).Msg("abort transaction")
-		}
-		w.log.Info().Err(err).Msg("final commit not taken; transaction aborted")
 	case err != nil:
-		w.log.Info().Err(err).Msg("final commit not taken")
+		w.out.abandon(ctx, err, w.log)
 	case !w.keeps:
 		// Without a store the model would be lost with the generation;
 		// keep it, in case the next generation gives the partition back.

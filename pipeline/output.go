@@ -1,0 +1,209 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	kafka "github.com/segmentio/kafka-go"
+)
+
+// output is a partition's way to Kafka under its processing guarantee:
+// who its batches are written as, how often and how its offsets commit,
+// and what a failed flush or commit leads to. The worker — fetch, model,
+// buffer, flush, checkpoint — runs the same loop whichever it has:
+// atLeastOnce or exactlyOnce.
+type output interface {
+	writer
+	// start readies the producer: before the partition is served, and
+	// again when the worker takes a partition back after a fence.
+	start(ctx context.Context) error
+	// interval is the longest time between two commits.
+	interval() time.Duration
+	// began notes the timestamp of a record whose output joins what the
+	// next commit makes visible.
+	began(t time.Time)
+	// commit makes what was flushed since the last commit and the
+	// worker's consumed offsets the partition's, the commit's metadata
+	// naming the snapshot just saved.
+	commit(ctx context.Context, w *worker, meta string) error
+	// rewinds says whether a failed flush or commit is undone — the
+	// outputs since the last commit discarded, the partition played again
+	// from its committed snapshot — rather than retried in place.
+	rewinds() bool
+	// aborted counts a failure that rewinds.
+	aborted()
+	// recover readies the producer for the replay of a rewind; the
+	// worker calls it until it succeeds.
+	recover(ctx context.Context) error
+	// fenced counts a commit refused because another member owns the
+	// partition.
+	fenced()
+	// abandon gives up what is open when the generation ends without its
+	// last commit (err).
+	abandon(ctx context.Context, err error, log zerolog.Logger)
+}
+
+// newOutput is the output of partition p under the member's guarantee.
+func (m *member) newOutput(p Partition) output {
+	cfg := m.cfg
+	if cfg.ProcessingGuarantee == ExactlyOnce {
+		return &exactlyOnce{m: m, txn: &txn{client: m.client, id: fmt.Sprintf("%s.%s.%d", cfg.TransactionalIDPrefix, p.Topic, p.ID), timeout: cfg.TransactionTimeout}}
+	}
+	o := &atLeastOnce{m: m}
+	if !cfg.DisableIdempotence {
+		o.idem = &idempotent{client: m.client}
+	}
+	return o
+}
+
+// atLeastOnce writes each flush as it comes (as an idempotent producer,
+// unless disabled) and commits the offsets with the group's generation: a
+// failed write or commit is retried in place, and a member that stops
+// before its commit leaves the records since to be predicted again.
+type atLeastOnce struct {
+	m    *member
+	idem *idempotent // nil: batches without a producer id
+}
+
+func (o *atLeastOnce) prepare(ctx context.Context, topic string, p int) (batchID, string, error) {
+	if o.idem == nil {
+		return noProducer, "", nil
+	}
+	return o.idem.prepare(ctx, topic, p)
+}
+
+func (o *atLeastOnce) wrote(topic string, p, n int) {
+	if o.idem != nil {
+		o.idem.wrote(topic, p, n)
+	}
+}
+
+func (o *atLeastOnce) resend(ctx context.Context, err error) (bool, error) {
+	if o.idem == nil {
+		return false, nil
+	}
+	return o.idem.resend(ctx, err)
+}
+
+func (o *atLeastOnce) start(ctx context.Context) error {
+	if o.idem == nil {
+		return nil
+	}
+	return o.idem.init(ctx)
+}
+
+func (o *atLeastOnce) interval() time.Duration { return o.m.cfg.CheckpointInterval }
+func (o *atLeastOnce) began(time.Time)         {}
+func (o *atLeastOnce) rewinds() bool           { return false }
+func (o *atLeastOnce) recover(context.Context) error {
+	return errors.New("at-least-once does not rewind")
+}
+func (o *atLeastOnce) fenced()  {}
+func (o *atLeastOnce) aborted() {}
+
+func (o *atLeastOnce) commit(ctx context.Context, w *worker, meta string) error {
+	return o.m.commit(ctx, w.gen, w.part, w.st.NextOffset, meta, w.st.LabelTopic, w.st.LabelOffset)
+}
+
+func (o *atLeastOnce) abandon(_ context.Context, err error, log zerolog.Logger) {
+	log.Info().Err(err).Msg("final commit not taken")
+}
+
+// exactlyOnce makes the outputs between two commits, and the offsets, one
+// Kafka transaction of the partition's transactional producer
+// (docs/architecture.md §3): a failure aborts it, and the partition is
+// played again from its committed snapshot, with a new epoch.
+type exactlyOnce struct {
+	m   *member
+	txn *txn
+	// oldest is the timestamp of the oldest record whose output is in
+	// the open transaction (for the visibility latency).
+	oldest time.Time
+}
+
+func (o *exactlyOnce) prepare(ctx context.Context, topic string, p int) (batchID, string, error) {
+	return o.txn.prepare(ctx, topic, p)
+}
+func (o *exactlyOnce) wrote(topic string, p, n int) { o.txn.wrote(topic, p, n) }
+
+// resend: a transaction's produce error aborts it (recover) rather than
+// sending the batch again under a new epoch.
+func (o *exactlyOnce) resend(context.Context, error) (bool, error) { return false, nil }
+
+func (o *exactlyOnce) start(ctx context.Context) error {
+	o.oldest = time.Time{}
+	return o.txn.init(ctx)
+}
+
+func (o *exactlyOnce) interval() time.Duration { return o.m.cfg.CommitInterval }
+
+func (o *exactlyOnce) began(t time.Time) {
+	if o.oldest.IsZero() {
+		o.oldest = t
+	}
+}
+
+func (o *exactlyOnce) rewinds() bool { return true }
+
+func (o *exactlyOnce) recover(ctx context.Context) error {
+	o.oldest = time.Time{}
+	return o.txn.bump(ctx)
+}
+
+func (o *exactlyOnce) aborted() {
+	o.m.cfg.Metrics.Transactions.WithLabelValues("aborted", "error").Inc()
+}
+
+func (o *exactlyOnce) fenced() {
+	o.m.cfg.Metrics.Transactions.WithLabelValues("aborted", "fenced").Inc()
+}
+
+// commit commits the open transaction with the consumed offsets (and the
+// label topic's) and metadata naming the snapshot just saved: the outputs
+// and the offsets become visible together, or neither does.
+func (o *exactlyOnce) commit(ctx context.Context, w *worker, meta string) error {
+	mt := o.m.cfg.Metrics
+	offsets := map[string][]kafka.TxnOffsetCommit{w.part.Topic: {{Partition: w.part.ID, Offset: w.st.NextOffset, Metadata: meta}}}
+	if lt := w.st.LabelTopic; lt != "" && w.st.LabelOffset >= 0 {
+		offsets[lt] = []kafka.TxnOffsetCommit{{Partition: w.part.ID, Offset: w.st.LabelOffset}}
+	}
+	started := o.txn.started
+	if !o.txn.open {
+		// Records consumed without an output (labels, skipped markers):
+		// the offsets alone make the transaction.
+		started = time.Now()
+	}
+	if err := o.txn.commit(ctx, o.m.cfg.Group, int(w.gen.ID), w.gen.MemberID, offsets); err != nil {
+		return err
+	}
+	now := time.Now()
+	mt.Transactions.WithLabelValues("committed", "").Inc()
+	mt.TransactionDuration.Observe(now.Sub(started).Seconds())
+	if !o.oldest.IsZero() {
+		mt.VisibleLatency.Observe(max(0, now.Sub(o.oldest).Seconds()))
+		o.oldest = time.Time{}
+	}
+	mt.Commits.WithLabelValues("ok").Inc()
+	return nil
+}
+
+func (o *exactlyOnce) abandon(ctx context.Context, err error, log zerolog.Logger) {
+	if errors.Is(err, errFenced) || producerFenced(err) {
+		// At the generation's end a producer fenced is the partition's
+		// next owner: no bump (it would fence the owner in turn), and
+		// nothing written since the last commit becomes visible.
+		o.fenced()
+		log.Warn().Err(err).Msg("fenced: another member owns the partition now; nothing this member wrote since its last commit becomes visible")
+		return
+	}
+	o.m.cfg.Metrics.Transactions.WithLabelValues("aborted", "error").Inc()
+	if aerr := o.txn.abort(ctx); aerr != nil {
+		// The next owner's InitProducerID, or the transaction timeout,
+		// aborts it.
+		log.Info().Err(aerr).Msg("abort transaction")
+	}
+	log.Info().Err(err).Msg("final commit not taken; transaction aborted")
+}
