@@ -181,24 +181,7 @@ func readCommittedFrom(t *testing.T, addr string, p int, read []fetch.Record, wa
 	if len(read) > 0 {
 		from = read[len(read)-1].Offset + 1
 	}
-	r, err := fetch.NewReader(fetch.Config{Addr: kafka.TCP(addr), Topic: "out", Partition: p, MaxBytes: 1 << 20}, from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []fetch.Record
-	deadline := time.Now().Add(d)
-	for len(out) < want && time.Now().Before(deadline) {
-		b, err := r.Fetch(context.Background(), 200*time.Millisecond)
-		if err != nil {
-			time.Sleep(50 * time.Millisecond) // the reader stays where it was
-			continue
-		}
-		for _, rec := range b.Records {
-			rec.Key, rec.Value = bytes.Clone(rec.Key), bytes.Clone(rec.Value)
-			out = append(out, rec)
-		}
-	}
-	return out
+	return readRecords(t, addr, "out", p, from, want, false, true, d)
 }
 
 // committedState is the snapshot the group's committed offset of input

@@ -71,7 +71,16 @@ func (c *memCheckpoints) Committed(context.Context, Partition, string) {}
 // records or d, reading committed unless uncommitted.
 func readFetched(t *testing.T, addr, topic string, p, want int, uncommitted bool, d time.Duration) []fetch.Record {
 	t.Helper()
-	r, err := fetch.NewReader(fetch.Config{Addr: kafka.TCP(addr), Topic: topic, Partition: p, ReadUncommitted: uncommitted, MaxBytes: 1 << 20}, 0)
+	return readRecords(t, addr, topic, p, 0, want, uncommitted, false, d)
+}
+
+// readRecords reads partition p of topic from offset from until want
+// records or d, reading committed unless uncommitted. A failed fetch fails
+// the test, or with retry (a broker under faults) is tried again from
+// where the reader stands.
+func readRecords(t *testing.T, addr, topic string, p int, from int64, want int, uncommitted, retry bool, d time.Duration) []fetch.Record {
+	t.Helper()
+	r, err := fetch.NewReader(fetch.Config{Addr: kafka.TCP(addr), Topic: topic, Partition: p, ReadUncommitted: uncommitted, MaxBytes: 1 << 20}, from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +88,10 @@ func readFetched(t *testing.T, addr, topic string, p, want int, uncommitted bool
 	deadline := time.Now().Add(d)
 	for len(out) < want && time.Now().Before(deadline) {
 		b, err := r.Fetch(context.Background(), 200*time.Millisecond)
+		if err != nil && retry {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
