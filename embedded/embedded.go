@@ -85,7 +85,6 @@ func Start(cfg Config) (*Broker, error) {
 	ports := make([]int, max(1, cfg.Brokers))
 	ports[0] = cfg.Port
 	opts := []kfake.Opt{
-		kfake.Ports(ports...),
 		kfake.DefaultNumPartitions(cfg.Partitions),
 		kfake.GroupMinSessionTimeout(cfg.GroupMinSessionTimeout),
 		kfake.BrokerConfigs(map[string]string{
@@ -95,8 +94,11 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	if cfg.DataDir != "" {
 		opts = append(opts, kfake.DataDir(cfg.DataDir))
+		if err := finishCrashedTxns(cfg.DataDir, len(ports), opts); err != nil {
+			return nil, fmt.Errorf("start embedded broker: abort the transactions a kill left open: %w", err)
+		}
 	}
-	c, err := kfake.NewCluster(opts...)
+	c, err := kfake.NewCluster(append(opts, kfake.Ports(ports...))...)
 	if err != nil {
 		return nil, fmt.Errorf("start embedded broker: %w", err)
 	}

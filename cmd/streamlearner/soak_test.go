@@ -48,13 +48,7 @@ func TestSoak(t *testing.T) {
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	broker := startBroker(t, bin, filepath.Join(dir, "broker.log"), port, filepath.Join(dir, "kafka"))
-	cl := &kafka.Client{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}}
-	if _, err := cl.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
-		{Topic: "in", NumPartitions: 4, ReplicationFactor: 1}, {Topic: "out", NumPartitions: 4, ReplicationFactor: 1},
-		{Topic: "in.dlq", NumPartitions: 4, ReplicationFactor: 1},
-	}}); err != nil {
-		t.Fatal(err)
-	}
+	createRunTopics(t, addr)
 
 	lines := a9aLines(t)
 	const total = 200_000
@@ -62,7 +56,7 @@ func TestSoak(t *testing.T) {
 	prodDone := make(chan error, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { prodDone <- soakProduce(ctx, addr, lines, total, &produced) }()
+	go func() { prodDone <- soakProduce(ctx, addr, lines, total, 50, true, &produced) }()
 
 	const spec, kern = "rbp:budget=100", "rbf:gamma=0.02"
 	args := []string{"run", "--brokers", addr, "--topic", "in", "--group", "g", "--output-topic", "out",
@@ -246,14 +240,27 @@ func readPartition(t *testing.T, addr string, p int, uncommitted bool) map[int64
 	return out
 }
 
-// soakProduce writes total records to the 4 partitions of "in" at about
-// 5,000 a second, retrying through broker restarts. About 1 % are poison:
-// every 100th record, in turn, a value that overflows kernels, an invalid
-// record with forged headers, a valid record with forged headers, and a
-// transaction of 5 records (aborted, or every other time committed);
-// every 10,000th an invalid record of 1,048,000 bytes, which only a cut
-// dead letter fits.
-func soakProduce(ctx context.Context, addr string, lines []string, total int, produced *atomic.Int64) error {
+// createRunTopics creates the topics of a run: in, out and in.dlq, 4
+// partitions each.
+func createRunTopics(t *testing.T, addr string) {
+	t.Helper()
+	cl := &kafka.Client{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}}
+	if _, err := cl.CreateTopics(context.Background(), &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
+		{Topic: "in", NumPartitions: 4, ReplicationFactor: 1}, {Topic: "out", NumPartitions: 4, ReplicationFactor: 1},
+		{Topic: "in.dlq", NumPartitions: 4, ReplicationFactor: 1},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// soakProduce writes total records to the 4 partitions of "in", perTick
+// every 10 ms, retrying through broker restarts. With poison about 1 %
+// are poison: every 100th record, in turn, a value that overflows
+// kernels, an invalid record with forged headers, a valid record with
+// forged headers, and a transaction of 5 records (aborted, or every
+// other time committed); every 10,000th an invalid record of 1,048,000
+// bytes, which only a cut dead letter fits.
+func soakProduce(ctx context.Context, addr string, lines []string, total, perTick int, poison bool, produced *atomic.Int64) error {
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "in", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond,
 		BatchSize: 100, BatchBytes: 1 << 20, Transport: &kafka.Transport{}, WriteTimeout: 5 * time.Second,
 		Balancer: kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return int(m.Key[1] - '0') })}
@@ -275,11 +282,12 @@ func soakProduce(ctx context.Context, addr string, lines []string, total int, pr
 	for i := 0; i < total; {
 		<-tick.C
 		var batch []kafka.Message
-		for n := 0; n < 50 && i < total; n, i = n+1, i+1 {
+		for n := 0; n < perTick && i < total; n, i = n+1, i+1 {
 			p := i % 4
 			key := []byte(fmt.Sprintf("p%d-%d", p, i))
 			m := kafka.Message{Key: key, Value: []byte(lines[i%len(lines)])}
 			switch {
+			case !poison:
 			case i%10_000 == 5_000:
 				m.Value = bytes.Repeat([]byte("#"), 1_048_000)
 			case i%400 == 100:
