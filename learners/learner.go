@@ -209,7 +209,14 @@ func (m *model) Spec() string   { return m.spec }
 func (m *model) Kernel() Kernel { return m.sv.kern }
 
 func (m *model) MarshalBinary() ([]byte, error) {
-	e := &encoder{b: make([]byte, 0, 64+m.sv.len()*32)}
+	return m.AppendBinary(make([]byte, 0, 64+m.sv.len()*32))
+}
+
+// AppendBinary appends MarshalBinary's bytes to b, so that a partition's
+// snapshot encodes its learners in one buffer rather than each in its own
+// grown buffer, then copied.
+func (m *model) AppendBinary(b []byte) ([]byte, error) {
+	e := &encoder{b: b}
 	e.b = append(e.b, stateMagic...)
 	e.uvarint(stateVersion)
 	e.string(m.spec)
