@@ -116,12 +116,20 @@ func (d *decoder) bytes(what string) []byte {
 
 func (d *decoder) string(what string) string { return string(d.bytes(what)) }
 
-func (d *decoder) vector() sparse.Vector {
+func (d *decoder) vector() sparse.Vector { return d.vectorIn(sparse.Vector{}) }
+
+// vectorIn is vector decoded into buf's arrays when they are large enough:
+// for a vector that is copied, as the support set copies what it adds.
+func (d *decoder) vectorIn(buf sparse.Vector) sparse.Vector {
 	n := d.count("vector length", 9)
 	if d.err != nil {
 		return sparse.Vector{}
 	}
-	v := sparse.Vector{Idx: make([]uint32, n), Val: make([]float64, n)}
+	v := sparse.Vector{Idx: buf.Idx[:0], Val: buf.Val[:0]}
+	if cap(v.Idx) < n || cap(v.Val) < n {
+		v = sparse.Vector{Idx: make([]uint32, 0, n), Val: make([]float64, 0, n)}
+	}
+	v.Idx, v.Val = v.Idx[:n], v.Val[:n]
 	prev := uint64(0)
 	for i := range n {
 		delta := d.uvarint("vector index")

@@ -282,11 +282,16 @@ func unmarshal(data []byte) (*model, error) {
 	if m.budget > 0 && n > m.budget {
 		return nil, fmt.Errorf("%w: %d support vectors exceed the budget %d", ErrCorrupt, n, m.budget)
 	}
+	// An entry takes at least 9 bytes (an index delta and a value), so the
+	// rest of the state bounds the entries of all n vectors.
+	m.sv.reserve(n, len(d.b)/9)
+	m.sv.restoring = true
+	var x sparse.Vector // the set copies it: one buffer serves every vector
 	for range n {
 		born := d.uvarint("birth round")
 		alpha := d.float("weight")
 		label := int(d.uvarint("label")) - 1
-		x := d.vector()
+		x = d.vectorIn(x)
 		if d.err != nil {
 			return nil, d.err
 		}
@@ -298,6 +303,8 @@ func unmarshal(data []byte) (*model, error) {
 		}
 		m.sv.add(m.sv.newQuery(x), label, alpha, born)
 	}
+	m.sv.restoring = false
+	m.sv.chooseLayout()
 	extra := &decoder{b: d.bytes("learner section")}
 	if d.err != nil {
 		return nil, d.err
