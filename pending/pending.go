@@ -371,6 +371,13 @@ func Unmarshal(b []byte) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Room for every entry and remembered key at once: a store grown one
+	// entry at a time allocated about twice what it holds, at every
+	// restore and at the check of every snapshot. The counts are bounded
+	// by what the bytes can hold (an entry takes at least 14 bytes, a
+	// remembered key 2), so a damaged count allocates no more than that.
+	s.q.reserve(int(min(h[5], uint64(len(b)/14))))
+	s.gone.reserve(int(min(h[6], uint64(len(b)/2))))
 	for range h[5] {
 		k := key()
 		e := Entry{Time: sv(), Offset: sv(), Predicted: int(sv()), Margin: f64()}
