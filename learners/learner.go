@@ -282,9 +282,7 @@ func unmarshal(data []byte) (*model, error) {
 	if m.budget > 0 && n > m.budget {
 		return nil, fmt.Errorf("%w: %d support vectors exceed the budget %d", ErrCorrupt, n, m.budget)
 	}
-	// An entry takes at least 9 bytes (an index delta and a value), so the
-	// rest of the state bounds the entries of all n vectors.
-	m.sv.reserve(n, len(d.b)/9)
+	m.sv.reserve(n, d.entries(n))
 	m.sv.restoring = true
 	var x sparse.Vector // the set copies it: one buffer serves every vector
 	for range n {

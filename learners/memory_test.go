@@ -304,3 +304,38 @@ func TestRestoreAllocatesWhatItHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreHoldsNoMoreThanTheModel: a restored learner, its arrays sized
+// for what it reads, holds no more than the learner it was saved from, for
+// every learner; sizing its pool after the bytes left to read would have
+// counted what the algorithm encodes after the vectors (SOP's matrix,
+// tighter's reservoir) as entries.
+func TestRestoreHoldsNoMoreThanTheModel(t *testing.T) {
+	k := mustKernel(t, "rbf:gamma=0.02")
+	for _, d := range []Data{{NNZ: 20, Dim: 1000}, {NNZ: 40, Dim: 40}} {
+		xs, ys := memData(d, 3000, 1)
+		for _, form := range memSpecs {
+			spec := fmt.Sprintf(form, 300)
+			live, l := heldBytes(t, spec, k, xs, ys)
+			enc, err := l.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			back, err := Unmarshal(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			runtime.KeepAlive(back)
+			runtime.KeepAlive(enc)
+			restored := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			if float64(restored) > 1.05*float64(live) {
+				t.Errorf("%s, %d of %d features: restored it holds %d bytes, %.2f times the %d the saved learner held", spec, d.NNZ, d.Dim, restored, float64(restored)/float64(live), live)
+			}
+		}
+	}
+}
