@@ -40,6 +40,7 @@ type Protocol struct {
 
 	mu    sync.Mutex
 	seq   map[pipeline.Partition]uint64
+	size  map[pipeline.Partition]int      // the last snapshot's bytes
 	known map[pipeline.Partition][]string // snapshots in the store, oldest first, as far as this member knows
 }
 
@@ -270,23 +271,13 @@ var verifyState = func(state []byte) error {
 // Save writes a new snapshot of st and returns its name for the commit
 // and its encoded size.
 func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation int32, st *pipeline.State) (string, int, error) {
-	state, err := st.Model.MarshalBinary()
-	if err != nil {
-		return "", 0, err
-	}
-	// A snapshot is what the partition's next owner restores: one that
-	// would not decode must never be written, let alone committed, or the
-	// partition could not be served after a restart. Decoding costs about
-	// what encoding does, once per checkpoint.
-	if err := verifyState(state); err != nil {
-		return "", 0, fmt.Errorf("partition %d: the model's snapshot would not restore, so it is not saved: %w", part.ID, err)
-	}
 	p.mu.Lock()
-	if p.seq == nil {
-		p.seq = map[pipeline.Partition]uint64{}
-	}
-	p.seq[part]++
-	seq := p.seq[part]
+	seq := p.seq[part] + 1
+	// The model is encoded straight into the snapshot, in a buffer sized
+	// after the partition's last one: what a save holds is one encoding,
+	// not the model's and then the snapshot's copy of it, nor the garbage
+	// of growing either.
+	last := p.size[part]
 	p.mu.Unlock()
 	now := time.Now
 	if p.Now != nil {
@@ -295,9 +286,27 @@ func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation
 	snap := &Snapshot{
 		Topic: part.Topic, Partition: part.ID, Generation: generation, Seq: seq,
 		Learner: st.Model.Spec(), Kernel: st.Model.Config().Kernel.String(), NextOffset: st.NextOffset,
-		Created: now(), Model: state, LabelTopic: st.LabelTopic, LabelOffset: st.LabelOffset,
+		Created: now(), LabelTopic: st.LabelTopic, LabelOffset: st.LabelOffset,
 	}
-	data := snap.Encode()
+	data, from, to, err := snap.encode(make([]byte, 0, last+last/8+4096), st.Model.AppendBinary)
+	if err != nil {
+		return "", 0, err
+	}
+	// A snapshot is what the partition's next owner restores: one that
+	// would not decode must never be written, let alone committed, or the
+	// partition could not be served after a restart. Decoding costs about
+	// what encoding does, once per checkpoint; the decoded copy is garbage
+	// as soon as it is checked.
+	if err := verifyState(data[from:to]); err != nil {
+		return "", 0, fmt.Errorf("partition %d: the model's snapshot would not restore, so it is not saved: %w", part.ID, err)
+	}
+	p.setSeq(part, seq)
+	p.mu.Lock()
+	if p.size == nil {
+		p.size = map[pipeline.Partition]int{}
+	}
+	p.size[part] = len(data)
+	p.mu.Unlock()
 	if err := p.Store.Save(ctx, snap.Name(), data); err != nil {
 		return "", 0, err
 	}

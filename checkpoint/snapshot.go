@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	pmodel "github.com/streamlearner/streamlearner/model"
 )
 
 // Snapshot is one partition's state at a commit point.
@@ -88,7 +90,16 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Encode returns the snapshot's bytes.
 func (s *Snapshot) Encode() []byte {
-	b := make([]byte, 0, 64+len(s.Model)+len(s.Eval))
+	b, _, _, _ := s.encode(make([]byte, 0, 64+len(s.Model)+len(s.Eval)), func(b []byte) ([]byte, error) {
+		return append(b, s.Model...), nil
+	})
+	return b
+}
+
+// encode appends the snapshot's bytes to b, with what model appends as its
+// model (s.Model unread): a model encoded straight into the snapshot has
+// no buffer of its own to copy. It returns where the model's bytes are.
+func (s *Snapshot) encode(b []byte, model func([]byte) ([]byte, error)) (data []byte, from, to int, err error) {
 	b = append(b, magic...)
 	v := s.Version
 	if v == 0 {
@@ -108,13 +119,18 @@ func (s *Snapshot) Encode() []byte {
 	str(s.Kernel)
 	b = binary.AppendVarint(b, s.NextOffset)
 	b = binary.AppendVarint(b, s.Created.UnixNano())
-	byt(s.Model)
+	at := len(b)
+	if b, err = pmodel.AppendSized(b, model); err != nil {
+		return nil, 0, 0, err
+	}
+	n, w := binary.Uvarint(b[at:])
+	from, to = at+w, at+w+int(n)
 	byt(s.Eval)
 	if v >= 3 {
 		str(s.LabelTopic)
 		b = binary.AppendVarint(b, s.LabelOffset)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), from, to, nil
 }
 
 // Decode parses and verifies a snapshot. Corrupt bytes give an error

@@ -22,9 +22,11 @@ import (
 // tombstones; compaction then drops the old records.
 //
 // Loads and lists read the topic from where the store last stopped to its
-// end, keeping the latest value of each key in memory: the compacted topic
-// holds only the snapshots not yet collected (Protocol keeps two per
-// partition).
+// end, keeping the latest manifest of each snapshot in memory and, of each
+// chunk, only where it is: the topic holds the snapshots of every
+// partition of the group (Protocol keeps two per partition), which a
+// member holding their bytes would pay for in memory. A load reads its
+// chunks again from there.
 type TopicStore struct {
 	Brokers    []string
 	Topic      string
@@ -34,8 +36,15 @@ type TopicStore struct {
 
 	mu     sync.Mutex
 	writer *kafka.Writer
-	index  map[string][]byte // key → latest value
-	next   map[int]int64     // partition → next offset to read
+	index  map[string][]byte  // manifest key → latest value
+	chunks map[string]chunkAt // chunk key → where its latest value is
+	next   map[int]int64      // partition → next offset to read
+}
+
+// chunkAt is where a chunk's latest value is in the topic.
+type chunkAt struct {
+	partition int
+	offset    int64
 }
 
 const manifestMagic = "SLCM"
@@ -96,14 +105,17 @@ func (s *TopicStore) Save(ctx context.Context, name string, data []byte) error {
 			return fmt.Errorf("save snapshot %s to topic %s: %w", name, s.Topic, err)
 		}
 	}
-	// Remember what was written, so that deleting it later needs no read.
-	if s.index == nil {
-		s.index, s.next = map[string][]byte{}, map[int]int64{}
-	}
-	for _, msg := range msgs {
-		s.index[string(msg.Key)] = msg.Value
-	}
+	// Remember the manifest, so that deleting the snapshot later needs no
+	// read; where its chunks are, the next read of the topic learns.
+	s.init()
+	s.index[name] = m
 	return nil
+}
+
+func (s *TopicStore) init() {
+	if s.index == nil {
+		s.index, s.chunks, s.next = map[string][]byte{}, map[string]chunkAt{}, map[int]int64{}
+	}
 }
 
 // catchUp reads every partition from where it stopped to its end.
@@ -112,9 +124,7 @@ func (s *TopicStore) catchUp(ctx context.Context) error {
 	if d == nil {
 		d = kafka.DefaultDialer
 	}
-	if s.index == nil {
-		s.index, s.next = map[string][]byte{}, map[int]int64{}
-	}
+	s.init()
 	conn, err := d.DialContext(ctx, "tcp", s.Brokers[0])
 	if err != nil {
 		return fmt.Errorf("checkpoint topic %s: %w", s.Topic, err)
@@ -159,10 +169,17 @@ func (s *TopicStore) catchUp(ctx context.Context) error {
 				r.Close()
 				return fmt.Errorf("read checkpoint topic %s: %w", s.Topic, err)
 			}
-			if m.Value == nil {
-				delete(s.index, string(m.Key))
-			} else {
-				s.index[string(m.Key)] = m.Value
+			key := string(m.Key)
+			chunk := strings.Contains(key, "#")
+			switch {
+			case chunk && m.Value == nil:
+				delete(s.chunks, key)
+			case chunk:
+				s.chunks[key] = chunkAt{p.ID, m.Offset}
+			case m.Value == nil:
+				delete(s.index, key)
+			default:
+				s.index[key] = m.Value
 			}
 			from = m.Offset + 1
 		}
@@ -191,16 +208,67 @@ func (s *TopicStore) Load(ctx context.Context, name string) ([]byte, error) {
 	if k <= 0 || k2 <= 0 || n > 1<<20 {
 		return nil, fmt.Errorf("%w: manifest of %s", ErrChecksum, name)
 	}
-	data := make([]byte, 0, min(size, 1<<30))
+	at := make([]chunkAt, n)
 	for i := range n {
-		c, ok := s.index[name+"#"+strconv.FormatUint(i, 10)]
+		c, ok := s.chunks[name+"#"+strconv.FormatUint(i, 10)]
 		if !ok {
 			return nil, fmt.Errorf("%w: chunk %d of %s missing", ErrChecksum, i, name)
 		}
-		data = append(data, c...)
+		at[i] = c
+	}
+	data, err := s.readChunks(ctx, name, at, make([]byte, 0, min(size, 1<<30)))
+	if err != nil {
+		return nil, err
 	}
 	if uint64(len(data)) != size {
 		return nil, fmt.Errorf("%w: %s has %d bytes, manifest says %d", ErrChecksum, name, len(data), size)
+	}
+	return data, nil
+}
+
+// readChunks appends the chunks of snapshot name, where at says they are,
+// to data. They were written in order to one partition: one reader reads
+// from the first on, skipping what other snapshots wrote between them.
+func (s *TopicStore) readChunks(ctx context.Context, name string, at []chunkAt, data []byte) ([]byte, error) {
+	d := s.Dialer
+	if d == nil {
+		d = kafka.DefaultDialer
+	}
+	var r *kafka.Reader
+	defer func() {
+		if r != nil {
+			r.Close()
+		}
+	}()
+	next := int64(-1) // the offset r reads next
+	for i, c := range at {
+		key := name + "#" + strconv.Itoa(i)
+		if r == nil || c.partition != at[max(i-1, 0)].partition || c.offset < next {
+			if r != nil {
+				r.Close()
+			}
+			r = kafka.NewReader(kafka.ReaderConfig{Brokers: s.Brokers, Topic: s.Topic, Partition: c.partition, Dialer: d, MaxWait: time.Second, MaxBytes: 64 << 20})
+			if err := r.SetOffset(c.offset); err != nil {
+				return nil, fmt.Errorf("read checkpoint topic %s: %w", s.Topic, err)
+			}
+		}
+		for {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			m, err := r.ReadMessage(rctx)
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("read %s from checkpoint topic %s: %w", key, s.Topic, err)
+			}
+			next = m.Offset + 1
+			if m.Offset < c.offset {
+				continue
+			}
+			if m.Offset != c.offset || string(m.Key) != key {
+				return nil, fmt.Errorf("%w: %s is no longer at offset %d of partition %d", ErrChecksum, key, c.offset, c.partition)
+			}
+			data = append(data, m.Value...)
+			break
+		}
 	}
 	return data, nil
 }
@@ -248,6 +316,7 @@ func (s *TopicStore) Delete(ctx context.Context, name string) error {
 	}
 	for _, msg := range msgs {
 		delete(s.index, string(msg.Key))
+		delete(s.chunks, string(msg.Key))
 	}
 	return nil
 }

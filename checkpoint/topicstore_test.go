@@ -105,3 +105,53 @@ func TestTopicStoreAfterCompaction(t *testing.T) {
 		t.Fatalf("reading the compacted topic took %v", d)
 	}
 }
+
+// TestTopicStoreKeepsNoSnapshotBytes: a store that wrote snapshots, or read
+// the topic, holds each snapshot's manifest and where its chunks are, not
+// their bytes: the topic holds two snapshots of every partition of the
+// group, which every member held in memory once a restore had read it.
+func TestTopicStoreKeepsNoSnapshotBytes(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 2, Topics: []string{"ckpt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	st := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt", ChunkBytes: 64 << 10}
+	defer st.Close()
+	r := rand.New(rand.NewPCG(1, 1))
+	snaps := map[string][]byte{}
+	for p := range 4 {
+		for seq := range 2 {
+			data := make([]byte, 200_000)
+			for i := range data {
+				data[i] = byte(r.Uint32())
+			}
+			name := Name("in", p, 1, uint64(seq+1))
+			snaps[name] = data
+			if err := st.Save(ctx, name, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	other := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
+	defer other.Close()
+	if names, err := other.List(ctx, ""); err != nil || len(names) != len(snaps) {
+		t.Fatalf("List = %v, %v", names, err)
+	}
+	for name, want := range snaps {
+		if got, err := other.Load(ctx, name); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes, %v", name, len(got), err)
+		}
+	}
+	for _, s := range []*TopicStore{st, other} {
+		held := 0
+		for _, v := range s.index {
+			held += len(v)
+		}
+		t.Logf("the store holds %d bytes of 8 snapshots", held)
+		if held > 100*len(snaps) {
+			t.Errorf("after 8 snapshots of 200 kB the store holds %d bytes of them", held)
+		}
+	}
+}

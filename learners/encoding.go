@@ -116,12 +116,44 @@ func (d *decoder) bytes(what string) []byte {
 
 func (d *decoder) string(what string) string { return string(d.bytes(what)) }
 
-func (d *decoder) vector() sparse.Vector {
+// entries counts the entries of the next n support vectors (a birth
+// round, a weight, a label and a vector each) without decoding them, so
+// that the set can be sized for them. On malformed bytes the count stops
+// short, and the decoding that follows refuses them.
+func (d *decoder) entries(n int) int {
+	p := decoder{b: d.b}
+	total := 0
+	for range n {
+		p.uvarint("birth round")
+		p.float("weight")
+		p.uvarint("label")
+		c := p.count("vector length", 9)
+		for range c {
+			p.uvarint("vector index")
+		}
+		if p.err != nil || len(p.b) < 8*c {
+			break
+		}
+		p.b = p.b[8*c:]
+		total += c
+	}
+	return total
+}
+
+func (d *decoder) vector() sparse.Vector { return d.vectorIn(sparse.Vector{}) }
+
+// vectorIn is vector decoded into buf's arrays when they are large enough:
+// for a vector that is copied, as the support set copies what it adds.
+func (d *decoder) vectorIn(buf sparse.Vector) sparse.Vector {
 	n := d.count("vector length", 9)
 	if d.err != nil {
 		return sparse.Vector{}
 	}
-	v := sparse.Vector{Idx: make([]uint32, n), Val: make([]float64, n)}
+	v := sparse.Vector{Idx: buf.Idx[:0], Val: buf.Val[:0]}
+	if cap(v.Idx) < n || cap(v.Val) < n {
+		v = sparse.Vector{Idx: make([]uint32, 0, n), Val: make([]float64, 0, n)}
+	}
+	v.Idx, v.Val = v.Idx[:n], v.Val[:n]
 	prev := uint64(0)
 	for i := range n {
 		delta := d.uvarint("vector index")

@@ -209,7 +209,14 @@ func (m *model) Spec() string   { return m.spec }
 func (m *model) Kernel() Kernel { return m.sv.kern }
 
 func (m *model) MarshalBinary() ([]byte, error) {
-	e := &encoder{b: make([]byte, 0, 64+m.sv.len()*32)}
+	return m.AppendBinary(make([]byte, 0, 64+m.sv.len()*32))
+}
+
+// AppendBinary appends MarshalBinary's bytes to b, so that a partition's
+// snapshot encodes its learners in one buffer rather than each in its own
+// grown buffer, then copied.
+func (m *model) AppendBinary(b []byte) ([]byte, error) {
+	e := &encoder{b: b}
 	e.b = append(e.b, stateMagic...)
 	e.uvarint(stateVersion)
 	e.string(m.spec)
@@ -275,11 +282,14 @@ func unmarshal(data []byte) (*model, error) {
 	if m.budget > 0 && n > m.budget {
 		return nil, fmt.Errorf("%w: %d support vectors exceed the budget %d", ErrCorrupt, n, m.budget)
 	}
+	m.sv.reserve(n, d.entries(n))
+	m.sv.restoring = true
+	var x sparse.Vector // the set copies it: one buffer serves every vector
 	for range n {
 		born := d.uvarint("birth round")
 		alpha := d.float("weight")
 		label := int(d.uvarint("label")) - 1
-		x := d.vector()
+		x = d.vectorIn(x)
 		if d.err != nil {
 			return nil, d.err
 		}
@@ -291,6 +301,8 @@ func unmarshal(data []byte) (*model, error) {
 		}
 		m.sv.add(m.sv.newQuery(x), label, alpha, born)
 	}
+	m.sv.restoring = false
+	m.sv.chooseLayout()
 	extra := &decoder{b: d.bytes("learner section")}
 	if d.err != nil {
 		return nil, d.err

@@ -41,6 +41,11 @@ type Memory struct {
 	// that only a numerical rebuild allocates. A limit should be checked
 	// against Peak.
 	Peak int64
+	// Snapshot is the bytes of the model's encoded state (MarshalBinary)
+	// once its active set is full. Saving a checkpoint holds it, and a
+	// copy decoded from it to check it restores, beside the model: at
+	// most Held again, as a restore sizes its arrays to fit.
+	Snapshot int64
 
 	held  func(n int) (held, peak int64)
 	what  string // what to lower, for messages
@@ -146,6 +151,9 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 		bound, budgetWord = "max", "lower max"
 	}
 	custom := ""
+	// extra is what the algorithm encodes beside its support set
+	// (stateBytes), if anything.
+	var extra func(n int) int64
 	switch a := mod.alg.(type) {
 	case *perceptron, *spa, *pa1:
 		est.held = func(n int) (int64, int64) { return set(n), 0 }
@@ -170,6 +178,7 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 			return set(most) + g + appendBytes(most, 24) + resizeBytes(most, 1, 8), prev
 		}
 	case *tightest:
+		extra = func(n int) int64 { return int64(n) * 16 } // the counts c⁺, c⁻
 		est.Quadratic = true
 		est.held = func(n int) (int64, int64) {
 			most := n + 1
@@ -194,6 +203,9 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 			val := supportSetBytes(nv, d, rbf) + resizeBytes(nv, 1, 8) + resizeBytes(most, 1, 8)
 			return set(most) + cross + val, appendBytes(most, 8)
 		}
+		// The reservoir's points, as the active set's (no weight) and
+		// the random generator.
+		extra = func(int) int64 { return stateBytes(a.size, d) - int64(a.size)*8 + 64 }
 	case *projectron:
 		// K⁻¹ has no limit of its own: it doubles past the active set.
 		est.Quadratic = true
@@ -205,6 +217,7 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 		}
 	case *sop:
 		est.Quadratic = true
+		extra = func(n int) int64 { return int64(n)*int64(n+1)/2*8 + 64 } // the packed triangle M, the generator
 		est.held = func(n int) (int64, int64) {
 			tri := int64(n) * int64(n+1) / 2
 			m, prev := appendGrowth(tri, 8)
@@ -234,7 +247,30 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 	var transient int64
 	est.Held, transient = est.held(est.Vectors)
 	est.Peak = est.Held + transient
+	// The spec and the kernel, the counters, a random generator.
+	est.Snapshot = stateBytes(est.Vectors, d) + 256
+	if extra != nil {
+		est.Snapshot += extra(est.Vectors)
+	}
 	return est, nil
+}
+
+// stateBytes is the encoding of a support set of n vectors shaped like d:
+// each vector's birth round (taken as 5 bytes, rounds to 34 billion), its
+// weight, label and entry count, and per entry its index's distance from
+// the last (at most Dim) and its value.
+func stateBytes(n int, d Data) int64 {
+	entry := int64(uvarintLen(uint64(d.Dim)) + 8)
+	return int64(n) * (5 + 8 + 1 + int64(uvarintLen(uint64(d.NNZ))) + int64(d.NNZ)*entry)
+}
+
+// uvarintLen is the length of v's uvarint.
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
 }
 
 // modelBase is what a model holds whatever its size: the model and

@@ -2,6 +2,7 @@ package learners
 
 import (
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/streamlearner/streamlearner/sparse"
@@ -68,6 +69,12 @@ type supportSet struct {
 	// what math.Exp returned for the same argument, so it changes no bit.
 	exps    *expMemo
 	expSkip int
+
+	// restoring defers the choice of layout while a snapshot's vectors
+	// are added, to one choice once they all are: a mirror built row by
+	// row, and rebuilt each time a wider index arrives, allocated about
+	// twice what it ends up holding.
+	restoring bool
 }
 
 const (
@@ -322,10 +329,27 @@ func (s *supportSet) add(q query, y int, alpha float64, born uint64) {
 	s.alpha = append(s.alpha, alpha)
 	s.label = append(s.label, int8(y))
 	s.born = append(s.born, born)
-	if !s.chooseLayout() && s.dense {
+	if !s.restoring && !s.chooseLayout() && s.dense {
 		s.slot = append(s.slot, s.takeSlot())
 		s.fillRow(len(s.x) - 1)
 	}
+}
+
+// reserve makes room for n more vectors with entries entries in all, so
+// that a set rebuilt from a snapshot (at every restore, and at every save,
+// which decodes its snapshot to check it) does not grow its arrays one
+// vector at a time: the garbage of growing them came to more than they
+// hold.
+func (s *supportSet) reserve(n, entries int) {
+	s.x = slices.Grow(s.x, n)
+	s.off = slices.Grow(s.off, n)
+	s.norm = slices.Grow(s.norm, n)
+	s.self = slices.Grow(s.self, n)
+	s.alpha = slices.Grow(s.alpha, n)
+	s.label = slices.Grow(s.label, n)
+	s.born = slices.Grow(s.born, n)
+	s.idx = slices.Grow(s.idx, entries)
+	s.val = slices.Grow(s.val, entries)
 }
 
 // set replaces support vector i's point by q's, keeping its place, weight
@@ -433,7 +457,7 @@ func (s *supportSet) chooseLayout() bool {
 		cols = max(cols, s.stride+s.stride/4)
 	}
 	s.dense, s.stride = true, cols
-	s.rows, s.slot, s.free = s.rows[:0], s.slot[:0], s.free[:0]
+	s.rows, s.slot, s.free = slices.Grow(s.rows[:0], n*cols), slices.Grow(s.slot[:0], n), s.free[:0]
 	for j := range n {
 		s.slot = append(s.slot, s.takeSlot())
 		s.fillRow(j)

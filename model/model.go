@@ -100,6 +100,7 @@
 package model
 
 import (
+	"encoding"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -1038,7 +1039,15 @@ type snapCandidate struct {
 // featurizer, classes, candidate 0's learners, the evaluator; with
 // challengers (version 2) then their learners, every candidate's
 // evaluator and the selector; last a CRC-32C.
-func (m *Model) MarshalBinary() ([]byte, error) {
+func (m *Model) MarshalBinary() ([]byte, error) { return m.AppendBinary(nil) }
+
+// AppendBinary appends MarshalBinary's bytes to b. The learners and the
+// pending store, most of a snapshot, are encoded straight into b: a
+// snapshot then costs one buffer of its size, not each section's buffer
+// grown on its own (the garbage of a buffer grown by appending is up to
+// four times its size) and copied.
+func (m *Model) AppendBinary(b []byte) ([]byte, error) {
+	start := len(b)
 	c := m.cfg
 	sc := snapConfig{Learner: c.Learner, Kernel: c.Kernel.String(), Seed: c.Seed, Limits: c.Limits,
 		Events: c.Events, LabelField: c.Event.LabelField, KeyField: c.Event.KeyField, Ignore: c.Event.Ignore,
@@ -1061,7 +1070,8 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model snapshot: %w", err)
 	}
-	b := append([]byte(snapshotMagic), version)
+	b = append(b, snapshotMagic...)
+	b = append(b, version)
 	b = appendBytes(b, conf)
 	var feat []byte
 	if m.feat != nil {
@@ -1098,25 +1108,46 @@ func (m *Model) MarshalBinary() ([]byte, error) {
 		b = appendBytes(b, s)
 	}
 	if m.pend != nil {
-		s, err := m.pend.MarshalBinary()
-		if err != nil {
+		if b, err = AppendSized(b, m.pend.AppendBinary); err != nil {
 			return nil, fmt.Errorf("model snapshot: %w", err)
 		}
-		b = appendBytes(b, s)
 	}
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b[start:], castagnoli)), nil
 }
 
 func appendLearners(b []byte, ls []learners.Learner) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(ls)))
 	for _, l := range ls {
-		s, err := l.MarshalBinary()
+		var err error
+		if a, ok := l.(encoding.BinaryAppender); ok {
+			b, err = AppendSized(b, a.AppendBinary)
+		} else {
+			var s []byte
+			s, err = l.MarshalBinary()
+			b = appendBytes(b, s)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("model snapshot: %w", err)
 		}
-		b = appendBytes(b, s)
 	}
 	return b, nil
+}
+
+// AppendSized appends what enc appends, preceded by its length as a
+// uvarint: appendBytes for a section encoded in place, with no buffer of
+// its own. It reserves the longest uvarint and closes the gap once the
+// length is known, a move of the section within b.
+func AppendSized(b []byte, enc func([]byte) ([]byte, error)) ([]byte, error) {
+	at := len(b)
+	b = append(b, make([]byte, binary.MaxVarintLen64)...)
+	b, err := enc(b)
+	if err != nil {
+		return nil, err
+	}
+	n := len(b) - at - binary.MaxVarintLen64
+	w := binary.PutUvarint(b[at:], uint64(n))
+	copy(b[at+w:], b[at+binary.MaxVarintLen64:])
+	return b[:at+w+n], nil
 }
 
 func appendEval(b []byte, ev *prequential.Evaluator) ([]byte, error) {

@@ -268,8 +268,13 @@ const stateVersion = 2
 
 // MarshalBinary encodes the store: configuration, counters, the live
 // entries in arrival order, then the remembered keys in order.
-func (s *Store) MarshalBinary() ([]byte, error) {
-	b := []byte{stateVersion}
+func (s *Store) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
+
+// AppendBinary appends MarshalBinary's bytes to b. A full store encodes to
+// about its byte bound: written into the snapshot's own buffer, it is not
+// grown in a buffer of its own and then copied.
+func (s *Store) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, stateVersion)
 	for _, v := range []uint64{uint64(s.cfg.MaxRecords), uint64(s.cfg.MaxAge), s.Evicted, s.Expired, s.Replaced, uint64(s.q.len()), uint64(s.gone.len()),
 		uint64(s.cfg.MaxBytes), uint64(s.cfg.MaxKeyBytes)} {
 		b = binary.AppendUvarint(b, v)
@@ -366,6 +371,13 @@ func Unmarshal(b []byte) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Room for every entry and remembered key at once: a store grown one
+	// entry at a time allocated about twice what it holds, at every
+	// restore and at the check of every snapshot. The counts are bounded
+	// by what the bytes can hold (an entry takes at least 14 bytes, a
+	// remembered key 2), so a damaged count allocates no more than that.
+	s.q.reserve(int(min(h[5], uint64(len(b)/14))))
+	s.gone.reserve(int(min(h[6], uint64(len(b)/2))))
 	for range h[5] {
 		k := key()
 		e := Entry{Time: sv(), Offset: sv(), Predicted: int(sv()), Margin: f64()}

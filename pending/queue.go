@@ -1,5 +1,7 @@
 package pending
 
+import "slices"
+
 // queue is a set of values by key in insertion order: put at the back,
 // take by key or from the front, each in constant time (amortized). Taken
 // slots become holes that the front skips and that are compacted once
@@ -20,6 +22,14 @@ type slot[V any] struct {
 func newQueue[V any]() queue[V] { return queue[V]{index: map[string]int{}} }
 
 func (q *queue[V]) len() int { return q.live }
+
+// reserve makes room for n more values.
+func (q *queue[V]) reserve(n int) {
+	q.slots = slices.Grow(q.slots, n)
+	if len(q.index) == 0 {
+		q.index = make(map[string]int, n)
+	}
+}
 
 // put adds v under key at the back; the caller has taken any value the
 // key had.

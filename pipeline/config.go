@@ -157,9 +157,11 @@ type Config struct {
 	// MaxModelBytes refuses, at start, a learner whose model would need
 	// more memory per partition than this, as learners.EstimateMemory
 	// estimates it (the O(B²) learners — cks, projectron, the SOP family,
-	// tighter, tightest — grow fast with the budget). Default 1 GiB; a
-	// member holds one model per assigned partition, and Go may hold up to
-	// twice the live heap between collections.
+	// tighter, tightest — grow fast with the budget), with Checkpoints
+	// what a save holds beside it: the snapshot and the copy decoded to
+	// check it. Default 1 GiB; a member holds one model per assigned
+	// partition, and Go may hold up to twice the live heap between
+	// collections.
 	MaxModelBytes int64
 	// ExpectedNonZeros is the average number of non-zero features per
 	// record that the memory estimate assumes; default 100.
@@ -358,9 +360,19 @@ func (c *Config) pending() *pending.Config {
 
 // ModelMemory estimates the memory of one partition's model, and names
 // what it serves for messages: one learner per class with many classes
-// (as many as MaxClasses with auto discovery), each at its budget.
+// (as many as MaxClasses with auto discovery), each at its budget; with
+// Checkpoints, what saving a snapshot holds beside it.
 func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 	mem, err = learners.EstimateMemory(c.Learner, c.Kernel, learners.Data{NNZ: c.ExpectedNonZeros})
+	// snap is the encoded model's bytes, the sum of its learners'; a
+	// composite that does not say what it encodes counts as what it holds.
+	snapOf := func(m learners.Memory) int64 {
+		if m.Snapshot > 0 {
+			return m.Snapshot
+		}
+		return m.Held
+	}
+	snap := snapOf(mem)
 	for _, ch := range c.Challengers {
 		if err != nil {
 			break
@@ -373,6 +385,7 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 		if more, err = learners.EstimateMemory(ch.Learner, k, learners.Data{NNZ: c.ExpectedNonZeros}); err == nil {
 			mem.Held += more.Held
 			mem.Peak += more.Held
+			snap += snapOf(more)
 			mem.Quadratic = mem.Quadratic || more.Quadratic
 			if more.Vectors == 0 {
 				mem.Vectors = 0 // one unbounded learner makes the model unbounded
@@ -386,6 +399,7 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 	if k := c.classBound(); k > 1 && err == nil {
 		mem.Peak += int64(k-1) * mem.Held // the others are full; one grows
 		mem.Held *= int64(k)
+		snap *= int64(k)
 		per = fmt.Sprintf("partition (%d classes, a learner each)", k)
 		if len(c.Challengers) > 0 {
 			per = fmt.Sprintf("partition (%d learners × %d classes)", 1+len(c.Challengers), k)
@@ -417,7 +431,18 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 		held := min(bound, n*(256+key+12*nnz))
 		mem.Held += held
 		mem.Peak += held
+		snap += held // an entry encodes to less than the store counts it
 		per += fmt.Sprintf(", with up to %d records awaiting labels in %d MB", n, (held+1<<20-1)>>20)
+	}
+	if c.Checkpoints != nil && err == nil && mem.Vectors > 0 {
+		// A save encodes the whole model into one buffer, sized after the
+		// last snapshot and an eighth, and decodes it to check that it
+		// restores: the copy holds at most what the model does (a restore
+		// sizes its arrays to fit). Both are live beside the model until
+		// the save ends (checkpoint.Protocol.Save).
+		save := snap + snap/8 + mem.Held
+		mem.Peak += save
+		per += fmt.Sprintf(", %s of it while a snapshot is saved", learners.FormatBytes(save))
 	}
 	return mem, per, err
 }
