@@ -261,13 +261,18 @@ func compressBatch(set []byte, c compress.Codec) ([]byte, error) {
 	zb := compressBufs.Get().(*bytes.Buffer)
 	defer compressBufs.Put(zb)
 	zb.Reset()
-	zw := c.NewWriter(zb)
-	if _, err := zw.Write(set[4+header:]); err != nil {
-		zw.Close()
-		return set, err
-	}
-	if err := zw.Close(); err != nil {
-		return set, err
+	if a, ok := c.(interface{ appendCompressed(dst, src []byte) []byte }); ok {
+		// lz4: straight into the buffer, no writer between.
+		*zb = *bytes.NewBuffer(a.appendCompressed(zb.Bytes(), set[4+header:]))
+	} else {
+		zw := c.NewWriter(zb)
+		if _, err := zw.Write(set[4+header:]); err != nil {
+			zw.Close()
+			return set, err
+		}
+		if err := zw.Close(); err != nil {
+			return set, err
+		}
 	}
 	set = append(set[:4+header], zb.Bytes()...)
 	b := set[4:]

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -161,6 +162,35 @@ func TestCompressedBatchReadsBack(t *testing.T) {
 			if r.Offset != int64(i) || !bytes.Equal(key, m.Key) || !bytes.Equal(value, m.Value) || len(r.Headers) != 1 {
 				t.Fatalf("%s: record %d: offset %d key %q value %q", name, i, r.Offset, key, value)
 			}
+		}
+	}
+	// Past one 64 KiB lz4 block, and incompressible: blocks stored as
+	// they are.
+	var noise []kafka.Message
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 100 {
+		v := make([]byte, 1000)
+		for j := range v {
+			v[j] = byte(r.Uint32())
+		}
+		noise = append(noise, kafka.Message{Key: fmt.Appendf(nil, "in/0/%d", i), Value: v})
+	}
+	got, err := compressBatch(appendRecordBatch(nil, noise, now, noProducer), lz4Codec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs protocol.RecordSet
+	if _, err := rs.ReadFrom(bytes.NewReader(got)); err != nil {
+		t.Fatalf("lz4, incompressible: %v", err)
+	}
+	for i, m := range noise {
+		r, err := rs.Records.ReadRecord()
+		if err != nil {
+			t.Fatalf("lz4, incompressible: record %d: %v", i, err)
+		}
+		value, _ := io.ReadAll(r.Value)
+		if !bytes.Equal(value, m.Value) {
+			t.Fatalf("lz4, incompressible: record %d differs", i)
 		}
 	}
 	if _, err := (&Config{Compression: "brotli"}).codec(); err == nil {
