@@ -419,6 +419,9 @@ func TestOutputsRefusedForGoodDoNotFloodTheLog(t *testing.T) {
 // record is predicted once (read_committed), every label learned once, and
 // both offsets committed to the end.
 func TestBrokerFaultsWithLabelTopic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("broker faults with a label topic: run without -short (the race detector's run covers the suite's core)")
+	}
 	for _, c := range []struct {
 		name  string
 		fault kfake.Fault

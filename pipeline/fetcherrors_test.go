@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/fetch"
 )
 
 // A fetch the broker answers with an error (here a corrupt batch, as the
@@ -93,16 +94,9 @@ func TestCorruptBatchIsDeadLetteredAndSkipped(t *testing.T) {
 	cfg.CheckpointEvery = 1
 	stop, _ := runMember(t, cfg)
 	waitFor(t, "the records around the batch predicted", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Produced) >= 20 })
-	dl := readFetched(t, addr, "in.dlq", 0, 1, false, 10*time.Second)
-	if len(dl) != 1 {
-		t.Fatalf("%d dead letters, want 1", len(dl))
-	}
-	h := map[string]string{}
-	for _, hd := range dl[0].Headers {
-		h[hd.Key] = string(hd.Value)
-	}
-	if h[HeaderError] != string(ReasonCorruptBatch) || h[HeaderSourceOffset] != "10" || !bytes.Equal(dl[0].Value, bad) {
-		t.Errorf("dead letter %v, %d bytes; want %s at offset 10 holding the batch's %d bytes", h, len(dl[0].Value), ReasonCorruptBatch, len(bad))
+	dl, h := oneDeadLetter(t, addr)
+	if h[HeaderError] != string(ReasonCorruptBatch) || h[HeaderSourceOffset] != "10" || !bytes.Equal(dl.Value, bad) {
+		t.Errorf("dead letter %v, %d bytes; want %s at offset 10 holding the batch's %d bytes", h, len(dl.Value), ReasonCorruptBatch, len(bad))
 	}
 	if got := testutil.ToFloat64(cfg.Metrics.FetchErrors); got < corruptRetries {
 		t.Errorf("fetch errors counted %v, want at least %d", got, corruptRetries)
@@ -228,16 +222,9 @@ func TestCorruptLabelBatchIsDeadLetteredAndSkipped(t *testing.T) {
 	cfg.Metrics = NewMetrics(nil)
 	runMember(t, cfg)
 	waitFor(t, "the labels around the batch learned", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Learned.WithLabelValues("0")) >= 20 })
-	dl := readFetched(t, addr, "in.dlq", 0, 1, false, 10*time.Second)
-	if len(dl) != 1 {
-		t.Fatalf("%d dead letters, want 1", len(dl))
-	}
-	h := map[string]string{}
-	for _, hd := range dl[0].Headers {
-		h[hd.Key] = string(hd.Value)
-	}
-	if h[HeaderError] != string(ReasonCorruptBatch) || h[HeaderSourceTopic] != "labels" || h[HeaderSourceOffset] != "10" || !bytes.Equal(dl[0].Value, bad) {
-		t.Errorf("dead letter %v, %d bytes; want %s of labels at offset 10 holding the batch's %d bytes", h, len(dl[0].Value), ReasonCorruptBatch, len(bad))
+	dl, h := oneDeadLetter(t, addr)
+	if h[HeaderError] != string(ReasonCorruptBatch) || h[HeaderSourceTopic] != "labels" || h[HeaderSourceOffset] != "10" || !bytes.Equal(dl.Value, bad) {
+		t.Errorf("dead letter %v, %d bytes; want %s of labels at offset 10 holding the batch's %d bytes", h, len(dl.Value), ReasonCorruptBatch, len(bad))
 	}
 	waitFor(t, "the label offset committed past the batch", 10*time.Second, func() bool {
 		oc := &kafka.Client{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}}
@@ -247,4 +234,18 @@ func TestCorruptLabelBatchIsDeadLetteredAndSkipped(t *testing.T) {
 	if got := testutil.ToFloat64(cfg.Metrics.Learned.WithLabelValues("0")); got != 20 {
 		t.Errorf("%v labels learned, want 20 (the batch's 10 are its dead letter)", got)
 	}
+}
+
+// oneDeadLetter reads the one dead letter of partition 0 and its headers.
+func oneDeadLetter(t *testing.T, addr string) (fetch.Record, map[string]string) {
+	t.Helper()
+	dl := readFetched(t, addr, "in.dlq", 0, 1, false, 10*time.Second)
+	if len(dl) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dl))
+	}
+	h := map[string]string{}
+	for _, hd := range dl[0].Headers {
+		h[hd.Key] = string(hd.Value)
+	}
+	return dl[0], h
 }
