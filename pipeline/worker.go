@@ -239,7 +239,12 @@ func (w *worker) run(gen context.Context) {
 				}
 				return true
 			}
-			if errors.Is(err, errFenced) {
+			// A producer fenced is either the coordinator's doing (a
+			// transaction it aborted on its timeout) or a newer owner's: a
+			// bump now could take the id back from that owner on a broker
+			// that accepts an old epoch's bump. The generation shows which:
+			// fencedWait bumps only once it has outlived a rebalance.
+			if errors.Is(err, errFenced) || w.out.rewinds() && producerFenced(err) {
 				if !w.fencedWait(gctx, err) {
 					return false
 				}
