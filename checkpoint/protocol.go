@@ -115,9 +115,16 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		}
 		return p.reset(part, committed, metadata, "mismatch", err)
 	}
-	st := &pipeline.State{Model: m, NextOffset: snap.NextOffset, LabelTopic: snap.LabelTopic, LabelOffset: snap.LabelOffset}
+	st := &pipeline.State{Model: m, NextOffset: snap.NextOffset, LabelTopic: snap.LabelTopic, LabelOffset: snap.LabelOffset,
+		Snapshot: snap.Name(), SnapshotBytes: len(snap.Model)}
 	p.setSeq(part, snap.Seq)
-	log.Info().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).Int("support", m.Support()).Msg("model restored")
+	ev := log.Info().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).Int("support", m.Support())
+	if committed > snap.NextOffset {
+		// A commit that named an earlier snapshot (--snapshot-max-rate):
+		// the worker plays the records in between again, learn-only.
+		ev = ev.Int64("committed", committed).Int64("to_replay", committed-snap.NextOffset)
+	}
+	ev.Msg("model restored")
 	return st, nil
 }
 

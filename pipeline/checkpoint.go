@@ -22,6 +22,11 @@ type State struct {
 	// partition not yet learned from; saved and committed with NextOffset.
 	LabelTopic  string
 	LabelOffset int64
+	// Snapshot and SnapshotBytes: the name and size of the snapshot the
+	// state was restored from (empty and 0 for a new model); a commit
+	// that carries no snapshot of its own names this one.
+	Snapshot      string
+	SnapshotBytes int
 }
 
 // Checkpointer is the seam where the checkpoint protocol plugs in
@@ -31,7 +36,10 @@ type State struct {
 // Committed once that commit succeeded.
 type Checkpointer interface {
 	// Restore returns the state to continue from, given the group's
-	// committed offset (−1: none) and its metadata. A nil State with a nil
+	// committed offset (−1: none) and its metadata. The state may stand
+	// before the committed offset (the metadata names an earlier snapshot,
+	// or a damaged one's predecessor): the worker then replays the records
+	// in between learn-only. A nil State with a nil
 	// error means: no checkpoint, start a new model at the committed offset
 	// (or the configured start offset).
 	Restore(ctx context.Context, p Partition, committed int64, metadata string) (*State, error)

@@ -260,17 +260,44 @@ type Config struct {
 	// consumed offsets between two commits are one Kafka transaction, so a
 	// read_committed consumer sees every output once (docs/architecture.md
 	// §7). Exactly-once needs Checkpoints, commits at every flush (so
-	// FlushInterval bounds how long a prediction stays invisible) and
-	// saves a snapshot with each commit.
+	// FlushInterval bounds how long a prediction stays invisible).
 	ProcessingGuarantee string
 	// CommitInterval is how often, under exactly-once, a partition's
 	// transaction commits (or sooner, every CheckpointEvery records): its
 	// predictions are written as they are flushed but become visible to
 	// read_committed consumers only then, so it bounds how long a
-	// prediction stays invisible beyond its processing. Each commit saves
-	// a snapshot. Default 500 ms (Kafka Streams commits every 100 ms under
+	// prediction stays invisible beyond its processing. Which commits save
+	// a snapshot: SnapshotMaxRate. Default 500 ms (Kafka Streams commits every 100 ms under
 	// exactly-once); CheckpointInterval is then not used.
 	CommitInterval time.Duration
+	// SnapshotMaxRate and SnapshotInterval decide which commits carry a
+	// snapshot; the others commit the offset with the metadata naming the
+	// partition's last snapshot, and a restore replays the records from
+	// that snapshot's offset to the committed one learn-only (no output),
+	// which determinism makes exact (docs/architecture.md §3). A snapshot
+	// of S bytes is written at most every S/SnapshotMaxRate — so a model
+	// of a few kB snapshots with every commit, one of 60 MB once per
+	// SnapshotInterval — and at least every SnapshotInterval while the
+	// partition learns, which bounds a restore's replay to about that
+	// long of records. The first commit after a replay, and the last one
+	// before a partition is handed over, carry a snapshot, so replays do
+	// not add up across owners.
+	//
+	// SnapshotMaxRate: bytes a second a partition, default 256 KiB.
+	// SnapshotInterval: default 30 s. SnapshotEveryCommit writes one with
+	// every commit (no replay on restore; the cost grows with the model,
+	// not with what changed). With LabelTopic every commit carries one:
+	// the order in which a label topic's labels meet their records
+	// depends on fetch timing, so a replay could not be exact.
+	//
+	// The trap: the records between a snapshot and the committed offset
+	// must still be in the input topic when a restore needs them; a
+	// retention shorter than SnapshotInterval loses them (the partition
+	// then goes on from the log's start, loudly, as on any offset out of
+	// range).
+	SnapshotMaxRate     int
+	SnapshotInterval    time.Duration
+	SnapshotEveryCommit bool
 	// TransactionalIDPrefix names the transactional producers under
 	// exactly-once: PREFIX.TOPIC.PARTITION, one per input partition, so
 	// that the partition's next owner fences the previous one. Default:
@@ -623,6 +650,13 @@ func (c *Config) Validate() error {
 	if c.CommitInterval <= 0 {
 		c.CommitInterval = 500 * time.Millisecond
 	}
+	if c.SnapshotMaxRate < 0 {
+		return fmt.Errorf("snapshot max rate %d: negative", c.SnapshotMaxRate)
+	}
+	if c.SnapshotMaxRate == 0 {
+		c.SnapshotMaxRate = 256 << 10
+	}
+	def(&c.SnapshotInterval, 30*time.Second)
 	if c.TransactionTimeout <= 0 {
 		c.TransactionTimeout = 10 * time.Second
 	}

@@ -49,6 +49,15 @@ type Metrics struct {
 	CheckpointSaves    *prometheus.CounterVec // streamlearner_checkpoint_saves_total{result}
 	CheckpointDuration prometheus.Histogram   // streamlearner_checkpoint_duration_seconds
 	CheckpointBytes    *prometheus.GaugeVec   // streamlearner_checkpoint_bytes{partition}
+	// CheckpointWritten counts the snapshot bytes saved; with commits
+	// that name an earlier snapshot it grows with the snapshots taken,
+	// not with the commits.
+	CheckpointWritten prometheus.Counter // streamlearner_checkpoint_written_bytes_total
+	// RestoreReplayed and RestoreReplay: records a restore played
+	// learn-only from its snapshot to the committed offset, and how long
+	// each replay took.
+	RestoreReplayed prometheus.Counter   // streamlearner_restore_replayed_records_total
+	RestoreReplay   prometheus.Histogram // streamlearner_restore_replay_seconds
 	// CheckpointTime is when the partition's model was last wholly in a
 	// committed checkpoint: at restore, at each committed snapshot, and at
 	// each checkpoint tick with nothing new to save. time() minus it is
@@ -149,6 +158,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		CheckpointDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_checkpoint_duration_seconds", Help: "Time to encode and store one snapshot.",
 			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)}),
 		CheckpointBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_bytes", Help: "Size of the partition's last saved snapshot."}, part),
+		CheckpointWritten: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_checkpoint_written_bytes_total",
+			Help: "Snapshot bytes saved, all partitions: a commit that names an earlier snapshot writes none (--snapshot-max-rate)."}),
+		RestoreReplayed: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_restore_replayed_records_total",
+			Help: "Records a restore played again learn-only, from its snapshot's offset to the committed one."}),
+		// 1 ms to 16 s and beyond: a replay spans up to --snapshot-interval
+		// of records.
+		RestoreReplay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_restore_replay_seconds",
+			Help: "Time a restore took to replay the records after its snapshot up to the committed offset.", Buckets: prometheus.ExponentialBuckets(1e-3, 2, 16)}),
 		CheckpointTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_last_success_timestamp_seconds",
 			Help: "Unix time when everything the partition's model learned was last in a committed checkpoint; time() minus it is the checkpoint age."}, part),
 		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_skipped_total", Help: "Records read but not used: transaction markers and records of aborted transactions."}, part),
@@ -196,7 +213,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches)
 		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,
 			m.Produced, m.ProduceErrors, m.FetchErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge,
-			m.Round, m.Lag, m.CheckpointSaves, m.CheckpointDuration, m.CheckpointBytes, m.CheckpointTime)
+			m.Round, m.Lag, m.CheckpointSaves, m.CheckpointDuration, m.CheckpointBytes, m.CheckpointTime,
+			m.CheckpointWritten, m.RestoreReplayed, m.RestoreReplay)
 	}
 	// Series that should read 0 rather than be absent before the first event.
 	for _, r := range []string{"ok", "fenced", "error"} {

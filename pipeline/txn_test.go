@@ -42,7 +42,21 @@ func (c *memCheckpoints) Restore(_ context.Context, _ Partition, _ int64, meta s
 	if err != nil {
 		return nil, err
 	}
-	return &State{Model: m, NextOffset: s.NextOffset, LabelTopic: s.LabelTopic, LabelOffset: s.LabelOffset}, nil
+	return &State{Model: m, NextOffset: s.NextOffset, LabelTopic: s.LabelTopic, LabelOffset: s.LabelOffset, Snapshot: meta, SnapshotBytes: len(b)}, nil
+}
+
+// get is the snapshot named name (nil: none).
+func (c *memCheckpoints) get(name string) *State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.snaps[name]
+}
+
+// saves is how many snapshots were saved.
+func (c *memCheckpoints) saves() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }
 
 func (c *memCheckpoints) Save(_ context.Context, p Partition, _ int32, st *State) (string, int, error) {

@@ -83,6 +83,11 @@ type worker struct {
 	// aborts counts the transactions aborted in a row since the last
 	// commit; abortLoop of them halt the partition in /readyz.
 	aborts int
+	// snap is the partition's last snapshot (the one the commits name
+	// until the next), and replay the records a restore plays learn-only
+	// from that snapshot's offset to the committed one.
+	snap   snapshotState
+	replay replayState
 
 	// The partition's counters, resolved once: a label lookup per record
 	// would cost more than timing the round.
@@ -224,13 +229,13 @@ func (w *worker) run(gen context.Context) {
 	defer w.m.untrack(w.part)
 	pos.Store(w.st.NextOffset)
 
-	// settleWith runs the commit protocol (a commit at once with force,
-	// else as the cadence says), retrying until it goes through; false
+	// settleWith runs the commit protocol (when: as the cadence says, a
+	// commit at once, or one with a snapshot), retrying until it goes through; false
 	// means the generation ended and the worker must return. While it
 	// retries the partition reads nothing more, so its lag shows.
-	settleWith := func(force bool) bool {
+	settleWith := func(when commitWhen) bool {
 		for {
-			err := w.checkpoint(gctx, force)
+			err := w.checkpoint(gctx, when)
 			if err == nil {
 				mt.health.ok(w.label)
 				if w.aborts > 0 {
@@ -297,7 +302,7 @@ func (w *worker) run(gen context.Context) {
 			}
 		}
 	}
-	settle := func() bool { return settleWith(false) }
+	settle := func() bool { return settleWith(onCadence) }
 	// labelsBefore plays the labels stamped before t (all, for zero t),
 	// settling whenever the output buffers fill: a flood of labels for
 	// nothing is a flood of dead letters, and memory must not follow it.
@@ -375,7 +380,7 @@ func (w *worker) run(gen context.Context) {
 				// Before waiting out a registry outage, everything is
 				// committed: a transaction left open through it would be
 				// aborted by the coordinator on its timeout.
-				if cfg.Registry != nil && !w.schemaReady(gctx, b.Records[i].Value, func() bool { return settleWith(true) }) {
+				if cfg.Registry != nil && !w.schemaReady(gctx, b.Records[i].Value, func() bool { return settleWith(commitNow) }) {
 					return
 				}
 				if w.rewound {
@@ -410,6 +415,7 @@ func (w *worker) run(gen context.Context) {
 				w.st.NextOffset = b.Next
 				w.pending++
 			}
+			w.replayed()
 			if w.labels != nil && !b.Stale && w.st.NextOffset >= b.HighWatermark && !labelsBefore(time.Time{}) {
 				// All of the input there is has been read: the labels left
 				// have no record still to come before them.
@@ -668,6 +674,25 @@ func (w *worker) restore(ctx context.Context) error {
 	}
 	w.st, w.spec = st, st.Model.LearnerSpec()
 	w.committed, w.committedLabel, w.committedAt = st.NextOffset, st.LabelOffset, time.Now()
+	w.snap = snapshotState{name: st.Snapshot, offset: st.NextOffset, at: time.Now(), bytes: st.SnapshotBytes}
+	w.replay = replayState{}
+	if st.Snapshot != "" && !rewound && committed > st.NextOffset {
+		// The commit named an earlier snapshot: the records after it were
+		// learned and emitted by whoever played them first. They are
+		// played again learn-only, which rebuilds the committed model bit
+		// for bit, and nothing is committed before the replay reaches the
+		// committed offsets.
+		labelTo := st.LabelOffset
+		if lt := cfg.LabelTopic; lt != "" {
+			off, _, err := w.m.committed(ctx, Partition{Topic: lt, ID: w.part.ID})
+			if err != nil {
+				return err
+			}
+			labelTo = max(off, labelTo)
+		}
+		w.replay = replayState{from: st.NextOffset, to: committed, labelTo: labelTo, started: time.Now()}
+		w.committed, w.committedLabel = committed, labelTo
+	}
 	return nil
 }
 
@@ -732,10 +757,18 @@ func (w *worker) handle(rec *fetch.Record) { w.play(rec, false) }
 func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	cfg, mt := w.m.cfg, w.m.cfg.Metrics
 	topic := w.part.Topic
-	if fromLabels {
+	replay := w.replaying(rec.Offset, fromLabels)
+	switch {
+	case fromLabels:
 		topic = cfg.LabelTopic
 		w.st.LabelOffset = rec.Offset + 1
-	} else {
+	case replay:
+		w.st.NextOffset = rec.Offset + 1
+		w.replay.records++
+		// Counted when it was played first; from the last of them on,
+		// records are emitted again.
+		defer w.replayed()
+	default:
 		w.consumed.Inc()
 		w.st.NextOffset = rec.Offset + 1
 	}
@@ -763,6 +796,9 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	default:
 		r, err = m.Step(msg.Value)
 	}
+	if err != nil && replay {
+		return // dead-lettered when it was played first
+	}
 	if err != nil {
 		// Nothing of it entered the model: neither predicted nor learned.
 		reason, detail := ReasonInternal, err.Error()
@@ -784,6 +820,13 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	}
 	if p := m.Pending(); p != nil {
 		w.pendingGauges(p, r.Expired)
+	}
+	if replay {
+		// Learned again; its outputs and counts went out the first time.
+		if r.Switched || r.SearchTo != "" {
+			w.setChampion(mt)
+		}
+		return
 	}
 	if r.Labeled && !cfg.PassThrough {
 		w.rounds.observe(mt.Round, (monotonic() - t0).Seconds())
@@ -1040,7 +1083,12 @@ func (w *worker) deadLetter(msg *kafka.Message, reason codec.Reason, detail stri
 // wait for its acknowledgement; then, when the cadence says so (or force),
 // save the state, commit the offset with the checkpoint's name, and only
 // then let older checkpoints go.
-func (w *worker) checkpoint(ctx context.Context, force bool) error {
+func (w *worker) checkpoint(ctx context.Context, when commitWhen) error {
+	if w.replay.active() {
+		// Everything played so far was committed by whoever played it
+		// first: a commit now would move the offset back.
+		return nil
+	}
 	if err := w.flush(ctx); err != nil {
 		return err
 	}
@@ -1051,37 +1099,126 @@ func (w *worker) checkpoint(ctx context.Context, force bool) error {
 	if w.hwm >= 0 {
 		mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
 	}
-	if w.st.NextOffset < 0 || w.st.NextOffset == w.committed && w.st.LabelOffset == w.committedLabel {
+	caughtUp := w.st.NextOffset == w.committed && w.st.LabelOffset == w.committedLabel
+	if w.st.NextOffset < 0 || caughtUp && (when != withSnapshot || w.snap.offset == w.st.NextOffset || !w.keeps) {
 		w.markDurable() // nothing learned since the last checkpoint
 		return nil
 	}
-	if !force && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < w.out.interval() {
+	if when == onCadence && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < w.out.interval() {
 		return nil
 	}
-	t0 := time.Now()
-	meta, size, err := cfg.Checkpoints.Save(ctx, w.part, w.gen.ID, w.st)
-	took := time.Since(t0)
-	if w.keeps {
-		mt.CheckpointDuration.Observe(took.Seconds())
-		if err != nil {
-			mt.CheckpointSaves.WithLabelValues("error").Inc()
-		} else {
-			mt.CheckpointSaves.WithLabelValues("ok").Inc()
-			mt.CheckpointBytes.WithLabelValues(w.label).Set(float64(size))
+	meta, size, saved := w.snap.name, 0, false
+	var took time.Duration
+	if when == withSnapshot || w.snapshotDue() {
+		t0 := time.Now()
+		var err error
+		meta, size, err = cfg.Checkpoints.Save(ctx, w.part, w.gen.ID, w.st)
+		took = time.Since(t0)
+		if w.keeps {
+			mt.CheckpointDuration.Observe(took.Seconds())
+			if err != nil {
+				mt.CheckpointSaves.WithLabelValues("error").Inc()
+			} else {
+				mt.CheckpointSaves.WithLabelValues("ok").Inc()
+				mt.CheckpointBytes.WithLabelValues(w.label).Set(float64(size))
+				mt.CheckpointWritten.Add(float64(size))
+			}
 		}
-	}
-	if err != nil {
-		return fmt.Errorf("save checkpoint: %w", err)
+		if err != nil {
+			return fmt.Errorf("save checkpoint: %w", err)
+		}
+		saved = true
 	}
 	if err := w.out.commit(ctx, w, joinMeta(meta, w.reset)); err != nil {
 		return err
 	}
 	w.pending, w.committedAt, w.committed, w.committedLabel = 0, time.Now(), w.st.NextOffset, w.st.LabelOffset
 	w.markDurable()
+	if !saved {
+		w.log.Debug().Str("snapshot", meta).Int64("offset", w.committed).Int64("snapshot_offset", w.snap.offset).Msg("commit")
+		return nil
+	}
+	w.snap = snapshotState{name: meta, offset: w.st.NextOffset, at: w.committedAt, bytes: size}
 	// Routine, so at debug level; failures are warnings in run.
 	w.log.Debug().Str("snapshot", meta).Int64("offset", w.committed).Int("bytes", size).Dur("took", took).Msg("checkpoint")
 	cfg.Checkpoints.Committed(ctx, w.part, meta)
 	return nil
+}
+
+// commitWhen says what a call to checkpoint asks for: a commit when the
+// cadence says so, a commit now (before a wait, say), or a commit now
+// with a snapshot (a handover: the next owner should not replay).
+type commitWhen int
+
+const (
+	onCadence commitWhen = iota
+	commitNow
+	withSnapshot
+)
+
+// snapshotState is the partition's last snapshot: its name (what commits
+// name until the next), the offset it stands at, when it was taken and
+// its size. A zero at makes the next commit take one.
+type snapshotState struct {
+	name   string
+	offset int64
+	at     time.Time
+	bytes  int
+}
+
+// snapshotDue says whether this commit is to carry a snapshot: one of S
+// bytes at most every S/SnapshotMaxRate, at least every
+// SnapshotInterval (Config.SnapshotMaxRate).
+func (w *worker) snapshotDue() bool {
+	cfg := w.m.cfg
+	if cfg.SnapshotEveryCommit || cfg.LabelTopic != "" || w.snap.at.IsZero() || w.snap.name == "" {
+		return true
+	}
+	gap := time.Duration(float64(w.snap.bytes) / float64(cfg.SnapshotMaxRate) * float64(time.Second))
+	return time.Since(w.snap.at) >= min(gap, cfg.SnapshotInterval)
+}
+
+// replayState is a restore's replay: the records from the snapshot's
+// offset up to the committed offset (to; labels up to labelTo) were
+// learned and their outputs committed by whoever played them first, so
+// they are played again learn-only, without outputs or counts.
+type replayState struct {
+	to, labelTo int64 // −1 or below the position: no replay
+	from        int64
+	records     int
+	started     time.Time
+}
+
+func (r *replayState) active() bool { return r.to > r.from && !r.started.IsZero() }
+
+// replaying says whether the record at offset (of the label topic when
+// fromLabels) was played before, so is learned again without outputs.
+func (w *worker) replaying(offset int64, fromLabels bool) bool {
+	if !w.replay.active() {
+		return false
+	}
+	if fromLabels {
+		return offset < w.replay.labelTo
+	}
+	return offset < w.replay.to
+}
+
+// replayed ends the replay once the partition's position reached the
+// committed offset: from there on records are predicted and emitted. The
+// next commit carries a snapshot, so that a replay never grows across
+// owners.
+func (w *worker) replayed() {
+	if !w.replay.active() || w.st.NextOffset < w.replay.to {
+		return
+	}
+	took := time.Since(w.replay.started)
+	mt := w.m.cfg.Metrics
+	mt.RestoreReplayed.Add(float64(w.replay.records))
+	mt.RestoreReplay.Observe(took.Seconds())
+	w.log.Info().Int64("from", w.replay.from).Int64("to", w.replay.to).Int("records", w.replay.records).Dur("took", took).
+		Msg("replayed the records after the snapshot learn-only, up to the committed offset")
+	w.replay = replayState{}
+	w.pending, w.committedAt, w.snap.at = 0, time.Now(), time.Time{}
 }
 
 // setChampion makes the partition's champion gauge name the learner whose
@@ -1347,7 +1484,7 @@ func refused(err error) bool {
 func (w *worker) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), w.m.cfg.ShutdownTimeout)
 	defer cancel()
-	err := w.checkpoint(ctx, true)
+	err := w.checkpoint(ctx, withSnapshot)
 	switch {
 	case err != nil:
 		w.out.abandon(ctx, err, w.log)

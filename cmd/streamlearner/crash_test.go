@@ -291,7 +291,14 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 				t.Logf("last lines of the zombie's log:\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
 			}
 		})
-		time.Sleep(4 * time.Second)
+		// Paused only once it serves every partition: on a loaded machine
+		// the input topic can take seconds to appear, and a member paused
+		// before it joined is no zombie, just a late member.
+		waitFor(t, "the zombie to serve every partition", time.Minute, func() bool {
+			b, _ := os.ReadFile(zombieLog)
+			return strings.Count(string(b), `"message":"partition assigned"`) >= 4
+		})
+		time.Sleep(1500 * time.Millisecond) // writes of its own in an open transaction
 		zombie.cmd.Process.Signal(syscall.SIGSTOP)
 		start(t, runLog, bin, args...)
 		waitFor(t, "the other member to serve every partition", time.Minute, func() bool {

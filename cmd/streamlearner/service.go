@@ -155,14 +155,16 @@ type runCmd struct {
 	CheckpointTopic       string        `placeholder:"TOPIC" help:"Save partition models in this compacted topic (created if missing), for members on several machines."`
 	CheckpointEvery       int           `default:"10000" help:"Records between checkpoints (and offset commits)."`
 	CheckpointInterval    time.Duration `default:"10s" help:"Longest time between checkpoints (and offset commits)."`
+	SnapshotMaxRate       int           `default:"262144" placeholder:"BYTES" help:"Snapshot bytes a second a partition may write: a model of S bytes is snapshotted at most every S/this (a small one at every commit, a 60 MB one once per --snapshot-interval); the commits in between name the last snapshot, and a restore replays the records after it learn-only, which rebuilds the same model. 0: a snapshot with every commit. With --label-topic every commit carries one."`
+	SnapshotInterval      time.Duration `default:"30s" help:"Longest time between two snapshots of a learning partition: bounds what a restore replays (about this long of records). The input topic's retention must keep at least this long."`
 	HeartbeatInterval     time.Duration `default:"1s" help:"Group heartbeat: how soon a member notices a rebalance."`
 	SessionTimeout        time.Duration `default:"10s" help:"How long a silent member keeps its partitions."`
 	RebalanceTimeout      time.Duration `default:"10s" help:"How long members get to stop their workers in a rebalance."`
 	MetricsAddr           string        `default:"127.0.0.1:9464" help:"Serve /metrics, /healthz and /readyz here (empty: off)."`
 	LogEvery              time.Duration `default:"30s" help:"Log a progress line this often: records/s, and per partition records, windowed mistake rate and support (0: none). A summary is logged when the member stops."`
 	ResetModel            bool          `help:"Discard a stored model made with another learner or kernel (or an unreadable one) and start a new model at the committed offset."`
-	ProcessingGuarantee   string        `default:"at-least-once" enum:"at-least-once,exactly-once" help:"at-least-once: after a crash the records since the last commit are predicted again (byte-identical duplicates). exactly-once: each partition's predictions, dead letters and offsets between two commits are one Kafka transaction, so consumers reading with isolation.level=read_committed see each exactly once; needs --checkpoint-dir or --checkpoint-topic, commits every --commit-interval with a snapshot."`
-	CommitInterval        time.Duration `default:"500ms" help:"With exactly-once: how often each partition's transaction commits (or sooner, every --checkpoint-every records), with a snapshot; a prediction is visible to read_committed consumers once its transaction commits, so about this long after its record. --checkpoint-interval is not used."`
+	ProcessingGuarantee   string        `default:"at-least-once" enum:"at-least-once,exactly-once" help:"at-least-once: after a crash the records since the last commit are predicted again (byte-identical duplicates). exactly-once: each partition's predictions, dead letters and offsets between two commits are one Kafka transaction, so consumers reading with isolation.level=read_committed see each exactly once; needs --checkpoint-dir or --checkpoint-topic, commits every --commit-interval (with a snapshot as --snapshot-max-rate says)."`
+	CommitInterval        time.Duration `default:"500ms" help:"With exactly-once: how often each partition's transaction commits (or sooner, every --checkpoint-every records), with a snapshot as --snapshot-max-rate says; a prediction is visible to read_committed consumers once its transaction commits, so about this long after its record. --checkpoint-interval is not used."`
 	TransactionalIDPrefix string        `placeholder:"PREFIX" help:"With exactly-once: transactional ids are PREFIX.TOPIC.PARTITION, one per input partition, so that a partition's new owner fences the old one (default: the group id)."`
 	TransactionTimeout    time.Duration `default:"10s" help:"With exactly-once: how long the brokers let a transaction stay open before aborting it (a crashed member's open transaction holds back read_committed consumers this long unless another member takes its partitions over, which aborts it at once)."`
 	Idempotence           bool          `default:"true" negatable:"" help:"With at-least-once: write as an idempotent producer (a producer id and sequence numbers), so that a batch retried after a broker timeout is kept once; duplicates then come only from a member that stopped before committing. --no-idempotence for brokers before 0.11 or without IDEMPOTENT_WRITE."`
@@ -201,7 +203,7 @@ func (c *runCmd) Validate() error {
 	}{
 		{"--flush-records", int64(c.FlushRecords)}, {"--flush-interval", int64(c.FlushInterval)},
 		{"--fetch-max-bytes", int64(c.FetchMaxBytes)}, {"--fetch-max-wait", int64(c.FetchMaxWait)}, {"--flush-max-bytes", int64(c.FlushMaxBytes)},
-		{"--checkpoint-every", int64(c.CheckpointEvery)}, {"--checkpoint-interval", int64(c.CheckpointInterval)},
+		{"--checkpoint-every", int64(c.CheckpointEvery)}, {"--checkpoint-interval", int64(c.CheckpointInterval)}, {"--snapshot-interval", int64(c.SnapshotInterval)},
 		{"--heartbeat-interval", int64(c.HeartbeatInterval)}, {"--session-timeout", int64(c.SessionTimeout)},
 		{"--rebalance-timeout", int64(c.RebalanceTimeout)}, {"--max-record-bytes", int64(c.MaxRecordBytes)},
 		{"--max-non-zeros", int64(c.MaxNonZeros)}, {"--connect-timeout", int64(c.ConnectTimeout)},
@@ -272,6 +274,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		DelayedLabels: c.DelayedLabels, LabelTopic: c.LabelTopic, PendingMaxRecords: c.PendingMaxRecords, PendingMaxAge: c.PendingMaxAge,
 		PendingMaxBytes: c.PendingMaxBytes, PendingMaxKeyBytes: c.PendingMaxKeyBytes,
 		ResetOffsets: c.ResetOffsets, ProcessingGuarantee: c.ProcessingGuarantee, TransactionalIDPrefix: c.TransactionalIDPrefix, CommitInterval: c.CommitInterval,
+		SnapshotMaxRate: c.SnapshotMaxRate, SnapshotEveryCommit: c.SnapshotMaxRate == 0, SnapshotInterval: c.SnapshotInterval,
 		TransactionTimeout: c.TransactionTimeout,
 		DisableIdempotence: !c.Idempotence, Compression: c.Compression,
 		Log: log,

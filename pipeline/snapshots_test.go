@@ -1,0 +1,146 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/model"
+)
+
+// TestCommitsNameAnEarlierSnapshot: with snapshots rarer than commits
+// (SnapshotMaxRate), the commits in between name the last snapshot; a
+// member that restores from such a commit — what a crash leaves —
+// replays the records from the snapshot to the committed offset
+// learn-only: no prediction or dead letter is written again, the records
+// are not counted again, and from the committed offset on the
+// predictions and the model are an uninterrupted run's, bit for bit.
+func TestCommitsNameAnEarlierSnapshot(t *testing.T) {
+	for _, g := range both {
+		t.Run(g, func(t *testing.T) {
+			t.Parallel()
+			b := startBroker(t, "in", "out", "in.dlq")
+			const first, second, bad = 600, 200, 100
+			msgs := faultMsgs(first + second)
+			msgs[bad].Value = []byte(`{"label": 1, "features": {"1": oops}}`)
+			snaps := &memCheckpoints{}
+			cfg := testConfig(t, b, "rbp:budget=20")
+			cfg.ProcessingGuarantee, cfg.Checkpoints, cfg.Metrics = g, snaps, NewMetrics(nil)
+			cfg.FlushRecords, cfg.CommitInterval, cfg.CheckpointInterval = 25, 100*time.Millisecond, 100*time.Millisecond
+			// One snapshot an hour after the first, whatever the size:
+			// every later commit names the first.
+			cfg.SnapshotMaxRate, cfg.SnapshotInterval = 1, time.Hour
+			stop, _ := runMember(t, cfg)
+			for i := 0; i < first; i += 50 {
+				produce(t, b, "in", msgs[i:i+50], toPartition(1))
+				time.Sleep(60 * time.Millisecond)
+			}
+			waitFor(t, "the first records committed", 30*time.Second, func() bool { return committedOffset(t, b, 1) == first })
+			off, meta := committedMeta(t, b, 1)
+			st := snaps.get(meta)
+			if st == nil || st.NextOffset >= off {
+				t.Fatalf("the commit at %d names snapshot %q, want one before it", off, meta)
+			}
+			commits := testutil.ToFloat64(cfg.Metrics.Commits.WithLabelValues("ok"))
+			if g == ExactlyOnce {
+				commits = testutil.ToFloat64(cfg.Metrics.Transactions.WithLabelValues("committed", ""))
+			}
+			if saves := snaps.saves(); commits < 5 || float64(saves)*4 > commits {
+				t.Errorf("%d snapshots for %v commits, want a few for many", saves, commits)
+			}
+			// A graceful stop hands over with a snapshot at the end…
+			stop()
+			if _, m := committedMeta(t, b, 1); snaps.get(m) == nil || snaps.get(m).NextOffset != first {
+				t.Errorf("after a graceful stop the commit names %q, want a snapshot at %d", m, first)
+			}
+			// …a crash would have left the commit naming the earlier one.
+			commitMeta(t, b, 1, off, meta)
+
+			produce(t, b, "in", msgs[first:], toPartition(1))
+			cfg.Metrics = NewMetrics(nil)
+			runMember(t, cfg)
+			waitFor(t, "every record committed", 30*time.Second, func() bool { return committedOffset(t, b, 1) == first+second })
+			waitFor(t, "the replay counted", 10*time.Second, func() bool {
+				return testutil.ToFloat64(cfg.Metrics.RestoreReplayed) > 0
+			})
+			if n, want := testutil.ToFloat64(cfg.Metrics.RestoreReplayed), float64(off-st.NextOffset); n != want {
+				t.Errorf("%v records replayed, want %v (snapshot at %d, committed %d)", n, want, st.NextOffset, off)
+			}
+			if n := testutil.ToFloat64(cfg.Metrics.Consumed.WithLabelValues("1")); n != second {
+				t.Errorf("the second member counted %v records consumed, want the %d after the commit", n, second)
+			}
+
+			twin, err := model.New(cfg.ModelConfig(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[int64]float64{}
+			for i, m := range msgs {
+				if r, err := twin.Step(m.Value); err == nil {
+					want[int64(i)] = r.Margin
+				}
+			}
+			got := readFetched(t, b.Addr(), "out", 1, len(want)+1, false, 3*time.Second)
+			seen := map[int64]bool{}
+			for _, rec := range got {
+				p := decodePrediction(t, rec.Value)
+				if seen[p.Offset] {
+					t.Fatalf("offset %d predicted twice", p.Offset)
+				}
+				seen[p.Offset] = true
+				if w, ok := want[p.Offset]; !ok || p.Margin != w {
+					t.Fatalf("offset %d: margin %v, the uninterrupted run's %v", p.Offset, p.Margin, w)
+				}
+			}
+			if len(seen) != len(want) {
+				t.Errorf("%d records predicted, want %d", len(seen), len(want))
+			}
+			if dead := readFetched(t, b.Addr(), "in.dlq", 1, 2, false, 2*time.Second); len(dead) != 1 {
+				t.Errorf("%d dead letters for the one bad record", len(dead))
+			}
+			final := committedState(t, b, snaps, 1)
+			restored := replayFrom(t, final, msgs)
+			gotModel, _ := restored.MarshalBinary()
+			wantModel, _ := twin.MarshalBinary()
+			if !bytes.Equal(gotModel, wantModel) {
+				t.Errorf("the committed snapshot (offset %d) and the records after it are not the uninterrupted run's model", final.NextOffset)
+			}
+		})
+	}
+}
+
+// committedMeta is group g's committed offset of input partition p and
+// its metadata (without a reset tag).
+func committedMeta(t *testing.T, b *embedded.Broker, p int) (int64, string) {
+	t.Helper()
+	cl := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
+	resp, err := cl.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: "g", Topics: map[string][]int{"in": {p}}})
+	if err != nil || len(resp.Topics["in"]) != 1 {
+		t.Fatalf("partition %d: committed offset: %v", p, err)
+	}
+	meta, _ := splitMeta(resp.Topics["in"][0].Metadata)
+	return resp.Topics["in"][0].CommittedOffset, meta
+}
+
+// commitMeta commits offset and metadata for input partition p of the
+// empty group g, as a tool outside the group does.
+func commitMeta(t *testing.T, b *embedded.Broker, p int, offset int64, meta string) {
+	t.Helper()
+	cl := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
+	resp, err := cl.OffsetCommit(context.Background(), &kafka.OffsetCommitRequest{GroupID: "g", GenerationID: -1,
+		Topics: map[string][]kafka.OffsetCommit{"in": {{Partition: p, Offset: offset, Metadata: meta}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resp.Topics["in"] {
+		if r.Error != nil {
+			t.Fatal(fmt.Errorf("commit: %w", r.Error))
+		}
+	}
+}
