@@ -52,11 +52,17 @@ func (c *memCheckpoints) get(name string) *State {
 	return c.snaps[name]
 }
 
-// saves is how many snapshots were saved.
-func (c *memCheckpoints) saves() int {
+// savesOf is how many snapshots of input partition p were saved.
+func (c *memCheckpoints) savesOf(p int) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	n := 0
+	for name := range c.snaps {
+		if strings.HasPrefix(name, fmt.Sprintf("in/%d/", p)) {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *memCheckpoints) Save(_ context.Context, p Partition, _ int32, st *State) (string, int, error) {

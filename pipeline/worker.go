@@ -1100,7 +1100,11 @@ func (w *worker) checkpoint(ctx context.Context, when commitWhen) error {
 		mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
 	}
 	caughtUp := w.st.NextOffset == w.committed && w.st.LabelOffset == w.committedLabel
-	if w.st.NextOffset < 0 || caughtUp && (when != withSnapshot || w.snap.offset == w.st.NextOffset || !w.keeps) {
+	// behind: the commits name an earlier snapshot. A handover, or a
+	// partition gone idle once a snapshot is due, takes one, so that what
+	// a restore replays does not outlive the traffic.
+	behind := w.keeps && w.snap.name != "" && w.snap.offset != w.st.NextOffset
+	if w.st.NextOffset < 0 || caughtUp && !(behind && (when == withSnapshot || w.snapshotDue())) {
 		w.markDurable() // nothing learned since the last checkpoint
 		return nil
 	}
