@@ -169,6 +169,27 @@ func TestProtocolSaveRestoreCollect(t *testing.T) {
 	}
 }
 
+// A commit may name a snapshot taken before its offset (snapshots rarer
+// than commits): the restore returns that snapshot's state, at its own
+// offset, naming it and its size, for the worker to replay the records
+// in between and to name it in its next commits.
+func TestRestoreOfAnEarlierSnapshotSaysWhichAndWhere(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProtocol(t, "rbp:budget=4")
+	part := pipeline.Partition{Topic: "in", ID: 1}
+	name, size, err := p.Save(ctx, part, 3, state(t, p, part, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Restore(ctx, part, 25, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.NextOffset != 10 || st.Snapshot != name || st.SnapshotBytes <= 0 || st.SnapshotBytes > size {
+		t.Fatalf("restored at %d from %q (%d bytes), want offset 10 from %q (at most %d bytes)", st.NextOffset, st.Snapshot, st.SnapshotBytes, name, size)
+	}
+}
+
 func TestProtocolCorruptionAndMismatch(t *testing.T) {
 	ctx := context.Background()
 	p, _ := newProtocol(t, "forgetron:budget=4")

@@ -141,7 +141,7 @@ type runCmd struct {
 	MaxMessageBytes        int           `default:"1048576" help:"Largest record the output and dead-letter topics take, when the brokers do not say (their max.message.bytes is read at start)."`
 	MaxKeyBytes            int           `default:"1024" help:"Longest input key a prediction carries; longer keys are cut, with their size and SHA-256."`
 	StuckAfter             time.Duration `default:"1m" help:"A partition unable to flush or commit for this long makes /readyz answer 503."`
-	MaxModelBytes          int64         `default:"1073741824" help:"Refuse a learner whose model would need more memory than this per partition (estimated at start)."`
+	MaxModelBytes          int64         `default:"1073741824" help:"Refuse a learner whose model would need more memory than this per partition, as estimated at start (and logged): its learners, challengers and classes, the delayed-label store at its limit, and with checkpoints what a save holds beside them (the encoded snapshot and the copy decoded to check it)."`
 	ExpectedNonZeros       int           `default:"100" help:"Average non-zero features per record, for the model memory estimate."`
 	FetchMaxBytes          int           `default:"16777216" help:"Input bytes the member holds for all its partitions together (fetched, fetched ahead, being worked on): one fetch per broker gives each partition a share of it, so memory does not grow with the partitions."`
 	FetchPartitionMaxBytes int           `help:"Largest share of a fetch for one partition. Default: 2 MiB, or twice --max-record-bytes if larger."`
@@ -194,6 +194,9 @@ func (c *runCmd) Validate() error {
 	}
 	if t := c.CheckpointTopic; t != "" && (t == c.Topic || t == c.OutputTopic || t == c.DLQTopic || t == c.Topic+".dlq" && c.DLQTopic == "") {
 		return fmt.Errorf("--checkpoint-topic %q is also the input, output or dead-letter topic: snapshots need a compacted topic of their own", t)
+	}
+	if c.SnapshotMaxRate < 0 {
+		return fmt.Errorf("--snapshot-max-rate %d: want 0 (a snapshot with every commit) or bytes a second", c.SnapshotMaxRate)
 	}
 	// The pipeline would read 0 as "default"; from the command line it is
 	// more likely a mistake.
