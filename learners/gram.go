@@ -40,6 +40,23 @@ func (g *gram) grow() int {
 	return g.n - 1
 }
 
+// reserve makes room for n rows at once in an empty gram about to be
+// filled, as a decode fills it: grown by doubling from 16 it would
+// allocate about twice the matrix's final size on every restore (and the
+// check of every save) and keep up to four times its rows' need. A set
+// one row short of the limit gets the limit, so that the next insertion
+// does not grow it again.
+func (g *gram) reserve(n int) {
+	if g.n != 0 || n <= g.stride {
+		return
+	}
+	s := n
+	if g.limit > 0 && n+1 >= g.limit {
+		s = g.limit
+	}
+	g.data, g.stride = make([]float64, s*s), s
+}
+
 // appendSym adds a row and column holding row (length n, the entries
 // against the existing rows) and diag, keeping the matrix symmetric.
 func (g *gram) appendSym(row []float64, diag float64) {
@@ -69,6 +86,7 @@ func (g *gram) remove(r int) {
 // the vectors as they were added), so a decoded learner gets it back bit
 // for bit.
 func (g *gram) rebuild(sv *supportSet) {
+	g.reserve(sv.len())
 	var row []float64
 	for i := range sv.len() {
 		row = sv.rowOf(i, row)

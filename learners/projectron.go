@@ -88,11 +88,13 @@ func init() {
 						a.u = p.float("u", min(1/(2*a.eta), 1e300), 1e-300, 1e300)
 					}
 					capParam(p, m)
+					a.kinv = newGram(m.budget) // K⁻¹ has a row a support vector
 					return a
 				}
 				b := p.int("budget", 100, 1, 1<<24)
 				a.u = 0.25 * math.Sqrt((float64(b)+1)/math.Log(float64(b)+1))
 				m.budget = p.int("max", b, 1, b)
+				a.kinv = newGram(m.budget)
 				return a
 			},
 		})
@@ -252,6 +254,7 @@ func (a *projectron) encode(*encoder) {}
 // arithmetic that built it, which restores it bit for bit (the active set
 // only ever grows, in insertion order). It costs O(n³) for n vectors.
 func (a *projectron) decode(d *decoder, m *model) {
+	a.kinv.reserve(m.sv.len())
 	var row []float64
 	for i := range m.sv.len() {
 		row = m.sv.rowOf(i, row)
