@@ -276,7 +276,7 @@ type Config struct {
 	// that snapshot's offset to the committed one learn-only (no output),
 	// which determinism makes exact (docs/architecture.md §3). A snapshot
 	// of S bytes is written at most every S/SnapshotMaxRate — so a model
-	// of 16 kB snapshots with nearly every commit, one of 60 MB once per
+	// of 14 kB snapshots with every commit, one of 60 MB once per
 	// SnapshotInterval — and at least every SnapshotInterval while the
 	// partition learns, which bounds a restore's replay to about that
 	// long of records. The first commit after a replay, and the last one
@@ -284,8 +284,8 @@ type Config struct {
 	// not add up across owners.
 	//
 	// SnapshotMaxRate: bytes a second a partition, default 32 KiB (a
-	// snapshot of 16 kB every 0.5 s, of 0.55 MB — B = 4,000 on a9a — every
-	// 17 s).
+	// snapshot of 14 kB — B = 100 on a9a — every 0.44 s, of 0.55 MB —
+	// B = 4,000 — every 17 s).
 	// SnapshotInterval: default 30 s. SnapshotEveryCommit writes one with
 	// every commit (no replay on restore; the cost grows with the model,
 	// not with what changed). With LabelTopic every commit carries one:
