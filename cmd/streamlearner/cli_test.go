@@ -346,3 +346,14 @@ func TestExactlyOnceNeedsAStore(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }
+
+// TestNegativeSnapshotRateIsRefused: --snapshot-max-rate takes 0 (a
+// snapshot with every commit) or a rate; a negative one is refused at
+// start, naming the flag.
+func TestNegativeSnapshotRateIsRefused(t *testing.T) {
+	code, _, stderr := runCLI(t, "run", "--brokers", "127.0.0.1:1", "--topic", "t", "--group", "g", "--output-topic", "o",
+		"--learner", "perceptron", "--snapshot-max-rate", "-1")
+	if code == 0 || !strings.Contains(stderr, "--snapshot-max-rate -1") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
