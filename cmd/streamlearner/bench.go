@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,7 +52,37 @@ type benchCmd struct {
 	Compression []string `default:"lz4" sep:"," enum:"none,gzip,snappy,lz4,zstd" help:"The member's --compression; several (none,lz4,zstd) alternate learning runs, one a codec, instead of pass-through beside learning, and report each one's CPU and output bytes per record (stored by the broker) against the first's."`
 	// Idempotence is the member's --idempotence.
 	Idempotence bool `default:"true" negatable:"" help:"The member's --idempotence (at-least-once)."`
+	// Snapshots alternates exactly-once learning runs that snapshot with
+	// every commit and as --snapshot-max-rate allows, and judges the
+	// snapshot bytes a second of the second against the first's.
+	Snapshots        []string      `sep:"," placeholder:"every-commit,deferred" help:"Alternate exactly-once learning runs, one a snapshot policy: every-commit (a snapshot with each commit) and deferred (as --snapshot-max-rate and --snapshot-interval allow); report each one's snapshot bytes a second and, after each deferred run, the restore of a member killed at its end."`
+	SnapshotMaxRate  int           `default:"262144" placeholder:"BYTES" help:"The deferred runs' --snapshot-max-rate, bytes a second a partition (as run's: 0 is a snapshot with every commit)."`
+	SnapshotInterval time.Duration `default:"30s" help:"The deferred runs' --snapshot-interval."`
+	// DelayedLabels makes the records keyed and unlabeled: each waits in
+	// the pending store, and only every delayedLabelEvery-th gets its label
+	// (delayedLabelLag records later), so the store fills to its bounds.
+	DelayedLabels     bool  `help:"Records keyed and without their label: the member runs with --delayed-labels, every 4th record's label comes 1,000 records later, the others' never, so each partition's pending store fills to its bounds. --records counts the records; their labels are extra messages. Learning runs only."`
+	PendingMaxRecords int   `help:"The member's --pending-max-records (default: run's, 100,000)."`
+	PendingMaxBytes   int64 `help:"The member's --pending-max-bytes (default: run's, 64 MiB)."`
 }
+
+// snapshotRateTarget: snapshots as --snapshot-max-rate allows write at
+// most this share of the bytes a second that a snapshot with every
+// commit writes, for a big model (B = 4,000 on a9a, or a full pending
+// store).
+const snapshotRateTarget = 0.10
+
+// The labels of --delayed-labels: every delayedLabelEvery-th record's,
+// delayedLabelLag records after it.
+const (
+	delayedLabelEvery = 4
+	delayedLabelLag   = 1000
+)
+
+// restoreRecords are appended to each partition after a deferred run's
+// member is killed; the restore is served once each partition's first is
+// predicted.
+const restoreRecords = 10
 
 // compressionCPUTarget: a codec costs at most this much CPU per record
 // more than writing outputs uncompressed (lz4, issue 35).
@@ -86,7 +117,22 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	msgs, err := benchrun.LoadA9A(ctx, c.Data)
+	for _, m := range c.Snapshots {
+		if m != "every-commit" && m != "deferred" {
+			return fmt.Errorf("--snapshots %q: want every-commit or deferred", m)
+		}
+	}
+	if c.DelayedLabels && len(c.Snapshots) == 0 && len(c.Compression) < 2 && c.ProcessingGuarantee != pipeline.ExactlyOnce && !c.LearnOnly {
+		// Pass-through would dead-letter the labels and wait for their
+		// predictions.
+		return errors.New("--delayed-labels: learning runs only (--snapshots, --compression with several codecs, --processing-guarantee exactly-once or --learn-only)")
+	}
+	var msgs []kafka.Message
+	if c.DelayedLabels {
+		msgs, err = benchrun.LoadDelayed(ctx, c.Data, c.Records, delayedLabelEvery, delayedLabelLag)
+	} else {
+		msgs, err = benchrun.LoadA9A(ctx, c.Data)
+	}
 	if err != nil {
 		return err
 	}
@@ -96,11 +142,24 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 			return fmt.Errorf("--partitions %d: want a positive count", n)
 		}
 	}
-	fmt.Fprintf(out, "end to end: %s ×%.1f = %d records over %v partitions, %s %s, checkpoint every %d; broker %s\n",
-		c.Data, float64(c.Records)/float64(len(msgs)), c.Records, c.Partitions, c.Learner, kern, c.CheckpointEvery, brokerWhere(c.InProcess))
-	fmt.Fprintf(out, "%-12s %10s %12s %14s %12s %14s\n", "mode", "partitions", "records/s", "cpu µs/record", "peak RSS MB", "output B/record")
+	if c.DelayedLabels {
+		fmt.Fprintf(out, "end to end: %s, %d records keyed and unlabeled, every %dth one's label %d records later (%d messages), delayed labels, over %v partitions, %s %s, checkpoint every %d; broker %s\n",
+			c.Data, c.Records, delayedLabelEvery, delayedLabelLag, len(msgs), c.Partitions, c.Learner, kern, c.CheckpointEvery, brokerWhere(c.InProcess))
+	} else {
+		fmt.Fprintf(out, "end to end: %s ×%.1f = %d records over %v partitions, %s %s, checkpoint every %d; broker %s\n",
+			c.Data, float64(c.Records)/float64(len(msgs)), c.Records, c.Partitions, c.Learner, kern, c.CheckpointEvery, brokerWhere(c.InProcess))
+	}
+	if len(c.Snapshots) > 0 {
+		fmt.Fprintf(out, "%-12s %10s %12s %14s %12s %14s %12s %10s %10s %8s %8s\n", "mode", "partitions", "records/s", "cpu µs/record", "peak RSS MB", "output B/record",
+			"snap MB/s", "snapshots", "last MB", "support", "pending")
+	} else {
+		fmt.Fprintf(out, "%-12s %10s %12s %14s %12s %14s\n", "mode", "partitions", "records/s", "cpu µs/record", "peak RSS MB", "output B/record")
+	}
 	rates, cpus, outBytes := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	var evals []float64 // eval's CPU per round, beside each learning run
+	// Snapshot bytes a second, per mode; each deferred run's restore.
+	snapRates := map[string][]float64{}
+	var replayed, replaySecs, servedAfter []float64
 	var lastLearn benchrun.Result
 	// scale holds, per partition count, the learning runs' CPU per record
 	// and peak RSS.
@@ -110,6 +169,8 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 		for _, parts := range c.Partitions {
 			modes := []string{"passthrough", "learn"}
 			switch {
+			case len(c.Snapshots) > 0:
+				modes = c.Snapshots
 			case len(c.Compression) > 1:
 				modes = modes[:0]
 				for _, z := range c.Compression {
@@ -121,7 +182,7 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 				modes = modes[1:]
 			}
 			for _, mode := range modes {
-				res, err := c.runOnce(ctx, mode, run, parts, msgs, kern, sampleRSS && mode == "learn")
+				res, restore, err := c.runOnce(ctx, mode, run, parts, msgs, kern, sampleRSS && mode == "learn")
 				if err != nil {
 					return err
 				}
@@ -129,9 +190,24 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 					rates[mode] = append(rates[mode], res.RecordsPerSecond())
 					cpus[mode] = append(cpus[mode], float64(res.CPUPerRecord()))
 					outBytes[mode] = append(outBytes[mode], float64(res.OutputBytes)/float64(res.Records))
+					snapRates[mode] = append(snapRates[mode], res.SnapshotRate())
 				}
-				fmt.Fprintf(out, "%-12s %10d %12.0f %14.2f %12.0f %14.1f\n", mode, parts, res.RecordsPerSecond(), float64(res.CPUPerRecord().Nanoseconds())/1e3, float64(res.PeakRSS)/(1<<20),
+				row := fmt.Sprintf("%-12s %10d %12.0f %14.2f %12.0f %14.1f", mode, parts, res.RecordsPerSecond(), float64(res.CPUPerRecord().Nanoseconds())/1e3, float64(res.PeakRSS)/(1<<20),
 					float64(res.OutputBytes)/float64(res.Records))
+				if len(c.Snapshots) > 0 {
+					row += fmt.Sprintf(" %12.3f %10d %10.2f %8d %8d", res.SnapshotRate()/1e6, res.Snapshots, float64(res.SnapshotBytes)/1e6, res.Support, res.Pending)
+				}
+				fmt.Fprintln(out, row)
+				switch {
+				case restore != nil:
+					fmt.Fprintf(out, "restore: %d records replayed in %.2f s; served again %.2f s after start (assigned after %.2f s; %d partitions replayed)\n",
+						restore.Replayed, restore.ReplaySeconds, restore.Served.Seconds(), restore.Assigned.Seconds(), restore.Replays)
+					replayed = append(replayed, float64(restore.Replayed))
+					replaySecs = append(replaySecs, restore.ReplaySeconds)
+					servedAfter = append(servedAfter, restore.Served.Seconds())
+				case mode == "deferred" && c.InProcess && run == 0 && parts == c.Partitions[0]:
+					fmt.Fprintln(out, "restore: not measured with --in-process (a crash is a kill of the member's process, and this process holds the broker too)")
+				}
 				if mode == "learn" && parts == c.Partitions[0] && !c.LearnOnly && c.ProcessingGuarantee != pipeline.ExactlyOnce {
 					// Eval's round beside each pair of runs, not once at the
 					// end: on a shared host the CPU a round costs drifts by
@@ -220,6 +296,29 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 		}
 		return nil
 	}
+	if len(c.Snapshots) > 0 {
+		if every, deferred := snapRates["every-commit"], snapRates["deferred"]; len(every) > 0 && len(deferred) > 0 {
+			// Run by run, alternated, so that a drifting host weighs on
+			// both alike.
+			var ratios []float64
+			for i := range min(len(every), len(deferred)) {
+				ratios = append(ratios, deferred[i]/every[i])
+			}
+			ratio := median(ratios)
+			verdict := "met"
+			if !(ratio <= snapshotRateTarget) {
+				verdict = "NOT met"
+			}
+			fmt.Fprintf(out, "snapshots, deferred/every-commit: %.3f / %.3f MB/s = %.3f (target ≤ %.2f: %s); %.0f / %.0f records/s = %.2f\n",
+				median(deferred)/1e6, median(every)/1e6, ratio, snapshotRateTarget, verdict,
+				median(rates["deferred"]), median(rates["every-commit"]), median(rates["deferred"])/median(rates["every-commit"]))
+		}
+		if len(replayed) > 1 {
+			fmt.Fprintf(out, "restores (medians of %d): %.0f records replayed in %.2f s; served again %.2f s after start\n",
+				len(replayed), median(replayed), median(replaySecs), median(servedAfter))
+		}
+		return nil
+	}
 	if eos, learn := median(rates["exactly-once"]), median(rates["learn"]); c.ProcessingGuarantee == pipeline.ExactlyOnce {
 		verdict := "met"
 		if eos < exactlyOnceTarget*learn {
@@ -272,19 +371,21 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 
 // runOnce serves the records once in one mode, on a broker of its own (a
 // fresh child process unless --in-process), with progress on a terminal.
-func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int, msgs []kafka.Message, kern learners.Kernel, sampleRSS bool) (benchrun.Result, error) {
+// After a deferred run (not in process) the member is killed and a new
+// one restores its partitions: the restore is measured too.
+func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int, msgs []kafka.Message, kern learners.Kernel, sampleRSS bool) (benchrun.Result, *benchrun.RestoreResult, error) {
 	addr := ""
 	if !c.InProcess {
 		stop, a, err := childBroker(ctx, partitions)
 		if err != nil {
-			return benchrun.Result{}, err
+			return benchrun.Result{}, nil, err
 		}
 		defer stop()
 		addr = a
 	}
 	dir, err := os.MkdirTemp("", "streamlearner-bench-")
 	if err != nil {
-		return benchrun.Result{}, err
+		return benchrun.Result{}, nil, err
 	}
 	defer os.RemoveAll(dir)
 	bar := progress.New(os.Stderr, mode)
@@ -293,13 +394,16 @@ func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int
 	if z, ok := strings.CutPrefix(mode, "learn/"); ok {
 		compression = z
 	}
+	exactlyOnce := mode == "exactly-once" || mode == "every-commit" || mode == "deferred"
 	cfg := benchrun.Config{
 		Broker: addr, Topic: fmt.Sprintf("bench-%s-%d-%d", strings.ReplaceAll(mode, "/", "-"), partitions, run), Partitions: partitions, Records: c.Records, Input: msgs,
 		Learner: c.Learner, Kernel: kern, PassThrough: mode == "passthrough",
-		ProcessingGuarantee: map[bool]string{true: pipeline.ExactlyOnce, false: pipeline.AtLeastOnce}[mode == "exactly-once"],
+		ProcessingGuarantee: map[bool]string{true: pipeline.ExactlyOnce, false: pipeline.AtLeastOnce}[exactlyOnce],
 		CheckpointEvery:     c.CheckpointEvery, CheckpointDir: dir, SampleRSS: sampleRSS,
 		Compression: compression, DisableIdempotence: !c.Idempotence,
 		FetchMaxBytes: c.FetchMaxBytes, FetchPartitionMaxBytes: c.FetchPartitionMaxBytes, FlushMaxBytes: c.FlushMaxBytes,
+		SnapshotEveryCommit: mode == "every-commit",
+		DelayedLabels:       c.DelayedLabels, PendingMaxRecords: c.PendingMaxRecords, PendingMaxBytes: c.PendingMaxBytes,
 		Progress: func(serving bool, done, total int64) {
 			if serving { // loading is the first half of the bar
 				done += total
@@ -307,57 +411,65 @@ func (c *benchCmd) runOnce(ctx context.Context, mode string, run, partitions int
 			bar.Update(done, 2*total)
 		},
 	}
+	if mode == "deferred" {
+		// As run reads its flags.
+		cfg.SnapshotMaxRate, cfg.SnapshotEveryCommit, cfg.SnapshotInterval = c.SnapshotMaxRate, c.SnapshotMaxRate == 0, c.SnapshotInterval
+	}
+	if c.DelayedLabels {
+		// Every message once (each record has a key of its own); the
+		// labels are not predicted.
+		cfg.Records, cfg.Predictions = len(msgs), c.Records
+	}
 	if c.InProcess {
-		return benchrun.Run(ctx, cfg)
+		res, err := benchrun.Run(ctx, cfg)
+		return res, nil, err
 	}
 	if err := benchrun.Load(ctx, cfg); err != nil {
-		return benchrun.Result{}, err
+		return benchrun.Result{}, nil, err
 	}
-	res, err := serveChild(ctx, cfg)
+	crash := mode == "deferred"
+	res, err := serveChild(ctx, cfg, crash)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
-	res.OutputBytes, err = benchrun.OutputBytes(ctx, addr, cfg.Topic+".out")
-	return res, err
+	if res.OutputBytes, err = benchrun.OutputBytes(ctx, addr, cfg.Topic+".out"); err != nil || !crash {
+		return res, nil, err
+	}
+	// New records for every partition, as the data's first ones (under
+	// keys of their own with delayed labels: they are predicted and wait).
+	var more []kafka.Message
+	for i, m := range msgs[:min(restoreRecords, len(msgs))] {
+		if m.Key != nil {
+			m.Key = []byte("restore-" + strconv.Itoa(i))
+		}
+		more = append(more, kafka.Message{Key: m.Key, Value: m.Value})
+	}
+	first, err := benchrun.Append(ctx, addr, cfg.Topic, partitions, more)
+	if err != nil {
+		return res, nil, err
+	}
+	restore, err := restoreChild(ctx, cfg, first)
+	return res, &restore, err
 }
 
 // serveJob is what bench hands a bench-serve process: the run's
-// configuration, its kernel as a spec.
+// configuration, its kernel as a spec; Crash keeps the member serving
+// once it reported, for its kill (a crash: no last snapshot); Restore,
+// if set, runs a restore instead (benchrun.Restore from these offsets).
 type serveJob struct {
-	Config benchrun.Config
-	Kernel string
+	Config  benchrun.Config
+	Kernel  string
+	Crash   bool
+	Restore []int64
 }
 
 // serveChild runs the member of one bench run in a bench-serve process of
 // its own, so that its CPU and peak memory are that run's alone; the
-// child reports progress and then its result on stdout.
-func serveChild(ctx context.Context, cfg benchrun.Config) (benchrun.Result, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return benchrun.Result{}, fmt.Errorf("bench: find this executable: %w", err)
-	}
-	job, err := json.Marshal(serveJob{Config: cfg, Kernel: cfg.Kernel.String()})
-	if err != nil {
-		return benchrun.Result{}, fmt.Errorf("bench: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, exe, "bench-serve")
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 10 * time.Second
-	cmd.Stdin = bytes.NewReader(job)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return benchrun.Result{}, fmt.Errorf("bench: serve: %w", err)
-	}
-	if err := cmd.Start(); err != nil {
-		return benchrun.Result{}, fmt.Errorf("bench: start serve: %w", err)
-	}
+// child reports progress and then its result on stdout. With crash, the
+// child is killed (SIGKILL) once it reported.
+func serveChild(ctx context.Context, cfg benchrun.Config, crash bool) (benchrun.Result, error) {
 	var res benchrun.Result
-	got := false
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 64<<20) // the result's RSS samples
-	for sc.Scan() {
-		kind, rest, _ := strings.Cut(sc.Text(), " ")
+	err := runChild(ctx, serveJob{Config: cfg, Kernel: cfg.Kernel.String(), Crash: crash}, func(kind, rest string) (bool, error) {
 		switch kind {
 		case "progress":
 			var done, total int64
@@ -366,21 +478,85 @@ func serveChild(ctx context.Context, cfg benchrun.Config) (benchrun.Result, erro
 			}
 		case "result":
 			if err := json.Unmarshal([]byte(rest), &res); err != nil {
-				return res, fmt.Errorf("bench: serve's result: %w", err)
+				return false, fmt.Errorf("bench: serve's result: %w", err)
 			}
+			return true, nil
+		}
+		return false, nil
+	})
+	return res, err
+}
+
+// restoreChild runs benchrun.Restore in a bench-serve process: the
+// member after the killed one, over its checkpoints.
+func restoreChild(ctx context.Context, cfg benchrun.Config, first []int64) (benchrun.RestoreResult, error) {
+	var res benchrun.RestoreResult
+	err := runChild(ctx, serveJob{Config: cfg, Kernel: cfg.Kernel.String(), Restore: first}, func(kind, rest string) (bool, error) {
+		if kind != "restore" {
+			return false, nil
+		}
+		if err := json.Unmarshal([]byte(rest), &res); err != nil {
+			return false, fmt.Errorf("bench: restore's result: %w", err)
+		}
+		return true, nil
+	})
+	return res, err
+}
+
+// runChild runs job in a bench-serve process and hands each line it
+// prints to line (its first word, the rest) until line says it had the
+// result; a Crash job is then killed, any other waited for.
+func runChild(ctx context.Context, job serveJob, line func(kind, rest string) (bool, error)) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("bench: find this executable: %w", err)
+	}
+	b, err := json.Marshal(job)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, exe, "bench-serve")
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Stdin = bytes.NewReader(b)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("bench: serve: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("bench: start serve: %w", err)
+	}
+	got, killed := false, false
+	var lineErr error
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 64<<20) // the result's RSS samples
+	for sc.Scan() {
+		kind, rest, _ := strings.Cut(sc.Text(), " ")
+		done, err := line(kind, rest)
+		if err != nil && lineErr == nil {
+			lineErr = err
+		}
+		if done {
 			got = true
+			if job.Crash && !killed {
+				cmd.Process.Kill()
+				killed = true
+			}
 		}
 	}
-	if err := cmd.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return res, ctx.Err()
-		}
-		return res, fmt.Errorf("bench: serve: %w", err)
+	err = cmd.Wait()
+	switch {
+	case lineErr != nil:
+		return lineErr
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && !killed:
+		return fmt.Errorf("bench: serve: %w", err)
+	case !got:
+		return errors.New("bench: serve ended without a result")
 	}
-	if !got {
-		return res, errors.New("bench: serve ended without a result")
-	}
-	return res, nil
+	return nil
 }
 
 // benchServeCmd is the member of one bench run, in a process of its own
@@ -398,16 +574,35 @@ func (c *benchServeCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	cfg := job.Config
 	cfg.Kernel = kern
+	if job.Restore != nil {
+		res, err := benchrun.Restore(ctx, cfg, job.Restore)
+		if err != nil {
+			return err
+		}
+		return report(out, "restore", res)
+	}
 	cfg.Progress = func(_ bool, done, total int64) { fmt.Fprintf(out, "progress %d %d\n", done, total) }
-	res, err := benchrun.Serve(ctx, cfg)
-	if err != nil {
+	var reported error
+	cfg.Measured = func(res benchrun.Result) {
+		reported = report(out, "result", res)
+		if job.Crash && reported == nil {
+			// Serving on until bench kills this process.
+			<-ctx.Done()
+		}
+	}
+	if _, err := benchrun.Serve(ctx, cfg); err != nil {
 		return err
 	}
+	return reported
+}
+
+// report prints a bench-serve result for bench: its kind, then JSON.
+func report(out io.Writer, kind string, res any) error {
 	b, err := json.Marshal(res)
 	if err != nil {
 		return fmt.Errorf("bench-serve: %w", err)
 	}
-	_, err = fmt.Fprintf(out, "result %s\n", b)
+	_, err = fmt.Fprintf(out, "%s %s\n", kind, b)
 	return err
 }
 

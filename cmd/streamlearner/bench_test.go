@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -56,4 +57,66 @@ func TestBenchMeasuresEachRunInAProcessOfItsOwn(t *testing.T) {
 		t.Errorf("no verdict lines:\n%s", text)
 	}
 	t.Logf("peak RSS, MB: %v", peaks)
+}
+
+// TestBenchSnapshots runs `bench --snapshots every-commit,deferred` as
+// users do: a commit every 500 records of a partition, so that
+// every-commit saves a snapshot many times a run, and a max rate of
+// 1,000 bytes a second, so that deferred saves one of ~10 kB (B = 100)
+// once a partition in a run of under a second. The deferred member is
+// killed at its end: its successor replays what came after its snapshot.
+func TestBenchSnapshots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("brokers and members as processes; a restore waits for the killed member's session (10 s)")
+	}
+	bin := testBinary(t)
+	cmd := exec.Command(bin, "bench", "--data", "../../testdata/a9a.gz", "--records", "20000", "--partitions", "2",
+		"--checkpoint-every", "500", "--snapshot-max-rate", "1000", "--snapshots", "every-commit,deferred")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench: %v\n%s\n%s", err, out.String(), stderr.String())
+	}
+	text := out.String()
+	type row struct {
+		rate      float64 // snapshot MB/s
+		snapshots int
+	}
+	rows := map[string]row{}
+	var replayed int
+	var replaySecs, served float64
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := sc.Text()
+		if _, err := fmt.Sscanf(line, "restore: %d records replayed in %g s; served again %g s after start", &replayed, &replaySecs, &served); err == nil {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) != 11 || (f[0] != "every-commit" && f[0] != "deferred") {
+			continue
+		}
+		rate, err1 := strconv.ParseFloat(f[6], 64)
+		n, err2 := strconv.Atoi(f[7])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("row %q", line)
+		}
+		rows[f[0]] = row{rate, n}
+	}
+	every, deferred := rows["every-commit"], rows["deferred"]
+	if every.snapshots == 0 || deferred.snapshots == 0 {
+		t.Fatalf("no rows of both modes with snapshots:\n%s", text)
+	}
+	// Every commit (20 a partition) against the first commit's alone.
+	if deferred.snapshots >= every.snapshots || deferred.rate >= every.rate {
+		t.Errorf("deferred wrote %d snapshots, %.3f MB/s; every-commit %d, %.3f MB/s:\n%s", deferred.snapshots, deferred.rate, every.snapshots, every.rate, text)
+	}
+	// The records after the first commit's snapshot, up to the last
+	// commit, were replayed: most of the 20,000.
+	if replayed <= 0 || replaySecs <= 0 || served <= 0 {
+		t.Errorf("restore: %d records replayed in %g s, served after %g s:\n%s", replayed, replaySecs, served, text)
+	}
+	if !strings.Contains(text, "snapshots, deferred/every-commit: ") {
+		t.Errorf("no ratio line:\n%s", text)
+	}
+	t.Logf("\n%s", text)
 }
