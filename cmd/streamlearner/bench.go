@@ -56,7 +56,7 @@ type benchCmd struct {
 	// every commit and as --snapshot-max-rate allows, and judges the
 	// snapshot bytes a second of the second against the first's.
 	Snapshots        []string      `sep:"," placeholder:"every-commit,deferred" help:"Alternate exactly-once learning runs, one a snapshot policy: every-commit (a snapshot with each commit) and deferred (as --snapshot-max-rate and --snapshot-interval allow); report each one's snapshot bytes a second and, after each deferred run, the restore of a member killed at its end."`
-	SnapshotMaxRate  int           `default:"262144" placeholder:"BYTES" help:"The deferred runs' --snapshot-max-rate, bytes a second a partition (as run's: 0 is a snapshot with every commit)."`
+	SnapshotMaxRate  int           `default:"32768" placeholder:"BYTES" help:"The deferred runs' --snapshot-max-rate, bytes a second a partition (as run's: 0 is a snapshot with every commit)."`
 	SnapshotInterval time.Duration `default:"30s" help:"The deferred runs' --snapshot-interval."`
 	// DelayedLabels makes the records keyed and unlabeled: each waits in
 	// the pending store, and only every delayedLabelEvery-th gets its label
