@@ -16,7 +16,8 @@
 //     learner), all born at the first record. After Rung labeled records,
 //     then 2·Rung more, 4·Rung more…, the better half by mistakes in the
 //     rung stays (ties to fewer since birth, then to the earlier born) and
-//     the best is champion, until Config.Keep are left.
+//     the best is champion, until Config.Keep are left. In many-class mode
+//     (Group), along a rung the champion is the rung's leader so far.
 //   - Then a duel per challenger: after a warm-up of Window/2 labeled
 //     records from its birth, a challenger's mistakes over Window labeled
 //     records are compared with the champion's over the same records. The
@@ -456,8 +457,11 @@ func (a *Auto) score() {
 		}
 	}
 	if a.halving {
-		if a.labeled >= a.rungEnd {
+		switch {
+		case a.labeled >= a.rungEnd:
 			a.halve()
+		case a.grouped:
+			a.crown()
 		}
 		return
 	}
@@ -482,22 +486,37 @@ func (a *Auto) better(c, d *cand) bool {
 	return c.id < d.id
 }
 
+// rank orders candidates as the halving does: by the mistakes of the
+// rung, the latest, longest stretch, where each candidate is as trained
+// as it will be soon, not its start; ties to the lower rate since birth,
+// then to the earlier born.
+func (a *Auto) rank(c, d *cand) int {
+	switch {
+	case c.rung != d.rung:
+		return cmp.Compare(c.rung, d.rung)
+	case a.better(c, d):
+		return -1
+	case a.better(d, c):
+		return 1
+	}
+	return 0
+}
+
+// crown makes the rung's leader so far champion in many-class mode,
+// where the candidates' early mistakes are many (each class has few
+// records yet) and far apart: the last rung's best, or at the first rung
+// the first candidate drawn, emitted all along a rung, made most of the
+// mistakes auto made beyond its final champion's (docs/auto.md).
+func (a *Auto) crown() {
+	if best := slices.MinFunc(a.cands, a.rank); best != a.cands[a.champion] {
+		a.setCands(a.cands, best)
+	}
+}
+
 // halve ends a rung: the better half stays, the best is champion.
 func (a *Auto) halve() {
-	// By the mistakes of the rung: the latest, longest stretch, where
-	// each candidate is as trained as it will be soon, not its start.
 	ranked := slices.Clone(a.cands)
-	slices.SortStableFunc(ranked, func(c, d *cand) int {
-		switch {
-		case c.rung != d.rung:
-			return cmp.Compare(c.rung, d.rung)
-		case a.better(c, d):
-			return -1
-		case a.better(d, c):
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(ranked, a.rank)
 	for _, c := range ranked {
 		c.rung = 0
 	}

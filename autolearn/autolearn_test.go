@@ -263,3 +263,104 @@ func TestEstimateMemoryIsTheBound(t *testing.T) {
 		t.Fatalf("check under the bound: %v", err)
 	}
 }
+
+// blobs is a stream of n points in the plane in k classes: class c's
+// points are uniform in a square of side 2 around the c-th of k points on
+// a circle of radius 2, so that neighbouring classes overlap.
+func blobs(n, k int, seed uint64) ([]sparse.Vector, []int) {
+	src := rng.New(seed, 11)
+	xs, ys := make([]sparse.Vector, n), make([]int, n)
+	for i := range n {
+		c := src.Intn(k)
+		a := 2 * math.Pi * float64(c) / float64(k)
+		u, v := 2*math.Cos(a)+2*src.Float64()-1, 2*math.Sin(a)+2*src.Float64()-1
+		xs[i], ys[i] = sparse.Vector{Idx: []uint32{1, 2}, Val: []float64{u, v}}, c
+	}
+	return xs, ys
+}
+
+// classes builds k auto learners of spec grouped into one search, as a
+// many-class model with k classes holds them.
+func classes(t testing.TB, spec string, k int) []learners.Learner {
+	t.Helper()
+	ls := make([]learners.Learner, k)
+	for c := range ls {
+		ls[c] = build(t, spec, uint64(c+1))
+	}
+	if err := Group(ls); err != nil {
+		t.Fatal(err)
+	}
+	return ls
+}
+
+// playClasses plays records from..to as a many-class model does: each
+// class's learner a round on its one-vs-rest label, then Settle; after
+// each record it calls after with the record's index.
+func playClasses(t testing.TB, ls []learners.Learner, xs []sparse.Vector, ys []int, from, to int, after func(i int)) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		for c, l := range ls {
+			y := -1
+			if c == ys[i] {
+				y = 1
+			}
+			l.Round(xs[i], y)
+		}
+		if err := Settle(ls, len(ls), xs[i], ys[i]); err != nil {
+			t.Fatal(err)
+		}
+		after(i)
+	}
+}
+
+// In many-class mode the champion along a rung is the rung's leader so
+// far, not the last rung's best nor, at the first rung, the first
+// candidate drawn; a restore continues with the same champions.
+func TestManyClassChampionIsTheRungsLeader(t *testing.T) {
+	const k, spec = 8, "auto:width=8,keep=2,rung=60,window=100"
+	xs, ys := blobs(600, k, 1)
+	ls := classes(t, spec, k)
+	lead := ls[0].(*Auto)
+	var champs []string
+	prev, changes := lead.Champion(), 0
+	playClasses(t, ls, xs, ys, 0, len(xs), func(i int) {
+		if lead.halving {
+			if best := slices.MinFunc(lead.cands, lead.rank); best != lead.cands[lead.champion] {
+				t.Fatalf("record %d: champion %s, the rung's leader is %s", i, lead.Champion(), best.name)
+			}
+			if i+1 < 60 && lead.Champion() != prev {
+				changes++
+			}
+		}
+		prev = lead.Champion()
+		champs = append(champs, prev)
+	})
+	if changes == 0 {
+		t.Fatal("the champion never changed along the first rung: the test does not test the leader")
+	}
+	if lead.halving {
+		t.Fatal("the stream should take the search past the halving")
+	}
+
+	cut := 30
+	ls = classes(t, spec, k)
+	playClasses(t, ls, xs, ys, 0, cut, func(int) {})
+	restored := make([]learners.Learner, k)
+	for c, l := range ls {
+		b, err := l.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if restored[c], err = learners.Unmarshal(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Group(restored); err != nil {
+		t.Fatal(err)
+	}
+	playClasses(t, restored, xs, ys, cut, len(xs), func(i int) {
+		if got := restored[0].(*Auto).Champion(); got != champs[i] {
+			t.Fatalf("record %d after a restore at %d: champion %s, want %s", i, cut, got, champs[i])
+		}
+	})
+}
