@@ -176,6 +176,9 @@ func delayedLines(t *testing.T, one []byte, copies int) []byte {
 type proc struct {
 	cmd  *exec.Cmd
 	done chan error
+	// ended is closed when the process has exited, for whoever must not
+	// take done's value.
+	ended chan struct{}
 }
 
 func start(t *testing.T, logPath, bin string, args ...string) *proc {
@@ -189,8 +192,13 @@ func start(t *testing.T, logPath, bin string, args ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait(); f.Close() }()
+	p := &proc{cmd: cmd, done: make(chan error, 1), ended: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		close(p.ended)
+		p.done <- err
+		f.Close()
+	}()
 	t.Cleanup(func() { p.kill() })
 	return p
 }

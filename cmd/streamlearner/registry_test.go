@@ -64,26 +64,59 @@ func adultUnderscored(t *testing.T, path string, n int) {
 // registry answers; the broker is killed when the test ends.
 func brokerWithRegistry(t *testing.T, bin, dir string, partitions int) (addr, regURL string) {
 	t.Helper()
-	port, rport := freePort(t), freePort(t)
-	addr, regURL = fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("http://127.0.0.1:%d", rport)
-	p := start(t, filepath.Join(dir, "broker.log"), bin, "broker", "--port", strconv.Itoa(port), "--partitions", strconv.Itoa(partitions),
-		"--schema-registry-port", strconv.Itoa(rport))
+	rport := freePort(t)
+	regURL = fmt.Sprintf("http://127.0.0.1:%d", rport)
+	var port int
+	p := startWithRegistry(t, filepath.Join(dir, "broker.log"), regURL, func() []string {
+		port = freePort(t)
+		return []string{bin, "broker", "--port", strconv.Itoa(port), "--partitions", strconv.Itoa(partitions), "--schema-registry-port", strconv.Itoa(rport)}
+	})
 	t.Cleanup(p.kill)
-	waitForRegistry(t, regURL)
-	return addr, regURL
+	return fmt.Sprintf("127.0.0.1:%d", port), regURL
 }
 
-func waitForRegistry(t *testing.T, regURL string) {
+// startWithRegistry starts the process args gives (its binary first) and
+// waits until the registry at regURL answers. A process that exits
+// first — a port another test took between freePort and the bind — is
+// started again with args drawn afresh, up to three times, and then
+// fails with its log, rather than after the wait's bound.
+func startWithRegistry(t *testing.T, logPath, regURL string, args func() []string) *proc {
 	t.Helper()
+	for try := 1; ; try++ {
+		a := args()
+		p := start(t, logPath, a[0], a[1:]...)
+		if waitForRegistry(t, regURL, p) {
+			return p
+		}
+		b, _ := os.ReadFile(logPath)
+		if try == 3 {
+			t.Fatalf("the registry's process exited before it answered, %d times; its log:\n%s", try, b)
+		}
+		t.Logf("the registry's process exited before it answered (try %d); its log:\n%s", try, b)
+	}
+}
+
+// waitForRegistry waits until the registry at regURL answers (true) or
+// its process p exits (false).
+func waitForRegistry(t *testing.T, regURL string, p *proc) bool {
+	t.Helper()
+	exited := false
 	// A bound against a hang, not a timing target: a broker starting while
 	// the package's other process tests load both cores once took over 10 s.
-	waitFor(t, "the registry", 30*time.Second, func() bool {
+	waitFor(t, "the registry", time.Minute, func() bool {
+		select {
+		case <-p.ended:
+			exited = true
+			return true
+		default:
+		}
 		r, err := http.Get(regURL + "/subjects")
 		if err == nil {
 			r.Body.Close()
 		}
 		return err == nil
 	})
+	return !exited
 }
 
 // TestSchemaRegistryFormats writes the same 1500 Adult events as JSON,
@@ -168,10 +201,9 @@ func TestSchemaRegistryOutageAndBadRecords(t *testing.T) {
 	startBroker(t, bin, filepath.Join(dir, "broker.log"), port, filepath.Join(dir, "kafka"))
 	// The registry alone: a second broker process, on a port nobody uses.
 	startRegistry := func() *proc {
-		p := start(t, filepath.Join(dir, "registry.log"), bin, "broker", "--port", strconv.Itoa(freePort(t)), "--data-dir", filepath.Join(dir, "reg"),
-			"--schema-registry-port", strconv.Itoa(rport))
-		waitForRegistry(t, regURL)
-		return p
+		return startWithRegistry(t, filepath.Join(dir, "registry.log"), regURL, func() []string {
+			return []string{bin, "broker", "--port", strconv.Itoa(freePort(t)), "--data-dir", filepath.Join(dir, "reg"), "--schema-registry-port", strconv.Itoa(rport)}
+		})
 	}
 	reg := startRegistry()
 	register := func(typ, text string) uint32 {
