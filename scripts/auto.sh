@@ -13,7 +13,8 @@
 # docs/drift.md, built as scripts/drift.sh builds them (groups of 0, 1, 3
 # and 7 shifts, four streams each): one replay per stream plays auto beside
 # drift.sh's 40 fixed learners on its kernel, and each segment between
-# shifts compares auto with the best of the 40 in that segment.
+# shifts compares auto with the best of the 40 in that segment; $AUTO
+# replaces auto's spec (e.g. to add learners to its search).
 # Usage: scripts/auto.sh [a9a|banana|covtype|covtype-events|w8a|waveform|usps|pendigits|letter|mnist ...]
 #        scripts/auto.sh drift
 #        scripts/auto.sh reuters
@@ -190,7 +191,9 @@ if [ "${sets[0]}" = reuters ]; then
   }
   for shifts in 0 1 3 7; do
     echo
-    echo "$shifts shifts: auto / the best of the 40 fixed learners in the segment (mistakes %)"
+    n="$shifts shifts"
+    [ "$shifts" = 1 ] && n="1 shift"
+    echo "$n: auto / the best of the 40 fixed learners in the segment (mistakes %)"
     echo
     header segment $((shifts + 1)) " within 15 % of the best of the 40 / of the first-order 25 | whole stream: auto / best fixed |"
     rows "$shifts" '
@@ -204,7 +207,7 @@ if [ "${sets[0]}" = reuters ]; then
     ' "$out"/reuters-s$shifts-?.json
     [ "$shifts" = 0 ] && continue
     echo
-    echo "$shifts shifts: recovery after each shift (records): auto / the fastest fixed learner / the median one"
+    echo "$n: recovery after each shift (records): auto / the fastest fixed learner / the median one"
     echo
     header shift "$shifts"
     rows "$shifts" '
