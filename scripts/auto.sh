@@ -9,8 +9,16 @@
 # With "drift" (alone), the drifting streams of docs/selection.md instead,
 # in file order: auto against the seven learners of that page alone and
 # their selection (window 2000, margin 0.01).
+# With "reuters" (alone), the Reuters-21578 shifting-target streams of
+# docs/drift.md, built as scripts/drift.sh builds them (groups of 0, 1, 3
+# and 7 shifts, four streams each): one replay per stream plays auto beside
+# drift.sh's 40 fixed learners on its kernel, and each segment between
+# shifts compares auto with the best of the 40 in that segment; $AUTO
+# replaces auto's spec (e.g. to add learners to its search).
 # Usage: scripts/auto.sh [a9a|banana|covtype|covtype-events|w8a|waveform|usps|pendigits|letter|mnist ...]
 #        scripts/auto.sh drift
+#        scripts/auto.sh reuters
+#        scripts/auto.sh table reuters   its tables again from out/auto
 #        scripts/auto.sh table [data sets]   the tables again from out/auto
 # Reads ../shared/datasets (or $DATASETS); writes JSON results to
 # out/auto (or $OUT).
@@ -109,6 +117,105 @@ if [ "${sets[0]}" = drift ]; then
   echo "| stream: auto / the fastest of the seven alone (records) | shift 1 | shift 2 | shift 3 |"
   echo "|---|---|---|---|"
   cat "$out/recovery.md"
+  exit 0
+fi
+if [ "${sets[0]}" = reuters ]; then
+  # The streams and learners of scripts/drift.sh, with auto (its defaults,
+  # or $AUTO: it searches its own kernels, not --kernel) first.
+  file=$out/data/reuters.jsonl
+  read -r A B C D <<< "acq money-fx crude grain"
+  declare -A groups=(
+    [0]="$A $B $C $D"
+    [1]="$A,$C $B,$D $C,$A $D,$B"
+    [3]="$A,$B,$C,$D $B,$D,$A,$C $C,$A,$D,$B $D,$C,$B,$A"
+    [7]="$A,$B,$C,$D,$A,$B,$C,$D $B,$D,$A,$C,$B,$D,$A,$C $C,$A,$D,$B,$C,$A,$D,$B $D,$C,$B,$A,$D,$C,$B,$A"
+  )
+  if [ $run = 1 ]; then
+    if [ ! -s "$file" ]; then
+      mkdir -p "$out/data"
+      go run ./scripts/reuters "$data/reuters21578/reuters21578_sgm.tar.gz" > "$file"
+    fi
+    learners=(--learner "${AUTO:-auto}" --learner perceptron --learner spa:lambda=0.01 --learner spa:lambda=0.1 --learner spa:lambda=1 --learner sop:a=1)
+    for b in 20 50 100 200 500 1000 2000; do
+      learners+=(--learner rbp:budget=$b --learner lbp:budget=$b --learner forgetron:budget=$b
+                 --learner rbsop:budget=$b,a=1 --learner lbsop:budget=$b,a=1)
+    done
+    port=${PORT:-19394}
+    "$sl" broker --port "$port" --partitions 1 > "$out/broker.log" 2>&1 &
+    broker=$!
+    trap 'kill $broker 2>/dev/null; wait $broker 2>/dev/null' EXIT
+    for _ in $(seq 50); do grep -q listening "$out/broker.log" && break; sleep 0.1; done
+    for shifts in 0 1 3 7; do
+      i=0
+      for seq in ${groups[$shifts]}; do
+        i=$((i + 1))
+        name=reuters-s$shifts-$i
+        "$sl" gen chunks --data "$file" --chunks $((shifts + 1)) --targets "$seq" --brokers "127.0.0.1:$port" --topic "$name" --auto-create 2> /dev/null
+        "$sl" replay --brokers "127.0.0.1:$port" --topic "$name" --kernel poly:degree=4,coef0=1 "${learners[@]}" \
+          --shifts from-headers --window 500 --detector none --report "$out/$name.json" > "$out/$name.txt"
+      done
+    done
+  fi
+  # Per stream and segment: auto's mistakes (%) / the best fixed learner's
+  # in that segment, bold where auto is more than 15 % above it; then the
+  # whole stream. "First-order": the 25 fixed learners left without SOP,
+  # RBSOP and LBSOP, the families auto searches by default. Recovery
+  # (records, as replay counts it; "-": not within the segment; "≤":
+  # decided by the first window) of auto / the fastest fixed learner / the
+  # median one.
+  defs='def p: (. * 10000 | round) as $n | "\($n / 100 | floor).\($n % 100 | if . < 10 then "0\(.)" else "\(.)" end)";
+    def rec: if .records == null then "-" elif .at_most then "≤\(.records)" else "\(.records)" end;
+    def segs: .partitions[0].learners as $l | $l[0] as $a | $l[1:] as $f |
+      [$f[] | select(.spec | test("sop") | not)] as $o |
+      [range($a.segments | length) as $k | {a: $a.segments[$k].mistake_rate,
+        b: ([$f[].segments[$k].mistake_rate] | min), o: ([$o[].segments[$k].mistake_rate] | min)}];
+    def within(f): [.[] | select(.a <= 1.15 * f)] | length;'
+  # header WORD N [MORE]: a table's head, columns WORD 1 to N, then MORE.
+  header() {
+    local head="| stream |" rule="|---|" more=${3:-} bars s
+    bars=${more//[^|]/}
+    for s in $(seq $(($2 + ${#bars}))); do rule+="---|"; done
+    for s in $(seq "$2"); do head+=" $1 $s |"; done
+    echo "$head$more"
+    echo "$rule"
+  }
+  # rows SHIFTS PROGRAM: PROGRAM's row for each stream of the group, named
+  # by its target sequence ($seq).
+  rows() {
+    local i seq
+    for i in 1 2 3 4; do
+      seq=$(echo ${groups[$1]} | cut -d' ' -f$i)
+      [ "$1" = 7 ] && seq="${seq%,*,*,*,*} (twice)"
+      jq -r --arg seq "$seq" "$defs$2" "$out/reuters-s$1-$i.json"
+    done
+  }
+  for shifts in 0 1 3 7; do
+    echo
+    n="$shifts shifts"
+    [ "$shifts" = 1 ] && n="1 shift"
+    echo "$n: auto / the best of the 40 fixed learners in the segment (mistakes %)"
+    echo
+    header segment $((shifts + 1)) " within 15 % of the best of the 40 / of the first-order 25 | whole stream: auto / best fixed |"
+    rows "$shifts" '
+      segs as $s | .partitions[0].learners as $l |
+      "| \($seq) |" + ([$s[] | (if .a <= 1.15 * .b then "" else "**" end) as $m | " \($m)\(.a | p) / \(.b | p)\($m) |"] | join("")) +
+      " \($s | within(.b)) / \($s | within(.o)) of \($s | length) | \($l[0].mistake_rate | p) / \([$l[1:][].mistake_rate] | min | p) |"'
+    jq -rs "$defs"'
+      [.[] | segs] as $g |
+      "| mean |" + ([range($g[0] | length) as $k | " \([$g[][$k].a] | add / length | p) / \([$g[][$k].b] | add / length | p) |"] | join("")) +
+      " \([$g[][]] | within(.b)) / \([$g[][]] | within(.o)) of \([$g[][]] | length) | |"
+    ' "$out"/reuters-s$shifts-?.json
+    [ "$shifts" = 0 ] && continue
+    echo
+    echo "$n: recovery after each shift (records): auto / the fastest fixed learner / the median one"
+    echo
+    header shift "$shifts"
+    rows "$shifts" '
+      .partitions[0].learners as $l |
+      "| \($seq) |" + ([range($l[0].recovery | length) as $k |
+        ([$l[1:][].recovery[$k]] | sort_by(.records // 1e9, (if .at_most then 0 else 1 end))) as $r |
+        " \($l[0].recovery[$k] | rec) / \($r[0] | rec) / \($r[($r | length - 1) / 2 | floor] | rec) |"] | join(""))'
+  done
   exit 0
 fi
 kernels=(linear rbf:gamma=0.001 rbf:gamma=0.01 rbf:gamma=0.1 rbf:gamma=1 rbf:gamma=10)
