@@ -140,7 +140,14 @@ func readTopic(t *testing.T, b *embedded.Broker, topic string, want int, d time.
 
 func produce(t *testing.T, b *embedded.Broker, topic string, msgs []kafka.Message, balancer kafka.Balancer) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: topic, Balancer: balancer, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20}
+	// A transport of its own: kafka-go's default one, shared by the whole
+	// test process, keeps a broker address's metadata for seconds, and a
+	// port freed by an earlier test's broker can be this broker's, with
+	// other topics (a write to "labels" failed UNKNOWN_TOPIC_OR_PARTITION
+	// on a broker that had it).
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: topic, Balancer: balancer, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20, Transport: tr}
 	defer w.Close()
 	for i := 0; i < len(msgs); i += 1000 {
 		if err := w.WriteMessages(context.Background(), msgs[i:min(i+1000, len(msgs))]...); err != nil {
