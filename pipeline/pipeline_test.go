@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -150,7 +151,21 @@ func produce(t *testing.T, b *embedded.Broker, topic string, msgs []kafka.Messag
 	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: topic, Balancer: balancer, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 1000, BatchBytes: 16 << 20, Transport: tr}
 	defer w.Close()
 	for i := 0; i < len(msgs); i += 1000 {
-		if err := w.WriteMessages(context.Background(), msgs[i:min(i+1000, len(msgs))]...); err != nil {
+		// A metadata answer that fails (a fault the test injected: the
+		// transport of its own has no cached answer to fall back on) fails
+		// the whole write before anything is written, which kafka-go does
+		// not retry; a producer would, so this does. Partial failures
+		// (WriteErrors) are not retried: that would write records twice.
+		for try := 0; ; try++ {
+			err := w.WriteMessages(context.Background(), msgs[i:min(i+1000, len(msgs))]...)
+			var ke kafka.Error
+			if err == nil {
+				break
+			}
+			if errors.As(err, &ke) && ke.Temporary() && try < 50 {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
 			t.Fatal(err)
 		}
 	}
