@@ -21,7 +21,7 @@ func TestDataDirKeepsRecordsAndOffsetsAcrossRestarts(t *testing.T) {
 		t.Fatalf("listening on %s, want loopback only", b.Addr())
 	}
 	ctx := context.Background()
-	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "t", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond,
+	w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(b.Addr()), Topic: "t", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond,
 		Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 })}
 	if err := w.WriteMessages(ctx, kafka.Message{Value: []byte("a")}, kafka.Message{Value: []byte("b")}); err != nil {
 		t.Fatal(err)

@@ -294,7 +294,7 @@ func TestCompressedBatchesAreRead(t *testing.T) {
 	defer f.Close()
 	for _, codec := range []compress.Compression{compress.Gzip, compress.Snappy, compress.Lz4, compress.Zstd} {
 		topic := codec.String()
-		w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 100, Compression: codec}
+		w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(b.Addr()), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 100, Compression: codec}
 		var msgs []kafka.Message
 		for _, v := range values {
 			msgs = append(msgs, kafka.Message{Key: []byte("k" + v), Value: []byte(v), Headers: []kafka.Header{{Key: "h", Value: []byte("H" + v)}}})

@@ -16,7 +16,7 @@ import (
 // produce writes plain records to partition 0 of topic.
 func produce(t *testing.T, addr, topic string, values ...string) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond,
+	w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(addr), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond,
 		Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return 0 })}
 	defer w.Close()
 	var msgs []kafka.Message

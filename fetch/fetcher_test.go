@@ -21,7 +21,7 @@ import (
 // call.
 func produceTo(t *testing.T, addr, topic string, partition int, values ...string) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: len(values),
+	w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(addr), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: len(values),
 		Balancer: kafka.BalancerFunc(func(kafka.Message, ...int) int { return partition })}
 	defer w.Close()
 	var msgs []kafka.Message

@@ -53,7 +53,7 @@ func TestFetchErrorsAreCountedAndRetried(t *testing.T) {
 		return res, nil, true
 	})
 	addr := c.ListenAddrs()[0]
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "in", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(addr), Topic: "in", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	const n = 50
 	var msgs []kafka.Message
 	for i := range n {
@@ -121,7 +121,7 @@ func corruptMiddleBatch(ctx context.Context, t *testing.T, c *kfake.Cluster, top
 	t.Helper()
 	addr := c.ListenAddrs()[0]
 	for b := range 3 {
-		w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 10}
+		w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(addr), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 10}
 		var msgs []kafka.Message
 		for i := range 10 {
 			msgs = append(msgs, value(b, i))
@@ -203,7 +203,7 @@ func TestCorruptLabelBatchIsDeadLetteredAndSkipped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "in", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(addr), Topic: "in", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
 	var recs []kafka.Message
 	for i := range 30 {
 		recs = append(recs, kafka.Message{Time: base.Add(time.Duration(i) * time.Second), Value: fmt.Appendf(nil, `{"id": "r%d", "x": %g}`, i, float64(i%7+1)/7)})

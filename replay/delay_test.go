@@ -239,7 +239,7 @@ const t0 = 1_700_000_000_000
 // writeTo writes msgs to topic, each to the partition it names.
 func writeTo(t *testing.T, ctx context.Context, addr, topic string, msgs []kafka.Message) {
 	t.Helper()
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, BatchSize: 500, BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll,
+	w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(addr), Topic: topic, BatchSize: 500, BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll,
 		Balancer: kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { return m.Partition })}
 	defer w.Close()
 	if err := w.WriteMessages(ctx, msgs...); err != nil {

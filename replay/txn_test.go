@@ -39,7 +39,7 @@ func TestReplayReadsCommitted(t *testing.T) {
 	txn("b", false, 10)
 	txn("a", false, 20)
 	txn("b", true, 30)
-	w := &kafka.Writer{Addr: kafka.TCP(b.Addr()), Topic: "tx", RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(b.Addr()), Topic: "tx", RequiredAcks: kafka.RequireAll}
 	if err := w.WriteMessages(ctx, kafka.Message{Value: rec(40)}, kafka.Message{Value: rec(41)}); err != nil {
 		t.Fatal(err)
 	}
