@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,10 +47,13 @@ func TestBenchMeasuresEachRunInAProcessOfItsOwn(t *testing.T) {
 	if len(peaks[1]) != 5 || len(peaks[256]) != 5 {
 		t.Fatalf("rows for 1 and 256 partitions: %v\n%s", peaks, text)
 	}
-	// One partition's peak is steady in a fresh process (within 3 MB here);
-	// in one process it rose with every run: 60, 67, 68, 69, 73 MB.
-	if p := peaks[1]; slices.Max(p)-slices.Min(p) > 5 {
-		t.Errorf("1 partition: peak RSS %v MB over five runs, 256-partition runs between them", p)
+	// One partition's peak is steady in a fresh process; in one process
+	// it rose with every run: 60, 67, 68, 69, 73 MB. What is judged is
+	// that rise, the last run against the first: a fresh process's peak
+	// wanders by up to 6 MB from run to run on a loaded machine (51, 46,
+	// 52, 46, 47 in one CI run), which a bound on the spread took for it.
+	if p := peaks[1]; p[len(p)-1]-p[0] > 8 {
+		t.Errorf("1 partition: peak RSS %v MB over five runs, 256-partition runs between them: it grows", p)
 	}
 	if !strings.Contains(text, "CPU per record, 256 partitions / 1:") || !strings.Contains(text, "peak RSS, 256 partitions − 1:") {
 		t.Errorf("no verdict lines:\n%s", text)
