@@ -121,39 +121,38 @@ func TestCommitsNameAnEarlierSnapshot(t *testing.T) {
 // input partition p the cluster answers from now on.
 func countCommits(c *kfake.Cluster, p int32) *atomic.Int64 {
 	n := &atomic.Int64{}
-	names := func(topics ...[]int32) bool {
-		for _, ps := range topics {
-			if slices.Contains(ps, p) {
-				return true
+	// count adds one if the request commits partition p of "in"; parts
+	// lists a request's (topic, partitions) pairs.
+	count := func(parts func(yield func(string, []int32))) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		parts(func(topic string, ps []int32) {
+			if topic == "in" && slices.Contains(ps, p) {
+				n.Add(1)
 			}
-		}
-		return false
+		})
+		return nil, nil, false
 	}
 	c.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		for _, t := range req.(*kmsg.OffsetCommitRequest).Topics {
-			var ps []int32
-			for _, x := range t.Partitions {
-				ps = append(ps, x.Partition)
+		return count(func(yield func(string, []int32)) {
+			for _, t := range req.(*kmsg.OffsetCommitRequest).Topics {
+				var ps []int32
+				for _, x := range t.Partitions {
+					ps = append(ps, x.Partition)
+				}
+				yield(t.Topic, ps)
 			}
-			if t.Topic == "in" && names(ps) {
-				n.Add(1)
-			}
-		}
-		return nil, nil, false
+		})
 	})
 	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		for _, t := range req.(*kmsg.TxnOffsetCommitRequest).Topics {
-			var ps []int32
-			for _, x := range t.Partitions {
-				ps = append(ps, x.Partition)
+		return count(func(yield func(string, []int32)) {
+			for _, t := range req.(*kmsg.TxnOffsetCommitRequest).Topics {
+				var ps []int32
+				for _, x := range t.Partitions {
+					ps = append(ps, x.Partition)
+				}
+				yield(t.Topic, ps)
 			}
-			if t.Topic == "in" && names(ps) {
-				n.Add(1)
-			}
-		}
-		return nil, nil, false
+		})
 	})
 	return n
 }
