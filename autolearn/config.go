@@ -3,9 +3,11 @@ package autolearn
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/streamlearner/streamlearner/drift"
 	"github.com/streamlearner/streamlearner/learners"
 )
 
@@ -64,6 +66,13 @@ type Config struct {
 	// Margin is how much lower a challenger's mistake rate over the
 	// window must be to replace the champion; default 0.01.
 	Margin float64
+	// Drift names the detector that watches the emitted mistakes once the
+	// halving is done: "adwin" (default, δ = 0.002), "ddm",
+	// "page-hinkley" (each at its defaults, docs/drift.md), or "none".
+	// When it sees the rate rise, the search reopens (see the package
+	// rules). Without it a shift is met by duels alone, and a challenger
+	// needs 1.5·Window records to win one.
+	Drift string
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -102,6 +111,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Margin == 0 {
 		c.Margin = 0.01
+	}
+	if c.Drift == "" {
+		c.Drift = "adwin"
+	}
+	if c.Drift != "none" && !slices.Contains(drift.Names(), c.Drift) {
+		return c, fmt.Errorf("auto: drift=%s: want %s or none", c.Drift, strings.Join(drift.Names(), ", "))
 	}
 	for _, k := range c.Kernels {
 		if k != "linear" && k != "poly" && k != "rbf" {
@@ -158,7 +173,8 @@ func budgetKey(name string) (string, error) {
 // Parse reads the spec's parameters: learners=rbp|projectron++,
 // kernels=rbf|linear, gamma=0.01..1, budget=100..400, degree=2..3,
 // scale=both|on|off, kernel=search|given, memory=64MiB, width=48, keep=3,
-// rung=200, window=1000, margin=0.01. A range may be one value.
+// rung=200, window=1000, margin=0.01, drift=adwin. A range may be one
+// value.
 func Parse(sp learners.Spec) (Config, error) {
 	var c Config
 	if sp.Name != Name {
@@ -199,8 +215,10 @@ func Parse(sp learners.Spec) (Config, error) {
 			c.Window, err = strconv.Atoi(v)
 		case "margin":
 			c.Margin, err = strconv.ParseFloat(v, 64)
+		case "drift":
+			c.Drift = v
 		default:
-			return c, fmt.Errorf("auto: unknown parameter %s (valid: budget, degree, gamma, keep, kernel, kernels, learners, margin, memory, rung, scale, width, window)", k)
+			return c, fmt.Errorf("auto: unknown parameter %s (valid: budget, degree, drift, gamma, keep, kernel, kernels, learners, margin, memory, rung, scale, width, window)", k)
 		}
 		if err != nil {
 			return c, fmt.Errorf("auto: %s=%s: %w", k, v, err)
@@ -215,8 +233,8 @@ func (c Config) Spec() string {
 	if c.FixedKernel {
 		kernel = "given"
 	}
-	return fmt.Sprintf("%s:budget=%d..%d,degree=%d..%d,gamma=%s..%s,keep=%d,kernel=%s,kernels=%s,learners=%s,margin=%s,memory=%s,rung=%d,scale=%s,width=%d,window=%d",
-		Name, c.BudgetLo, c.BudgetHi, c.DegreeLo, c.DegreeHi, fmtFloat(c.GammaLo), fmtFloat(c.GammaHi), c.Keep, kernel,
+	return fmt.Sprintf("%s:budget=%d..%d,degree=%d..%d,drift=%s,gamma=%s..%s,keep=%d,kernel=%s,kernels=%s,learners=%s,margin=%s,memory=%s,rung=%d,scale=%s,width=%d,window=%d",
+		Name, c.BudgetLo, c.BudgetHi, c.DegreeLo, c.DegreeHi, c.Drift, fmtFloat(c.GammaLo), fmtFloat(c.GammaHi), c.Keep, kernel,
 		strings.Join(c.Kernels, "|"), strings.Join(c.Learners, "|"), fmtFloat(c.Margin), FormatBytes(c.Memory),
 		c.Rung, c.Scale, c.Width, c.Window)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/streamlearner/streamlearner/drift"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/rng"
 )
@@ -16,12 +17,15 @@ import (
 //	| seed | generator (bytes) | counters | scaler | history | losers
 //	| candidates: count, then each its number, point, counters and
 //	  learner state (bytes, learners.Unmarshal's)
+//	| reopens | drift detector (bytes, drift.Marshal's; empty: none)
 //
+// Version 1 ended with the candidates: it decodes with no reopening yet
+// and a fresh detector.
 // Integers are uvarints, floats their 8 bytes little-endian, strings and
 // byte sections a uvarint length and the bytes.
 const (
 	magic   = "SLAU"
-	version = 1
+	version = 2
 )
 
 // errCorrupt is wrapped by every error of malformed state.
@@ -156,6 +160,14 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 		}
 		e.bytes(l)
 	}
+	e.u(a.reopens)
+	var w []byte
+	if a.watch != nil {
+		if w, err = drift.Marshal(a.watch); err != nil {
+			return nil, fmt.Errorf("auto: %w", err)
+		}
+	}
+	e.bytes(w)
 	return e.b, nil
 }
 
@@ -166,8 +178,9 @@ func Unmarshal(b []byte) (*Auto, error) {
 		return nil, fmt.Errorf("%w: not an auto state", errCorrupt)
 	}
 	d := &dec{b: b[len(magic):]}
-	if v := d.u(); d.err == nil && v != version {
-		return nil, fmt.Errorf("auto state format version %d not supported (this build reads %d)", v, version)
+	v := d.u()
+	if d.err == nil && (v < 1 || v > version) {
+		return nil, fmt.Errorf("auto state format version %d not supported (this build reads 1 to %d)", v, version)
 	}
 	spec := d.str()
 	k := d.kernel()
@@ -229,6 +242,16 @@ func Unmarshal(b []byte) (*Auto, error) {
 		c.l, c.name = l, c.pt.String()
 		a.cands = append(a.cands, c)
 	}
+	var w []byte
+	if v >= 2 {
+		a.reopens = d.u()
+		w = d.bytes()
+	}
+	if d.err == nil {
+		if err := a.restoreWatch(w); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case d.err != nil:
 		return nil, d.err
@@ -241,4 +264,31 @@ func Unmarshal(b []byte) (*Auto, error) {
 	}
 	a.champion = int(champion)
 	return a, nil
+}
+
+// restoreWatch sets the drift detector from its encoding w, or a fresh
+// one from the configuration when w is empty (a version 1 state).
+func (a *Auto) restoreWatch(w []byte) error {
+	switch {
+	case a.cfg.Drift == "none" && len(w) == 0:
+		return nil
+	case a.cfg.Drift == "none":
+		return fmt.Errorf("%w: auto: a drift detector with drift=none", errCorrupt)
+	case len(w) == 0:
+		d, err := drift.New(a.cfg.Drift)
+		if err != nil {
+			return fmt.Errorf("auto: %w", err)
+		}
+		a.watch = d
+		return nil
+	}
+	d, err := drift.Unmarshal(w)
+	if err != nil {
+		return fmt.Errorf("%w: auto: %v", errCorrupt, err)
+	}
+	if d.Name() != a.cfg.Drift {
+		return fmt.Errorf("%w: auto: detector %s with drift=%s", errCorrupt, d.Name(), a.cfg.Drift)
+	}
+	a.watch = d
+	return nil
 }

@@ -124,5 +124,6 @@ func (a *Auto) follow() error {
 	}
 	a.champion, a.nextID, a.labeled, a.halving = l.champion, l.nextID, l.labeled, l.halving
 	a.rungEnd, a.rungLen, a.switches, a.history, a.losers = l.rungEnd, l.rungLen, l.switches, l.history, l.losers
+	a.reopens = l.reopens
 	return nil
 }

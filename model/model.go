@@ -229,6 +229,9 @@ type Result struct {
 	// shared search) and chose another after this record: the
 	// configurations before and after (see Model.SearchChampion).
 	SearchFrom, SearchTo string
+	// SearchReopened is set when that search reopened after this record,
+	// at a rise of its mistake rate (auto's drift=).
+	SearchReopened bool
 
 	// Delayed labels (Config.Delayed). Held: the record had a key and no
 	// label; it was predicted (the prediction above) and waits in the
@@ -305,9 +308,11 @@ type candidate struct {
 	eval   prequential.Evaluator // with challengers only
 
 	// searched and chose are a searching learner's changes of champion
-	// and champion as last reported (binary mode; see searcher).
+	// and champion as last reported, reopened its reopenings (see
+	// searcher).
 	searched uint64
 	chose    string
+	reopened uint64
 
 	// This round's outcome (see play).
 	f       float64 // margin (binary) or the predicted class's
@@ -742,6 +747,9 @@ func (m *Model) settle(champ, y int, labeled, updated, newClass, learn, late boo
 		r.SearchFrom, r.SearchTo = c.chose, s.Champion()
 		c.searched, c.chose = s.Switches(), r.SearchTo
 	}
+	if s := m.searcher(champ); s != nil && s.Reopens() != c.reopened {
+		r.SearchReopened, c.reopened = true, s.Reopens()
+	}
 	if m.sel == nil {
 		return r
 	}
@@ -755,10 +763,12 @@ func (m *Model) settle(champ, y int, labeled, updated, newClass, learn, late boo
 }
 
 // searcher is a learner that chooses among configurations itself
-// (package autolearn's "auto"): the model reports its changes of champion.
+// (package autolearn's "auto"): the model reports its changes of champion
+// and its reopenings.
 type searcher interface {
 	Champion() string
 	Switches() uint64
+	Reopens() uint64
 }
 
 // searcher is candidate i's learner when it is a searcher, or nil; in
@@ -776,7 +786,7 @@ func (m *Model) searcher(i int) searcher {
 func (m *Model) initSearch() {
 	for i, c := range m.cands {
 		if s := m.searcher(i); s != nil {
-			c.searched, c.chose = s.Switches(), s.Champion()
+			c.searched, c.chose, c.reopened = s.Switches(), s.Champion(), s.Reopens()
 		}
 	}
 }

@@ -307,6 +307,9 @@ type AutoReport struct {
 	// from the labeled record After on.
 	Champions []autolearn.Change `json:"champions"`
 	Switches  uint64             `json:"switches"`
+	// Reopens counts the rises of the emitted mistake rate that reopened
+	// the search (auto's drift=).
+	Reopens uint64 `json:"reopens"`
 	// Candidates are the candidates alive at the end, with their mistake
 	// rates since their birth.
 	Candidates []autolearn.Status `json:"candidates"`
@@ -326,7 +329,7 @@ func AutoOf(m *model.Model, k int) *AutoReport {
 	if !ok {
 		return nil
 	}
-	return &AutoReport{Champions: a.History(), Switches: a.Switches(), Candidates: a.Candidates()}
+	return &AutoReport{Champions: a.History(), Switches: a.Switches(), Reopens: a.Reopens(), Candidates: a.Candidates()}
 }
 
 // Run evaluates every learner on a binary train set (and test, if not

@@ -141,6 +141,9 @@ func writeAuto(w io.Writer, r Result) {
 // WriteAuto prints an "auto" learner's champions over time and its
 // candidates' mistake rates.
 func WriteAuto(w io.Writer, a *AutoReport) {
+	if a.Reopens > 0 {
+		fmt.Fprintf(w, "%d reopenings of the search at a rise of the mistake rate; ", a.Reopens)
+	}
 	fmt.Fprintln(w, "champion from labeled record:")
 	for _, c := range a.Champions {
 		fmt.Fprintf(w, "  %9d  %s\n", c.After, c.Name)

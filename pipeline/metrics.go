@@ -100,6 +100,9 @@ type Metrics struct {
 	// ChampionSwitches counts the changes.
 	Champion         *prometheus.GaugeVec   // streamlearner_champion{partition,learner}
 	ChampionSwitches *prometheus.CounterVec // streamlearner_champion_switches_total{partition}
+	// SearchReopens counts an auto learner's reopenings of its search at
+	// a rise of its mistake rate (docs/auto.md).
+	SearchReopens *prometheus.CounterVec // streamlearner_search_reopens_total{partition}
 	// Stuck is the number of assigned partitions unable to flush or commit
 	// for longer than Config.StuckAfter (what makes /readyz 503).
 	Stuck prometheus.Gauge // streamlearner_stuck_partitions
@@ -180,7 +183,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Champion: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_champion",
 			Help: "1 for the learner whose predictions the partition emits (the champion among the learner and its challengers)."}, []string{"partition", "learner"}),
 		ChampionSwitches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_champion_switches_total", Help: "Times the partition's champion changed."}, part),
-		Stuck:            prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions unable to flush their output or commit for longer than the stuck threshold."}),
+		SearchReopens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_search_reopens_total",
+			Help: "Times an auto learner's search reopened because its mistake rate rose (a drift)."}, part),
+		Stuck: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions unable to flush their output or commit for longer than the stuck threshold."}),
 		Degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_degraded_partitions",
 			Help: "Assigned partitions whose last 1000 records all came to nothing: every one dead-lettered, or its prediction refused by the brokers."}),
 		Unserved: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_unserved_partitions",
@@ -210,7 +215,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.PendingRecords, m.LabelDelay, m.PendingExpired, m.PendingEvicted, m.OrphanLabels)
 		reg.MustRegister(m.Transactions, m.TransactionDuration, m.VisibleLatency)
 		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck, m.Degraded, m.Unserved,
-			m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches)
+			m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches, m.SearchReopens)
 		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,
 			m.Produced, m.ProduceErrors, m.FetchErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge,
 			m.Round, m.Lag, m.CheckpointSaves, m.CheckpointDuration, m.CheckpointBytes, m.CheckpointTime,

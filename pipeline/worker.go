@@ -105,6 +105,7 @@ type worker struct {
 	names           []string
 	learnerMistakes []prometheus.Counter
 	switches        prometheus.Counter
+	reopens         prometheus.Counter
 	// msg is reused for each record handed to handle, margins for each
 	// many-class prediction.
 	msg     kafka.Message
@@ -170,6 +171,7 @@ func (w *worker) run(gen context.Context) {
 		w.learnerMistakes = append(w.learnerMistakes, mt.LearnerMistakes.WithLabelValues(w.label, name))
 	}
 	w.switches = mt.ChampionSwitches.WithLabelValues(w.label)
+	w.reopens = mt.SearchReopens.WithLabelValues(w.label)
 	w.setChampion(mt)
 	w.learnerGauges()
 	mt.assigned(w.label, w.m.cfg.Reasons())
@@ -853,6 +855,10 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 		w.switches.Inc()
 		w.setChampion(mt)
 		w.log.Info().Int64("offset", msg.Offset).Str("from", r.SearchFrom).Str("to", r.SearchTo).Msg("champion switched")
+	}
+	if r.SearchReopened {
+		w.reopens.Inc()
+		w.log.Info().Int64("offset", msg.Offset).Str("champion", m.SearchChampion()).Msg("search reopened: the mistake rate rose")
 	}
 	if r.Late {
 		// A label: its record's prediction went out when the record came.

@@ -126,9 +126,11 @@ type LearnerReport struct {
 	// Champions are an auto learner's changes of configuration (the
 	// first 1,000): from Round on, Name's predictions were emitted.
 	// Candidates are its candidates at the end, with their mistake rates
-	// since their birth.
+	// since their birth; Reopens counts the rises of its mistake rate
+	// that reopened its search.
 	Champions  []ChampionChange   `json:"champions,omitempty"`
 	Candidates []autolearn.Status `json:"candidates,omitempty"`
+	Reopens    uint64             `json:"reopens,omitempty"`
 	// Selector marks the selection's row (Config.Select): its rates are
 	// the emitted predictions', Support every learner's, Switches its
 	// champion changes and Champion the learner it ended with (an index
@@ -344,7 +346,7 @@ func (s *Stream) Report() PartitionReport {
 		}
 		if ls := ln.m.CandidateLearners(0); len(ls) > 0 {
 			if a, ok := ls[0].(*autolearn.Auto); ok {
-				lr.Candidates = a.Candidates()
+				lr.Candidates, lr.Reopens = a.Candidates(), a.Reopens()
 			}
 		}
 		if secs := ln.elapsed.Seconds(); secs > 0 {
@@ -523,6 +525,9 @@ func (r Report) WriteTable(w io.Writer) error {
 				continue
 			}
 			fmt.Fprintf(w, "partition %d %s: %d changes of champion", p.Partition, l.Spec, len(l.Champions))
+			if l.Reopens > 0 {
+				fmt.Fprintf(w, " (%d reopenings of the search)", l.Reopens)
+			}
 			for _, c := range l.Champions {
 				fmt.Fprintf(w, "; round %d: %s", c.Round, c.Name)
 			}
