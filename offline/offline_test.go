@@ -253,3 +253,25 @@ func TestSelectRowsAreLearnersAloneAndTheSelector(t *testing.T) {
 		t.Fatal("challengers without a selection were taken")
 	}
 }
+
+// An auto learner's row names its kernel "searched": --kernel is not what
+// it played, unless it was told kernel=given.
+func TestAutoRowsKernelIsSearched(t *testing.T) {
+	train := load(t, "../testdata/a9a.gz", 300)
+	k, _ := learners.ParseKernel("rbf:gamma=0.05")
+	res, err := Run(context.Background(), train, nil, Config{Learners: []string{"auto:width=4,rung=50", "auto:kernel=given,width=4,rung=50", "rbp:budget=30"}, Kernel: k, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	var kernels []string
+	for _, line := range strings.Split(buf.String(), "\n")[1:4] {
+		kernels = append(kernels, strings.Fields(line)[1])
+	}
+	if want := []string{"searched", "rbf:gamma=0.05", "rbf:gamma=0.05"}; !reflect.DeepEqual(kernels, want) {
+		t.Fatalf("kernel column %q, want %q\n%s", kernels, want, buf.String())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/streamlearner/streamlearner/autolearn"
+	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/prequential"
 	"text/tabwriter"
 )
@@ -29,7 +30,7 @@ func WriteTable(w io.Writer, results []Result) error {
 			interrupted = true
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.2f ± %.2f\t%.2f\t%.3f\t%.1f ± %.1f\t%.1f\t%s\t%.0f\n",
-			r.Spec, r.Kernel, r.Orders, examples, 100*r.MistakeRate, 100*r.MistakeRateStd, 100*r.BaselineRate, r.Kappa,
+			r.Spec, kernelColumn(r), r.Orders, examples, 100*r.MistakeRate, 100*r.MistakeRateStd, 100*r.BaselineRate, r.Kappa,
 			r.Support, r.SupportStd, r.SupportMax, acc, r.ExamplesPerSecond)
 	}
 	if err := tw.Flush(); err != nil {
@@ -129,6 +130,15 @@ func WriteJSON(w io.Writer, results []Result) error {
 	return enc.Encode(struct {
 		Learners []Result `json:"learners"`
 	}{results})
+}
+
+// kernelColumn is r's kernel as the table shows it: an "auto" learner
+// searches kernels of its own ("searched") unless told kernel=given.
+func kernelColumn(r Result) string {
+	if sp, err := learners.ParseSpec(r.Spec); err == nil && sp.Name == autolearn.Name && sp.Params["kernel"] != "given" {
+		return "searched"
+	}
+	return r.Kernel
 }
 
 // writeAuto prints what an "auto" learner chose (WriteAuto) under eval's
