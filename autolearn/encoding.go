@@ -1,6 +1,7 @@
 package autolearn
 
 import (
+	"encoding"
 	"encoding/binary"
 
 	"fmt"
@@ -119,8 +120,13 @@ func (d *dec) kernel() learners.Kernel {
 
 // MarshalBinary encodes the whole search: every candidate's learner and
 // the search's state.
-func (a *Auto) MarshalBinary() ([]byte, error) {
-	e := &enc{b: append(make([]byte, 0, 1024), magic...)}
+func (a *Auto) MarshalBinary() ([]byte, error) { return a.AppendBinary(nil) }
+
+// AppendBinary appends MarshalBinary's bytes to b, each candidate's
+// learner encoded in place (a snapshot then holds one buffer, not each
+// candidate's beside it, copied).
+func (a *Auto) AppendBinary(b []byte) ([]byte, error) {
+	e := &enc{b: append(b, magic...)}
 	e.u(version)
 	e.str(a.spec)
 	e.str(a.kernel.String())
@@ -154,11 +160,16 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 		for _, v := range []uint64{c.born, c.total, c.rung, c.from, c.mine, c.champ} {
 			e.u(v)
 		}
-		l, err := c.l.MarshalBinary()
+		if ap, ok := c.l.(encoding.BinaryAppender); ok {
+			e.b, err = learners.AppendSized(e.b, ap.AppendBinary)
+		} else {
+			var l []byte
+			l, err = c.l.MarshalBinary()
+			e.bytes(l)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("auto: candidate %s: %w", c.name, err)
 		}
-		e.bytes(l)
 	}
 	e.u(a.reopens)
 	var w []byte

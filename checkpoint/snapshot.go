@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	pmodel "github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/learners"
 )
 
 // Snapshot is one partition's state at a commit point.
@@ -120,7 +120,7 @@ func (s *Snapshot) encode(b []byte, model func([]byte) ([]byte, error)) (data []
 	b = binary.AppendVarint(b, s.NextOffset)
 	b = binary.AppendVarint(b, s.Created.UnixNano())
 	at := len(b)
-	if b, err = pmodel.AppendSized(b, model); err != nil {
+	if b, err = learners.AppendSized(b, model); err != nil {
 		return nil, 0, 0, err
 	}
 	n, w := binary.Uvarint(b[at:])

@@ -27,6 +27,24 @@ const (
 	stateVersion = 1
 )
 
+// AppendSized appends what enc appends, preceded by its length as a
+// uvarint: a byte section encoded in place, with no buffer of its own (a
+// snapshot holds its learners' states this way). It reserves the longest
+// uvarint and closes the gap once the length is known, a move of the
+// section within b.
+func AppendSized(b []byte, enc func([]byte) ([]byte, error)) ([]byte, error) {
+	at := len(b)
+	b = append(b, make([]byte, binary.MaxVarintLen64)...)
+	b, err := enc(b)
+	if err != nil {
+		return nil, err
+	}
+	n := len(b) - at - binary.MaxVarintLen64
+	w := binary.PutUvarint(b[at:], uint64(n))
+	copy(b[at+w:], b[at+binary.MaxVarintLen64:])
+	return b[:at+w+n], nil
+}
+
 // ErrCorrupt is wrapped by every decoding error caused by malformed bytes.
 var ErrCorrupt = errors.New("corrupt learner state")
 

@@ -1118,7 +1118,7 @@ func (m *Model) AppendBinary(b []byte) ([]byte, error) {
 		b = appendBytes(b, s)
 	}
 	if m.pend != nil {
-		if b, err = AppendSized(b, m.pend.AppendBinary); err != nil {
+		if b, err = learners.AppendSized(b, m.pend.AppendBinary); err != nil {
 			return nil, fmt.Errorf("model snapshot: %w", err)
 		}
 	}
@@ -1130,7 +1130,7 @@ func appendLearners(b []byte, ls []learners.Learner) ([]byte, error) {
 	for _, l := range ls {
 		var err error
 		if a, ok := l.(encoding.BinaryAppender); ok {
-			b, err = AppendSized(b, a.AppendBinary)
+			b, err = learners.AppendSized(b, a.AppendBinary)
 		} else {
 			var s []byte
 			s, err = l.MarshalBinary()
@@ -1141,23 +1141,6 @@ func appendLearners(b []byte, ls []learners.Learner) ([]byte, error) {
 		}
 	}
 	return b, nil
-}
-
-// AppendSized appends what enc appends, preceded by its length as a
-// uvarint: appendBytes for a section encoded in place, with no buffer of
-// its own. It reserves the longest uvarint and closes the gap once the
-// length is known, a move of the section within b.
-func AppendSized(b []byte, enc func([]byte) ([]byte, error)) ([]byte, error) {
-	at := len(b)
-	b = append(b, make([]byte, binary.MaxVarintLen64)...)
-	b, err := enc(b)
-	if err != nil {
-		return nil, err
-	}
-	n := len(b) - at - binary.MaxVarintLen64
-	w := binary.PutUvarint(b[at:], uint64(n))
-	copy(b[at+w:], b[at+binary.MaxVarintLen64:])
-	return b[:at+w+n], nil
 }
 
 func appendEval(b []byte, ev *prequential.Evaluator) ([]byte, error) {
