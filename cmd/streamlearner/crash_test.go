@@ -336,9 +336,22 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 		})
 		t.Logf("the zombie: %s", fencedLine)
 	}
+	assigned := func() int {
+		b, _ := os.ReadFile(runLog)
+		return strings.Count(string(b), `"message":"partition assigned"`)
+	}
 	for range stream.kills {
+		before := assigned()
 		p := start(t, runLog, bin, args...)
-		time.Sleep(time.Duration(1000+r.IntN(2500)) * time.Millisecond)
+		// Killed while it serves, up to 2.5 s after its first partition:
+		// on a loaded machine a member can take seconds to join, and
+		// twelve kills drawn from its start (1 to 3.5 s) all fell before
+		// it served a record (CI: "12 kills re-emitted no prediction").
+		deadline := time.Now().Add(30 * time.Second)
+		for assigned() == before && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(r.IntN(2500)) * time.Millisecond)
 		p.kill()
 	}
 	t.Logf("killed %d times", stream.kills)
