@@ -743,12 +743,14 @@ func (m *Model) settle(champ, y int, labeled, updated, newClass, learn, late boo
 		}
 	}
 	record(&m.eval, r.Predicted, r.Margin, updated, support)
-	if s := m.searcher(champ); s != nil && s.Switches() != c.searched {
-		r.SearchFrom, r.SearchTo = c.chose, s.Champion()
-		c.searched, c.chose = s.Switches(), r.SearchTo
-	}
-	if s := m.searcher(champ); s != nil && s.Reopens() != c.reopened {
-		r.SearchReopened, c.reopened = true, s.Reopens()
+	if s := m.searcher(champ); s != nil {
+		if s.Switches() != c.searched {
+			r.SearchFrom, r.SearchTo = c.chose, s.Champion()
+			c.searched, c.chose = s.Switches(), r.SearchTo
+		}
+		if s.Reopens() != c.reopened {
+			r.SearchReopened, c.reopened = true, s.Reopens()
+		}
 	}
 	if m.sel == nil {
 		return r
