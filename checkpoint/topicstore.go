@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,11 +30,16 @@ import (
 // member holding their bytes would pay for in memory. A load reads its
 // chunks again from there.
 type TopicStore struct {
-	Brokers    []string
-	Topic      string
-	Dialer     *kafka.Dialer    // default kafka.DefaultDialer
-	Transport  *kafka.Transport // default a new one
-	ChunkBytes int              // default 512 KiB, below Kafka's 1 MiB default message limit
+	Brokers []string
+	Topic   string
+	// Transport carries every request of the store (writes, reads, the
+	// topic's creation), and so its TLS and SASL settings. Default one of
+	// the store's own, whose connections Close closes.
+	Transport  *kafka.Transport
+	ChunkBytes int // default 512 KiB, below Kafka's 1 MiB default message limit
+
+	ownMu sync.Mutex
+	own   *kafka.Transport // the default Transport, made on first use
 
 	mu     sync.Mutex
 	writer *kafka.Writer
@@ -69,12 +76,8 @@ func (namePartitioner) Balance(msg kafka.Message, partitions ...int) int {
 
 func (s *TopicStore) w() *kafka.Writer {
 	if s.writer == nil {
-		tr := s.Transport
-		if tr == nil {
-			tr = &kafka.Transport{}
-		}
 		s.writer = &kafka.Writer{
-			Addr: kafka.TCP(s.Brokers...), Topic: s.Topic, Balancer: namePartitioner{}, Transport: tr,
+			Addr: kafka.TCP(s.Brokers...), Topic: s.Topic, Balancer: namePartitioner{}, Transport: s.transport(),
 			RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchBytes: int64(s.chunk()) + 1<<16,
 		}
 	}
@@ -118,73 +121,259 @@ func (s *TopicStore) init() {
 	}
 }
 
+// Reads go through a kafka.Client, request by request, each bounded by its
+// context: kafka-go's Reader, used here before, ran goroutines whose Close
+// could hang (segmentio/kafka-go#1248), stalling a partition's restore.
+const (
+	// fetchBytes bounds one fetch answer; a first batch larger than this
+	// still comes whole.
+	fetchBytes = 64 << 20
+	// fetchWait is how long a broker may hold a fetch for records to
+	// arrive; the store only asks for offsets below the end, which the
+	// broker answers at once.
+	fetchWait = time.Second
+	// requestTimeout bounds one request: a broker that accepted it and
+	// never answers costs this, then the request is tried again.
+	requestTimeout = 10 * time.Second
+	// patience is how long failures that may pass (a broker restarting, a
+	// leader moving, metadata the transport has yet to refresh) are tried
+	// again before the error is returned.
+	patience = 10 * time.Second
+)
+
+// call runs op, each attempt within requestTimeout, again after failures
+// that may pass until patience runs out. ctx ends it at any time, with an
+// error that wraps ctx's.
+func call(ctx context.Context, op func(context.Context) error) error {
+	var giveUp time.Time
+	backoff := 100 * time.Millisecond
+	for {
+		actx, cancel := context.WithTimeout(ctx, requestTimeout)
+		err := op(actx)
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			if errors.Is(err, ctx.Err()) {
+				return err
+			}
+			return fmt.Errorf("%w (%v)", ctx.Err(), err)
+		case !mayPass(err):
+			return err
+		case giveUp.IsZero():
+			giveUp = time.Now().Add(patience)
+		case time.Now().After(giveUp):
+			return fmt.Errorf("still failing after %v: %w", patience, err)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (after %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// mayPass says whether trying again may help: Kafka's temporary errors,
+// and those of the network and the transport (a request that timed out,
+// a connection to a broker that went away).
+func mayPass(err error) bool {
+	var ke kafka.Error
+	if errors.As(err, &ke) {
+		return ke.Temporary()
+	}
+	return true
+}
+
+// transport is what every request of the store goes through.
+func (s *TopicStore) transport() *kafka.Transport {
+	if s.Transport != nil {
+		return s.Transport
+	}
+	s.ownMu.Lock()
+	defer s.ownMu.Unlock()
+	if s.own == nil {
+		s.own = &kafka.Transport{}
+	}
+	return s.own
+}
+
+func (s *TopicStore) client() *kafka.Client {
+	return &kafka.Client{Addr: kafka.TCP(s.Brokers...), Transport: s.transport()}
+}
+
+// fetch returns the records of partition from offset on (an answer may
+// begin with records before offset: the batch that holds it).
+func (s *TopicStore) fetch(ctx context.Context, cl *kafka.Client, partition int, offset int64) (*kafka.FetchResponse, error) {
+	var resp *kafka.FetchResponse
+	err := call(ctx, func(ctx context.Context) error {
+		r, err := cl.Fetch(ctx, &kafka.FetchRequest{
+			Topic: s.Topic, Partition: partition, Offset: offset,
+			MinBytes: 1, MaxBytes: fetchBytes, MaxWait: fetchWait, IsolationLevel: kafka.ReadUncommitted,
+		})
+		if err != nil {
+			return err
+		}
+		if r.Error != nil {
+			return r.Error
+		}
+		resp = r
+		return nil
+	})
+	return resp, err
+}
+
+// eachRecord calls f on the records of rr in turn until f returns false
+// or an error, and closes every record (kafka-go pools their bytes).
+func eachRecord(rr kafka.RecordReader, f func(*kafka.Record) (bool, error)) error {
+	more := true
+	for {
+		rec, err := rr.ReadRecord()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("decode records: %w", err)
+		}
+		if more {
+			more, err = f(rec)
+		}
+		if rec.Key != nil {
+			rec.Key.Close()
+		}
+		if rec.Value != nil {
+			rec.Value.Close()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// partitions returns the partitions of the topic and where each begins
+// and ends.
+func (s *TopicStore) partitions(ctx context.Context, cl *kafka.Client) ([]kafka.PartitionOffsets, error) {
+	var ids []int
+	err := call(ctx, func(ctx context.Context) error {
+		resp, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{s.Topic}})
+		if err != nil {
+			return err
+		}
+		for _, t := range resp.Topics {
+			if t.Name == s.Topic {
+				if t.Error != nil {
+					return t.Error
+				}
+				ids = ids[:0]
+				for _, p := range t.Partitions {
+					ids = append(ids, p.ID)
+				}
+				return nil
+			}
+		}
+		return kafka.UnknownTopicOrPartition
+	})
+	if err != nil {
+		return nil, err
+	}
+	var reqs []kafka.OffsetRequest
+	for _, id := range ids {
+		reqs = append(reqs, kafka.FirstOffsetOf(id), kafka.LastOffsetOf(id))
+	}
+	var offs []kafka.PartitionOffsets
+	err = call(ctx, func(ctx context.Context) error {
+		resp, err := cl.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{s.Topic: reqs}})
+		if err != nil {
+			return err
+		}
+		offs = resp.Topics[s.Topic]
+		for _, o := range offs {
+			if o.Error != nil {
+				return fmt.Errorf("offsets of partition %d: %w", o.Partition, o.Error)
+			}
+		}
+		if len(offs) != len(ids) {
+			return fmt.Errorf("offsets of %d partitions, asked for %d", len(offs), len(ids))
+		}
+		return nil
+	})
+	slices.SortFunc(offs, func(a, b kafka.PartitionOffsets) int { return a.Partition - b.Partition })
+	return offs, err
+}
+
 // catchUp reads every partition from where it stopped to its end.
 func (s *TopicStore) catchUp(ctx context.Context) error {
-	d := s.Dialer
-	if d == nil {
-		d = kafka.DefaultDialer
-	}
 	s.init()
-	conn, err := d.DialContext(ctx, "tcp", s.Brokers[0])
-	if err != nil {
-		return fmt.Errorf("checkpoint topic %s: %w", s.Topic, err)
-	}
-	parts, err := conn.ReadPartitions(s.Topic)
-	conn.Close()
+	cl := s.client()
+	parts, err := s.partitions(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("checkpoint topic %s: %w", s.Topic, err)
 	}
 	for _, p := range parts {
-		lc, err := d.DialLeader(ctx, "tcp", s.Brokers[0], s.Topic, p.ID)
-		if err != nil {
-			return fmt.Errorf("checkpoint topic %s: %w", s.Topic, err)
-		}
-		first, last, err := lc.ReadOffsets()
-		lc.Close()
-		if err != nil {
-			return fmt.Errorf("checkpoint topic %s: %w", s.Topic, err)
-		}
-		from := max(s.next[p.ID], first)
-		if from >= last {
-			s.next[p.ID] = last
-			continue
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: s.Brokers, Topic: s.Topic, Partition: p.ID, Dialer: d, MaxWait: time.Second, MaxBytes: 64 << 20})
-		if err := r.SetOffset(from); err != nil {
-			r.Close()
+		if err := s.catchUpPartition(ctx, cl, p.Partition, p.FirstOffset, p.LastOffset); err != nil {
 			return err
 		}
-		for from < last {
-			// Compaction can leave the end of the log without a record
-			// (a tombstone removed after a delete): a read that finds
-			// nothing more within a short wait has read all there is.
-			rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			m, err := r.ReadMessage(rctx)
-			cancel()
-			if err != nil {
-				if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-					from = last
-					break
-				}
-				r.Close()
-				return fmt.Errorf("read checkpoint topic %s: %w", s.Topic, err)
+	}
+	return nil
+}
+
+// catchUpPartition reads partition from where the store stopped to last,
+// its end when the read began.
+func (s *TopicStore) catchUpPartition(ctx context.Context, cl *kafka.Client, partition int, first, last int64) error {
+	from := max(s.next[partition], first)
+	if from >= last {
+		s.next[partition] = last
+		return nil
+	}
+	for from < last {
+		resp, err := s.fetch(ctx, cl, partition, from)
+		if err != nil {
+			return fmt.Errorf("read checkpoint topic %s, partition %d at offset %d: %w", s.Topic, partition, from, err)
+		}
+		next := from
+		err = eachRecord(resp.Records, func(m *kafka.Record) (bool, error) {
+			if m.Offset < next { // the batch began before from
+				return true, nil
 			}
-			key := string(m.Key)
+			k, err := kafka.ReadAll(m.Key)
+			if err != nil {
+				return false, err
+			}
+			key := string(k)
 			chunk := strings.Contains(key, "#")
 			switch {
 			case chunk && m.Value == nil:
 				delete(s.chunks, key)
 			case chunk:
-				s.chunks[key] = chunkAt{p.ID, m.Offset}
+				s.chunks[key] = chunkAt{partition, m.Offset}
 			case m.Value == nil:
 				delete(s.index, key)
 			default:
-				s.index[key] = m.Value
+				v, err := kafka.ReadAll(m.Value)
+				if err != nil {
+					return false, err
+				}
+				s.index[key] = v
 			}
-			from = m.Offset + 1
+			next = m.Offset + 1
+			return true, nil
+		})
+		if err != nil {
+			return fmt.Errorf("read checkpoint topic %s, partition %d at offset %d: %w", s.Topic, partition, from, err)
 		}
-		r.Close()
-		s.next[p.ID] = from
+		if next == from {
+			// No record at or after from, below the end: compaction
+			// removed the rest (tombstones dropped after a delete), or
+			// what is left holds none (transaction markers). An answer
+			// holds every batch from the one with from on, up to
+			// fetchBytes, so there is nothing more to read.
+			next = last
+		}
+		from = next
+		s.next[partition] = from
 	}
 	return nil
 }
@@ -227,47 +416,55 @@ func (s *TopicStore) Load(ctx context.Context, name string) ([]byte, error) {
 }
 
 // readChunks appends the chunks of snapshot name, where at says they are,
-// to data. They were written in order to one partition: one reader reads
-// from the first on, skipping what other snapshots wrote between them.
+// to data. They were written in order to one partition: an answer usually
+// holds several, and what other snapshots wrote between them is skipped.
 func (s *TopicStore) readChunks(ctx context.Context, name string, at []chunkAt, data []byte) ([]byte, error) {
-	d := s.Dialer
-	if d == nil {
-		d = kafka.DefaultDialer
+	cl := s.client()
+	gone := func(i int) error {
+		return fmt.Errorf("%w: %s#%d is no longer at offset %d of partition %d", ErrChecksum, name, i, at[i].offset, at[i].partition)
 	}
-	var r *kafka.Reader
-	defer func() {
-		if r != nil {
-			r.Close()
+	for i := 0; i < len(at); {
+		c, first := at[i], i
+		resp, err := s.fetch(ctx, cl, c.partition, c.offset)
+		if errors.Is(err, kafka.OffsetOutOfRange) { // the log no longer reaches it
+			return nil, gone(i)
 		}
-	}()
-	next := int64(-1) // the offset r reads next
-	for i, c := range at {
-		key := name + "#" + strconv.Itoa(i)
-		if r == nil || c.partition != at[max(i-1, 0)].partition || c.offset < next {
-			if r != nil {
-				r.Close()
-			}
-			r = kafka.NewReader(kafka.ReaderConfig{Brokers: s.Brokers, Topic: s.Topic, Partition: c.partition, Dialer: d, MaxWait: time.Second, MaxBytes: 64 << 20})
-			if err := r.SetOffset(c.offset); err != nil {
-				return nil, fmt.Errorf("read checkpoint topic %s: %w", s.Topic, err)
-			}
+		if err != nil {
+			return nil, fmt.Errorf("read %s#%d from checkpoint topic %s: %w", name, i, s.Topic, err)
 		}
-		for {
-			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			m, err := r.ReadMessage(rctx)
-			cancel()
+		err = eachRecord(resp.Records, func(m *kafka.Record) (bool, error) {
+			// An answer is a stretch of the log from c.offset on: the next
+			// chunk is in it if it lies further on in the partition.
+			if i == len(at) || at[i].partition != c.partition || (i > first && at[i].offset <= at[i-1].offset) {
+				return false, nil
+			}
+			if m.Offset < at[i].offset {
+				return true, nil
+			}
+			k, err := kafka.ReadAll(m.Key)
 			if err != nil {
-				return nil, fmt.Errorf("read %s from checkpoint topic %s: %w", key, s.Topic, err)
+				return false, err
 			}
-			next = m.Offset + 1
-			if m.Offset < c.offset {
-				continue
+			if m.Offset != at[i].offset || string(k) != name+"#"+strconv.Itoa(i) || m.Value == nil {
+				return false, gone(i)
 			}
-			if m.Offset != c.offset || string(m.Key) != key {
-				return nil, fmt.Errorf("%w: %s is no longer at offset %d of partition %d", ErrChecksum, key, c.offset, c.partition)
+			n := m.Value.Len()
+			data = slices.Grow(data, n)
+			if _, err := io.ReadFull(m.Value, data[len(data):len(data)+n]); err != nil {
+				return false, err
 			}
-			data = append(data, m.Value...)
-			break
+			data = data[:len(data)+n]
+			i++
+			return true, nil
+		})
+		if errors.Is(err, ErrChecksum) {
+			return nil, err
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read %s#%d from checkpoint topic %s: %w", name, i, s.Topic, err)
+		}
+		if i == first { // nothing at or after c.offset: compacted away
+			return nil, gone(i)
 		}
 	}
 	return data, nil
@@ -321,26 +518,28 @@ func (s *TopicStore) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-// Close releases the writer.
+// Close releases the writer, and the connections of the store's own
+// transport.
 func (s *TopicStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.writer == nil {
-		return nil
+	var err error
+	if s.writer != nil {
+		err = s.writer.Close()
 	}
-	return s.writer.Close()
+	s.ownMu.Lock()
+	if s.own != nil {
+		s.own.CloseIdleConnections()
+	}
+	s.ownMu.Unlock()
+	return err
 }
 
 var _ Store = (*TopicStore)(nil)
 
 // Ensure creates the topic, compacted, if it does not exist.
 func (s *TopicStore) Ensure(ctx context.Context, partitions int) error {
-	tr := s.Transport
-	if tr == nil {
-		tr = &kafka.Transport{}
-	}
-	cl := &kafka.Client{Addr: kafka.TCP(s.Brokers...), Transport: tr}
-	resp, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+	resp, err := s.client().CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
 		Topic: s.Topic, NumPartitions: max(partitions, 1), ReplicationFactor: -1,
 		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}},
 	}}})

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -153,5 +155,88 @@ func TestTopicStoreKeepsNoSnapshotBytes(t *testing.T) {
 		if held > 100*len(snaps) {
 			t.Errorf("after 8 snapshots of 200 kB the store holds %d bytes of them", held)
 		}
+	}
+}
+
+// TestTopicStoreLoadHonoursContext: a load from a broker that accepts
+// connections and never answers ends when its context does, with the
+// context's error. (It read through kafka-go Readers and leader
+// connections: the partition list was asked for with no deadline at all,
+// and a Reader's Close could hang, segmentio/kafka-go#1248.)
+func TestTopicStoreLoadHonoursContext(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	st := &TopicStore{Brokers: []string{ln.Addr().String()}, Topic: "ckpt"}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := st.Load(ctx, Name("in", 0, 1, 1))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Load = %v, want the context's error", err)
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Fatalf("Load returned %v after its context was cancelled", d)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Load still running 15 s after its context was cancelled")
+	}
+	st.Close()
+}
+
+// TestTopicStoreReadsToARecordlessEnd: a partition whose last offsets hold
+// no record the store sees (here a transaction marker; compaction can
+// leave such an end too) is read to its end at once, not fetched again
+// and again.
+func TestTopicStoreReadsToARecordlessEnd(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"ckpt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
+	defer st.Close()
+	name := Name("in", 0, 1, 1)
+	if err := st.Save(ctx, name, []byte("snapshot bytes")); err != nil {
+		t.Fatal(err)
+	}
+	// A keyless tombstone in a committed transaction: a record the store
+	// ignores, then the commit marker, the partition's last offset.
+	if err := embedded.ProduceTransaction(ctx, b.Addr(), "ckpt", 0, "tx", [][]byte{nil}, true); err != nil {
+		t.Fatal(err)
+	}
+	fresh := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
+	defer fresh.Close()
+	start := time.Now()
+	if names, err := fresh.List(ctx, ""); err != nil || !slices.Equal(names, []string{name}) {
+		t.Fatalf("List = %v, %v", names, err)
+	}
+	if got, err := fresh.Load(ctx, name); err != nil || string(got) != "snapshot bytes" {
+		t.Fatalf("Load = %q, %v", got, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("reading the topic took %v", d)
+	}
+	if next, want := fresh.next[0], int64(4); next != want {
+		t.Fatalf("the store stopped at offset %d of the partition, its end is %d", next, want)
 	}
 }

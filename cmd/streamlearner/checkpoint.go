@@ -62,7 +62,7 @@ func (f *storeFlags) open(ctx context.Context) (checkpoint.Store, func(), error)
 	if _, err := feed.Partitions(ctx, dialer, conn.Brokers, f.CheckpointTopic); err != nil {
 		return nil, nil, fmt.Errorf("checkpoint topic: %w", err)
 	}
-	ts := &checkpoint.TopicStore{Brokers: conn.Brokers, Topic: f.CheckpointTopic, Dialer: dialer, Transport: transport}
+	ts := &checkpoint.TopicStore{Brokers: conn.Brokers, Topic: f.CheckpointTopic, Transport: transport}
 	return ts, func() { ts.Close() }, nil
 }
 

@@ -243,15 +243,11 @@ func (c *runCmd) Run(ctx context.Context) error {
 		store = ds
 	case c.CheckpointTopic != "":
 		conn := c.config()
-		dialer, err := conn.Dialer()
-		if err != nil {
-			return err
-		}
 		transport, err := conn.Transport()
 		if err != nil {
 			return err
 		}
-		ts := &checkpoint.TopicStore{Brokers: conn.Brokers, Topic: c.CheckpointTopic, Dialer: dialer, Transport: transport}
+		ts := &checkpoint.TopicStore{Brokers: conn.Brokers, Topic: c.CheckpointTopic, Transport: transport}
 		defer ts.Close()
 		if err := ts.Ensure(ctx, 1); err != nil {
 			return err
