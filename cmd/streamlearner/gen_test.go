@@ -201,7 +201,7 @@ func TestGenToTopic(t *testing.T) {
 
 	// Everything is on partition 0, in order, the same records as the file.
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: "drift", Partition: 0, MaxWait: 500 * time.Millisecond})
-	defer r.Close()
+	defer closeReader(t, r)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var segs []int

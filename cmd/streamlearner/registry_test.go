@@ -486,7 +486,7 @@ func TestAvroEvalReplayRunAgree(t *testing.T) {
 		}
 	})
 	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "out", Partition: 0, MaxWait: 200 * time.Millisecond})
-	defer rd.Close()
+	defer closeReader(t, rd)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := 0; i < n; i++ {
