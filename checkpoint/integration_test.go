@@ -17,6 +17,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafkatest"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/model"
@@ -104,7 +105,7 @@ func outputs(t *testing.T, b *embedded.Broker, want int) map[string][][]byte {
 				got[string(m.Key)] = append(got[string(m.Key)], m.Value)
 			}
 			cancel()
-			closeReader(t, r)
+			kafkatest.CloseReader(t, r)
 		}
 	}
 	return got
@@ -141,7 +142,7 @@ func checkAgainstOffline(t *testing.T, b *embedded.Broker, preds map[string][][]
 			}
 		}
 		cancel()
-		closeReader(t, r)
+		kafkatest.CloseReader(t, r)
 	}
 	return dups
 }
@@ -253,7 +254,7 @@ func TestRebalanceKeepsTheModels(t *testing.T) {
 			}
 			twin.Step(m.Value)
 		}
-		closeReader(t, r)
+		kafkatest.CloseReader(t, r)
 		want, _ := twin.MarshalBinary()
 		if snap.NextOffset != 1250 || string(snap.Model) != string(want) {
 			t.Fatalf("partition %d: final snapshot at %d differs from the uninterrupted model", p, snap.NextOffset)
@@ -313,23 +314,5 @@ func TestResetModelRecoversFromUnreadableSnapshots(t *testing.T) {
 	defer mu.Unlock()
 	if len(resets) != 4 || resets[0] != "unreadable" {
 		t.Fatalf("resets %v, want each of the 4 partitions reset as unreadable", resets)
-	}
-}
-
-// closeReader closes r, waiting for it at most 5 s: kafka-go's Reader.Close
-// can hang (segmentio/kafka-go#1248), and a test must not wait on it past
-// its own deadline. A Close still running then is logged and left behind.
-func closeReader(t testing.TB, r *kafka.Reader) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		r.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		c := r.Config()
-		t.Logf("reader of %s/%d: Close still running after 5 s (segmentio/kafka-go#1248); left behind", c.Topic, c.Partition)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/streamlearner/streamlearner/internal/kafkatest"
 )
 
 func TestDataDirKeepsRecordsAndOffsetsAcrossRestarts(t *testing.T) {
@@ -45,7 +46,7 @@ func TestDataDirKeepsRecordsAndOffsetsAcrossRestarts(t *testing.T) {
 	}
 	defer b.Close()
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: "t", Partition: 1, MaxWait: time.Second})
-	defer closeReader(t, r)
+	defer kafkatest.CloseReader(t, r)
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for _, want := range []string{"a", "b"} {
@@ -134,22 +135,4 @@ func TestCloseTwice(t *testing.T) {
 	}
 	b.Close()
 	b.Close()
-}
-
-// closeReader closes r, waiting for it at most 5 s: kafka-go's Reader.Close
-// can hang (segmentio/kafka-go#1248), and a test must not wait on it past
-// its own deadline. A Close still running then is logged and left behind.
-func closeReader(t testing.TB, r *kafka.Reader) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		r.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		c := r.Config()
-		t.Logf("reader of %s/%d: Close still running after 5 s (segmentio/kafka-go#1248); left behind", c.Topic, c.Partition)
-	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafkatest"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/sparse"
 )
@@ -43,7 +44,7 @@ func TestProduceLoadsAFileAsJSONRecords(t *testing.T) {
 			got = append(got, m)
 		}
 		cancel()
-		closeReader(t, r)
+		kafkatest.CloseReader(t, r)
 	}
 	if len(got) != 3 {
 		t.Fatalf("%d records in the topic", len(got))
@@ -129,7 +130,7 @@ func TestProduceExamplesKeepsOrderOnOnePartition(t *testing.T) {
 		t.Fatalf("sent %d (progress %d): %v", sent, progressed, err)
 	}
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: "drift", Partition: 0, MaxWait: time.Second})
-	defer closeReader(t, r)
+	defer kafkatest.CloseReader(t, r)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := range n {
@@ -203,7 +204,7 @@ func TestProduceSendsEventsAndCSVRowsAsTheyAre(t *testing.T) {
 	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
 	read := func(topic string) []kafka.Message {
 		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: topic, Partition: 0, MaxWait: time.Second})
-		defer closeReader(t, r)
+		defer kafkatest.CloseReader(t, r)
 		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 		defer cancel()
 		var got []kafka.Message
@@ -234,23 +235,5 @@ func TestProduceSendsEventsAndCSVRowsAsTheyAre(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "bad.jsonl"), []byte(`{"a":1}`+"\n"+`{"a":`+"\n"), 0o600)
 	if _, err := Produce(context.Background(), ProduceConfig{Conn: conn, Topic: "ev", Data: filepath.Join(dir, "bad.jsonl")}); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("broken event: %v", err)
-	}
-}
-
-// closeReader closes r, waiting for it at most 5 s: kafka-go's Reader.Close
-// can hang (segmentio/kafka-go#1248), and a test must not wait on it past
-// its own deadline. A Close still running then is logged and left behind.
-func closeReader(t testing.TB, r *kafka.Reader) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		r.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		c := r.Config()
-		t.Logf("reader of %s/%d: Close still running after 5 s (segmentio/kafka-go#1248); left behind", c.Topic, c.Partition)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/streamlearner/streamlearner/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -40,7 +41,7 @@ func roundTrip(t *testing.T, c Config) error {
 		return err
 	}
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.Brokers, Topic: "t", Partition: 0, Dialer: d, MaxWait: time.Second})
-	defer closeReader(t, r)
+	defer kafkatest.CloseReader(t, r)
 	m, err := r.ReadMessage(ctx)
 	if err != nil {
 		return err
@@ -116,23 +117,5 @@ func TestSCRAMSendsThePasswordAsKafkaStoresIt(t *testing.T) {
 	defer c.Close()
 	if err := roundTrip(t, Config{Brokers: c.ListenAddrs(), Mechanism: "scram-sha-512", Username: "u", Password: pass}); err != nil {
 		t.Error(err)
-	}
-}
-
-// closeReader closes r, waiting for it at most 5 s: kafka-go's Reader.Close
-// can hang (segmentio/kafka-go#1248), and a test must not wait on it past
-// its own deadline. A Close still running then is logged and left behind.
-func closeReader(t testing.TB, r *kafka.Reader) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		r.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		c := r.Config()
-		t.Logf("reader of %s/%d: Close still running after 5 s (segmentio/kafka-go#1248); left behind", c.Topic, c.Partition)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafkatest"
 	"github.com/streamlearner/streamlearner/kafkaconn"
 	"github.com/streamlearner/streamlearner/learners"
 )
@@ -119,7 +120,7 @@ func readTopic(t *testing.T, b *embedded.Broker, topic string, want int, d time.
 		go func() {
 			defer wg.Done()
 			r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: topic, Partition: p, MaxWait: time.Second, MaxBytes: 16 << 20})
-			defer closeReader(t, r)
+			defer kafkatest.CloseReader(t, r)
 			for {
 				m, err := r.ReadMessage(ctx)
 				if err != nil {
@@ -442,23 +443,5 @@ func TestFlushMaxBytesBoundsTheOutputBuffers(t *testing.T) {
 	got := readFetched(t, b.Addr(), "out", 0, len(msgs)/2, false, 5*time.Second)
 	if len(got) < len(msgs)/2 {
 		t.Fatalf("%d predictions within 5 s: the output buffer was not flushed at 16 KiB", len(got))
-	}
-}
-
-// closeReader closes r, waiting for it at most 5 s: kafka-go's Reader.Close
-// can hang (segmentio/kafka-go#1248), and a test must not wait on it past
-// its own deadline. A Close still running then is logged and left behind.
-func closeReader(t testing.TB, r *kafka.Reader) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		r.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		c := r.Config()
-		t.Logf("reader of %s/%d: Close still running after 5 s (segmentio/kafka-go#1248); left behind", c.Topic, c.Partition)
 	}
 }

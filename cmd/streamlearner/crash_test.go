@@ -22,6 +22,7 @@ import (
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/fetch"
+	"github.com/streamlearner/streamlearner/internal/kafkatest"
 	"github.com/streamlearner/streamlearner/model"
 )
 
@@ -572,7 +573,7 @@ func readAll(t *testing.T, addr, topic string, each func(kafka.Message)) map[str
 				byKey[string(m.Key)] = append(byKey[string(m.Key)], m.Value)
 			}
 		}
-		closeReader(t, rd)
+		kafkatest.CloseReader(t, rd)
 	}
 	return byKey
 }
@@ -611,23 +612,5 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// closeReader closes r, waiting for it at most 5 s: kafka-go's Reader.Close
-// can hang (segmentio/kafka-go#1248), and a test must not wait on it past
-// its own deadline. A Close still running then is logged and left behind.
-func closeReader(t testing.TB, r *kafka.Reader) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		r.Close()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		c := r.Config()
-		t.Logf("reader of %s/%d: Close still running after 5 s (segmentio/kafka-go#1248); left behind", c.Topic, c.Partition)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/dataset"
 	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafkatest"
 	"github.com/streamlearner/streamlearner/synth"
 )
 
@@ -201,7 +202,7 @@ func TestGenToTopic(t *testing.T) {
 
 	// Everything is on partition 0, in order, the same records as the file.
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: "drift", Partition: 0, MaxWait: 500 * time.Millisecond})
-	defer closeReader(t, r)
+	defer kafkatest.CloseReader(t, r)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var segs []int

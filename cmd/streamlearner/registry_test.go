@@ -22,6 +22,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/internal/kafkatest"
 	"github.com/streamlearner/streamlearner/offline"
 	"github.com/streamlearner/streamlearner/replay"
 )
@@ -486,7 +487,7 @@ func TestAvroEvalReplayRunAgree(t *testing.T) {
 		}
 	})
 	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, Topic: "out", Partition: 0, MaxWait: 200 * time.Millisecond})
-	defer closeReader(t, rd)
+	defer kafkatest.CloseReader(t, rd)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for i := 0; i < n; i++ {
