@@ -128,6 +128,8 @@ func (a *projectron) learn(m *model, q query, f float64, y int) bool {
 	}
 	loss := 1 - yf
 	kxx := m.sv.diag(q)
+	n := uint64(len(m.row))
+	m.sv.work += n * n
 	pk2, delta2 := a.project(m.row, kxx)
 	if yf > 0 { // Projectron++ margin error: projected update or none
 		if pk2 <= 0 {
@@ -150,6 +152,7 @@ func (a *projectron) learn(m *model, q query, f float64, y int) bool {
 		a.addProjected(m, float64(y))
 		return true
 	}
+	m.sv.work += n * n
 	a.growInverse(delta2)
 	m.sv.add(q, y, float64(y), m.rounds)
 	return true

@@ -159,6 +159,7 @@ func (s *sop) learn(m *model, q query, f float64, y int) bool {
 // too small for the update to keep its digits (sopPivotTol).
 func (s *sop) extend(m *model, k []float64, kappa float64, y int) (float64, bool) {
 	n := len(k)
+	m.sv.work += uint64(n * n)
 	s.u = symv(s.m, k, s.u)
 	u := s.u
 	kMk := 0.0
@@ -212,6 +213,7 @@ func (s *sop) extend(m *model, k []float64, kappa float64, y int) (float64, bool
 // reports false: M must then be rebuilt.
 func (s *sop) remove(m *model, r int) bool {
 	n := m.sv.len()
+	m.sv.work += uint64(n * n)
 	d := s.m[r*(r+1)/2+r]
 	krr := m.sv.kern.diag(m.sv.norm[r], m.sv.self[r])
 	lo, hi := 1/(s.a+krr), 1/s.a
@@ -277,6 +279,7 @@ func downdateRow(dst, src, z []float64, zi float64) int {
 // has shown drift.
 func (s *sop) rebuild(m *model) {
 	n := m.sv.len()
+	m.sv.work += uint64(n * n * n / 2) // the factorization, its inverse and M, each about n³/6, beside the rows
 	size := n * (n + 1) / 2
 	if cap(s.chol) < size {
 		s.chol = make([]float64, size)

@@ -52,6 +52,15 @@ type supportSet struct {
 	maxIdx uint32 // the largest index ever stored, far vectors excluded
 	far    int    // vectors with an index ≥ scatterLimit: they force the branchy paths
 
+	// work counts what the set and its learner spent, as Outcome.Work
+	// reports it: WorkEval + WorkEntry·nnz(q) per kernel evaluation, plus
+	// one per multiply-add the learner spends on its matrices. It depends
+	// only on the state and
+	// the records (never on the dense mirror, which a decoded set may build
+	// at another moment), so that a search that reads it decides the same
+	// after a restore. Not encoded: only differences within a round count.
+	work uint64
+
 	// The dense mirror, in use when dense is set: vector j is
 	// rows[slot[j]*stride:][:stride]; free lists unused slots.
 	dense  bool
@@ -108,6 +117,7 @@ func (s *supportSet) diag(q query) float64 { return s.kern.diag(q.norm, q.self) 
 // row fills out[j] = k(q, x_j) for every support vector and returns out.
 // It costs O(nnz(q) + Σ_j nnz(x_j)), or O(n·stride) with the dense mirror.
 func (s *supportSet) row(q query, out []float64) []float64 {
+	s.work += uint64(s.len()) * (WorkEval + WorkEntry*uint64(len(q.x.Idx)))
 	out = s.dotRow(q, out)
 	if k := &s.kern; k.Kind == RBF && !k.Normalize {
 		// Kernel.value for this kernel, spelled out so that the loop has no
