@@ -34,6 +34,12 @@
 //     search reopens: each candidate's configuration is born again,
 //     untrained, at its budget and at half of it, and the halving runs
 //     again from a rung of Config.Rung records.
+//   - Cost: each candidate's work (learners.Outcome.Work, counted, not
+//     timed) is summed over the labeled rounds. At a rung's end the
+//     candidates whose work in the rung exceeds Config.Cost times the
+//     rung's median go before the halving; after the halving, a
+//     challenger whose work exceeds Config.Cost times the champion's
+//     over the same records loses once Rung labeled records tell.
 //   - Memory: the candidates' estimated peak (learners.EstimateMemory on
 //     the records' average non-zeros and largest index) plus the scaler's
 //     statistics stay under Config.Memory: the worst candidates by mistake
@@ -140,9 +146,14 @@ type cand struct {
 	// counts.
 	from        uint64
 	mine, champ uint64
+	// Work (learners.Outcome.Work) over the labeled rounds: since birth,
+	// in the halving's current rung, and in the duel, its own and the
+	// champion's over the same records.
+	spent, rungWork, mineWork, champWork uint64
 
 	f       float64 // this round's margin
 	mistake bool
+	work    uint64 // this round's work
 }
 
 // Change is a change of champion: from the labeled record After on, Name's
@@ -359,14 +370,16 @@ func (a *Auto) Round(x sparse.Vector, y int) learners.Outcome {
 		return learners.Outcome{Margin: math.NaN(), Refused: why}
 	}
 	updated := false
+	var work uint64
 	for _, c := range a.cands {
 		in := x
 		if c.pt.scale {
 			in = xs
 		}
 		o := c.l.Round(in, y)
-		c.f, c.mistake = o.Margin, o.Mistake || (o.Refused != "" && y != 0)
+		c.f, c.mistake, c.work = o.Margin, o.Mistake || (o.Refused != "" && y != 0), o.Work
 		updated = updated || o.Updated
+		work += o.Work
 		if c == ch && o.Refused != "" {
 			// The champion's margin is not finite: the record is refused
 			// (the candidates before it have learned it, as the model's
@@ -374,7 +387,7 @@ func (a *Auto) Round(x sparse.Vector, y int) learners.Outcome {
 			return o
 		}
 	}
-	out := learners.Outcome{Margin: ch.f, Mistake: ch.mistake, Updated: updated}
+	out := learners.Outcome{Margin: ch.f, Mistake: ch.mistake, Updated: updated, Work: work}
 	if a.grouped {
 		return out // Settle keeps the books once every class has played
 	}
@@ -458,6 +471,8 @@ func (a *Auto) score() {
 			c.total++
 			c.rung++
 		}
+		c.spent += c.work
+		c.rungWork += c.work
 		if !a.halving && c != ch && a.labeled > c.from {
 			if c.mistake {
 				c.mine++
@@ -465,6 +480,8 @@ func (a *Auto) score() {
 			if ch.mistake {
 				c.champ++
 			}
+			c.mineWork += c.work
+			c.champWork += ch.work
 		}
 	}
 	if a.rose(ch.mistake) && !a.halving {
@@ -487,10 +504,17 @@ func (a *Auto) score() {
 	}
 	for i := 0; i < len(a.cands); i++ {
 		c := a.cands[i]
-		if c == a.cands[a.champion] || a.labeled < c.from || a.labeled-c.from < uint64(a.cfg.Window) {
+		if c == a.cands[a.champion] || a.labeled < c.from {
 			continue
 		}
-		a.duel(i)
+		switch span := a.labeled - c.from; {
+		case span >= uint64(a.cfg.Rung) && a.tooCostly(c.mineWork, c.champWork):
+			a.lose(i)
+		case span >= uint64(a.cfg.Window):
+			a.duel(i)
+		default:
+			continue
+		}
 		i = -1 // the candidates changed: look again from the start
 	}
 }
@@ -580,16 +604,24 @@ func (a *Auto) reopen() {
 	a.rungLen = uint64(a.cfg.Rung)
 	a.rungEnd = a.labeled + a.rungLen
 	for _, c := range a.cands {
-		c.rung = 0
+		c.rung, c.rungWork = 0, 0
 	}
 }
 
-// halve ends a rung: the better half stays, the best is champion.
+// halve ends a rung: the candidates that cost more than Config.Cost
+// times the rung's median candidate go, then the better half of the rest
+// stays, the best champion.
 func (a *Auto) halve() {
-	ranked := slices.Clone(a.cands)
+	works := make([]uint64, len(a.cands))
+	for i, c := range a.cands {
+		works[i] = c.rungWork
+	}
+	slices.Sort(works)
+	median := works[(len(works)-1)/2]
+	ranked := slices.DeleteFunc(slices.Clone(a.cands), func(c *cand) bool { return a.tooCostly(c.rungWork, median) })
 	slices.SortStableFunc(ranked, a.rank)
-	for _, c := range ranked {
-		c.rung = 0
+	for _, c := range a.cands {
+		c.rung, c.rungWork = 0, 0
 	}
 	keep := max(a.cfg.Keep, (len(ranked)+1)/2)
 	ranked = ranked[:min(keep, len(ranked))]
@@ -606,7 +638,7 @@ func (a *Auto) halve() {
 func (a *Auto) settle() {
 	a.halving = false
 	for _, c := range a.cands {
-		c.from, c.mine, c.champ = a.labeled, 0, 0
+		c.from, c.mine, c.champ, c.mineWork, c.champWork = a.labeled, 0, 0, 0, 0
 	}
 	a.explore()
 }
@@ -631,7 +663,7 @@ func (a *Auto) switched() {
 		a.history = slices.Delete(a.history, 0, len(a.history)-maxHistory)
 	}
 	for _, c := range a.cands {
-		c.from, c.mine, c.champ = max(c.from, a.labeled), 0, 0
+		c.from, c.mine, c.champ, c.mineWork, c.champWork = max(c.from, a.labeled), 0, 0, 0, 0
 	}
 }
 
@@ -644,12 +676,26 @@ func (a *Auto) duel(i int) {
 		a.setCands(a.cands, c)
 		return
 	}
-	a.losers = append(a.losers, c.name)
+	a.lose(i)
+}
+
+// lose removes challenger i as a duel's loser: explorers avoid it for a
+// while, and one takes its place.
+func (a *Auto) lose(i int) {
+	a.losers = append(a.losers, a.cands[i].name)
 	if len(a.losers) > maxLosers {
 		a.losers = slices.Delete(a.losers, 0, len(a.losers)-maxLosers)
 	}
 	a.setCands(slices.Delete(slices.Clone(a.cands), i, i+1), a.cands[a.champion])
 	a.explore()
+}
+
+// tooCostly reports whether work exceeds Config.Cost times ref, the
+// work of the reference (the champion's over the same records, or the
+// rung's median candidate's). A reference that did no work yet allows
+// any cost: nothing is known.
+func (a *Auto) tooCostly(work, ref uint64) bool {
+	return ref > 0 && float64(work) > a.cfg.Cost*float64(ref)
 }
 
 // explore starts explorers near the champion while there are free places
@@ -819,6 +865,9 @@ type Status struct {
 	Rate     float64 `json:"rate"`     // mistakes per labeled record since its birth
 	Champion bool    `json:"champion,omitempty"`
 	Support  int     `json:"support"`
+	// Work is its learners.Outcome.Work per labeled record since its
+	// birth: what Config.Cost compares.
+	Work float64 `json:"work"`
 }
 
 // Candidates are the candidates alive, in birth order.
@@ -829,6 +878,7 @@ func (a *Auto) Candidates() []Status {
 		out[i] = Status{Name: c.name, Born: c.born, Mistakes: c.total, Champion: i == a.champion, Support: c.l.Size()}
 		if n > 0 {
 			out[i].Rate = float64(c.total) / float64(n)
+			out[i].Work = float64(c.spent) / float64(n)
 		}
 	}
 	return out
@@ -851,15 +901,28 @@ func round3(v float64) float64 {
 }
 
 // WriteCandidates prints candidates, one a line: the champion marked *,
-// the mistake rate since its birth, the labeled record it was born at and
-// its name.
+// the mistake rate since its birth, its work a labeled record, the
+// labeled record it was born at and its name.
 func WriteCandidates(w io.Writer, cs []Status) {
-	fmt.Fprintln(w, "candidates (mistakes since their birth; * the champion):")
+	fmt.Fprintln(w, "candidates (mistakes and work a record since their birth; * the champion):")
 	for _, c := range cs {
 		mark := " "
 		if c.Champion {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "  %s %6.2f %%  from %d  %s\n", mark, 100*c.Rate, c.Born, c.Name)
+		fmt.Fprintf(w, "  %s %6.2f %%  %9s  from %d  %s\n", mark, 100*c.Rate, fmtWork(c.Work), c.Born, c.Name)
 	}
+}
+
+// fmtWork prints a work count in k (10³), M (10⁶) or G (10⁹).
+func fmtWork(v float64) string {
+	switch {
+	case v >= 1e9:
+		return strconv.FormatFloat(v/1e9, 'f', 1, 64) + "G"
+	case v >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', 1, 64) + "M"
+	case v >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatFloat(v, 'f', 0, 64)
 }

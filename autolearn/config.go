@@ -15,9 +15,12 @@ import (
 const Name = "auto"
 
 // DefaultLearners are the learners searched when the spec names none: the
-// budget learners that did best on the project's streams (docs/selection.md)
-// and the Perceptron and PA-I, capped at the candidate's budget.
-var DefaultLearners = []string{"rbp", "lbp", "forgetron", "projectron++", "perceptron", "pa1"}
+// budget learners that did best on the project's streams (docs/selection.md),
+// the Perceptron and PA-I, capped at the candidate's budget, and LBSOP, the
+// second-order learner best on text under shifting targets (docs/auto.md);
+// Config.Cost keeps its O(B³) rebuilds on ill-conditioned kernels from
+// setting the search's pace.
+var DefaultLearners = []string{"rbp", "lbp", "forgetron", "projectron++", "perceptron", "pa1", "lbsop"}
 
 // Config is the search space and what the search may spend. Zero values
 // take the documented defaults (see Parse for the spec's keys).
@@ -37,7 +40,7 @@ type Config struct {
 	// by ×2.
 	BudgetLo, BudgetHi int
 	// DegreeLo, DegreeHi bound the polynomial kernel's degree (coef0 = 1,
-	// scale = 1); default 2 and 3.
+	// scale = 1); default 2 and 4.
 	DegreeLo, DegreeHi int
 	// Scale is "both" (default: candidates with and without online
 	// scaling), "on" or "off".
@@ -66,6 +69,17 @@ type Config struct {
 	// Margin is how much lower a challenger's mistake rate over the
 	// window must be to replace the champion; default 0.01.
 	Margin float64
+	// Cost bounds what a candidate may spend, in learners.Outcome.Work
+	// (multiply-adds, counted, so the same on every machine and after a
+	// restore): at the end of a halving rung, candidates whose work in
+	// the rung exceeds Cost times the rung's median candidate's go before
+	// the better half is kept; after the halving, a challenger whose work
+	// since its warm-up exceeds Cost times the champion's over the same
+	// records loses at once, once Rung labeled records tell. Default 10.
+	// It stops a candidate whose cost runs away (a second-order learner
+	// rebuilding its inverse, O(B³), on an ill-conditioned kernel) from
+	// setting the pace of the whole search.
+	Cost float64
 	// Drift names the detector that watches the emitted mistakes once the
 	// halving is done: "adwin" (default, δ = 0.002), "ddm",
 	// "page-hinkley" (each at its defaults, docs/drift.md), or "none".
@@ -89,7 +103,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.BudgetLo, c.BudgetHi = 50, 400
 	}
 	if c.DegreeLo == 0 && c.DegreeHi == 0 {
-		c.DegreeLo, c.DegreeHi = 2, 3
+		c.DegreeLo, c.DegreeHi = 2, 4
 	}
 	if c.Scale == "" {
 		c.Scale = "both"
@@ -114,6 +128,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Drift == "" {
 		c.Drift = "adwin"
+	}
+	if c.Cost == 0 {
+		c.Cost = 10
 	}
 	if c.Drift != "none" && !slices.Contains(drift.Names(), c.Drift) {
 		return c, fmt.Errorf("auto: drift=%s: want %s or none", c.Drift, strings.Join(drift.Names(), ", "))
@@ -148,6 +165,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("auto: keep=%d: want 1 to width (%d)", c.Keep, c.Width)
 	case c.Rung < 1 || c.Window < 2 || c.Rung > 1<<30 || c.Window > 1<<30:
 		return c, fmt.Errorf("auto: rung=%d, window=%d: want rung ≥ 1, window ≥ 2", c.Rung, c.Window)
+	case !(c.Cost >= 1 && c.Cost <= 1e9):
+		return c, fmt.Errorf("auto: cost=%v: want 1 ≤ cost ≤ 1e9", c.Cost)
 	case !(c.Margin >= 0 && c.Margin < 1):
 		return c, fmt.Errorf("auto: margin=%v: want 0 ≤ margin < 1", c.Margin)
 	}
@@ -171,9 +190,9 @@ func budgetKey(name string) (string, error) {
 }
 
 // Parse reads the spec's parameters: learners=rbp|projectron++,
-// kernels=rbf|linear, gamma=0.01..1, budget=100..400, degree=2..3,
+// kernels=rbf|linear, gamma=0.01..1, budget=100..400, degree=2..4,
 // scale=both|on|off, kernel=search|given, memory=64MiB, width=48, keep=3,
-// rung=200, window=1000, margin=0.01, drift=adwin. A range may be one
+// rung=200, window=1000, margin=0.01, drift=adwin, cost=10. A range may be one
 // value.
 func Parse(sp learners.Spec) (Config, error) {
 	var c Config
@@ -217,8 +236,10 @@ func Parse(sp learners.Spec) (Config, error) {
 			c.Margin, err = strconv.ParseFloat(v, 64)
 		case "drift":
 			c.Drift = v
+		case "cost":
+			c.Cost, err = strconv.ParseFloat(v, 64)
 		default:
-			return c, fmt.Errorf("auto: unknown parameter %s (valid: budget, degree, drift, gamma, keep, kernel, kernels, learners, margin, memory, rung, scale, width, window)", k)
+			return c, fmt.Errorf("auto: unknown parameter %s (valid: budget, cost, degree, drift, gamma, keep, kernel, kernels, learners, margin, memory, rung, scale, width, window)", k)
 		}
 		if err != nil {
 			return c, fmt.Errorf("auto: %s=%s: %w", k, v, err)
@@ -233,8 +254,8 @@ func (c Config) Spec() string {
 	if c.FixedKernel {
 		kernel = "given"
 	}
-	return fmt.Sprintf("%s:budget=%d..%d,degree=%d..%d,drift=%s,gamma=%s..%s,keep=%d,kernel=%s,kernels=%s,learners=%s,margin=%s,memory=%s,rung=%d,scale=%s,width=%d,window=%d",
-		Name, c.BudgetLo, c.BudgetHi, c.DegreeLo, c.DegreeHi, c.Drift, fmtFloat(c.GammaLo), fmtFloat(c.GammaHi), c.Keep, kernel,
+	return fmt.Sprintf("%s:budget=%d..%d,cost=%s,degree=%d..%d,drift=%s,gamma=%s..%s,keep=%d,kernel=%s,kernels=%s,learners=%s,margin=%s,memory=%s,rung=%d,scale=%s,width=%d,window=%d",
+		Name, c.BudgetLo, c.BudgetHi, fmtFloat(c.Cost), c.DegreeLo, c.DegreeHi, c.Drift, fmtFloat(c.GammaLo), fmtFloat(c.GammaHi), c.Keep, kernel,
 		strings.Join(c.Kernels, "|"), strings.Join(c.Learners, "|"), fmtFloat(c.Margin), FormatBytes(c.Memory),
 		c.Rung, c.Scale, c.Width, c.Window)
 }

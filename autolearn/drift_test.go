@@ -103,57 +103,43 @@ func TestRestoreAfterAReopening(t *testing.T) {
 	}
 }
 
-// A state of version 1 (before the drift detector) decodes: no reopening
-// yet, a fresh detector, and it encodes as the current version.
-func TestVersion1StateDecodes(t *testing.T) {
+// States of versions 1 (before the drift detector) and 2 (before the work
+// counters) decode: version 1 with no reopening yet and a fresh detector,
+// both with no work counted yet; each continues and encodes as the
+// current version.
+func TestOlderStatesDecode(t *testing.T) {
 	xs, ys := flipped(3000, 2000, 5)
-	a := build(t, quick, 1)
-	play(a, xs, ys, 0, 1000)
-	b, err := a.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Version 1 is version 2 without its tail: the reopenings (0 here)
-	// and the detector's bytes.
-	w, err := tailOf(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1 := slices.Clone(b[:len(b)-len(w)])
-	if v1[len(magic)] != version {
-		t.Fatalf("version byte %d, want %d", v1[len(magic)], version)
-	}
-	v1[len(magic)] = 1
-	l, err := learners.Unmarshal(v1)
-	if err != nil {
-		t.Fatalf("a version 1 state: %v", err)
-	}
-	r := l.(*Auto)
-	if r.Reopens() != 0 || r.watch == nil {
-		t.Fatalf("reopenings %d, detector %v: want 0 and a fresh one", r.Reopens(), r.watch)
-	}
-	play(r, xs, ys, 1000, 3000)
-	if r.Reopens() == 0 {
-		t.Fatal("the decoded search does not watch for drift")
-	}
-	if b2, _ := r.MarshalBinary(); b2[len(magic)] != version {
-		t.Fatalf("a decoded version 1 state encodes as version %d", b2[len(magic)])
-	}
-}
-
-// tailOf is what version 2 added at the end of a's encoding.
-func tailOf(a *Auto) ([]byte, error) {
-	e := &enc{}
-	e.u(a.reopens)
-	var w []byte
-	if a.watch != nil {
-		var err error
-		if w, err = drift.Marshal(a.watch); err != nil {
-			return nil, err
+	for _, v := range []uint64{1, 2} {
+		a := build(t, quick, 1)
+		play(a, xs, ys, 0, 1000)
+		old, err := a.appendVersion(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := learners.Unmarshal(old)
+		if err != nil {
+			t.Fatalf("a version %d state: %v", v, err)
+		}
+		r := l.(*Auto)
+		if r.watch == nil || (v == 1 && r.Reopens() != 0) || (v == 2 && r.Reopens() != a.Reopens()) {
+			t.Fatalf("version %d: reopenings %d, detector %v", v, r.Reopens(), r.watch)
+		}
+		for i, c := range r.cands {
+			if c.spent != 0 || c.rungWork != 0 || c.mineWork != 0 || c.champWork != 0 {
+				t.Fatalf("version %d: candidate %d has work counted: %+v", v, i, *c)
+			}
+			if a.cands[i].spent == 0 {
+				t.Fatalf("candidate %d counted no work in 1,000 records", i)
+			}
+		}
+		play(r, xs, ys, 1000, 3000)
+		if r.Reopens() == 0 {
+			t.Fatalf("version %d: the decoded search does not watch for drift", v)
+		}
+		if b2, _ := r.MarshalBinary(); b2[len(magic)] != version {
+			t.Fatalf("a decoded version %d state encodes as version %d", v, b2[len(magic)])
 		}
 	}
-	e.bytes(w)
-	return e.b, nil
 }
 
 func TestDriftParameter(t *testing.T) {

@@ -16,17 +16,18 @@ import (
 //
 //	magic "SLAU" | version (uvarint) | spec (string) | kernel given (string)
 //	| seed | generator (bytes) | counters | scaler | history | losers
-//	| candidates: count, then each its number, point, counters and
-//	  learner state (bytes, learners.Unmarshal's)
+//	| candidates: count, then each its number, point, counters, work
+//	  counters and learner state (bytes, learners.Unmarshal's)
 //	| reopens | drift detector (bytes, drift.Marshal's; empty: none)
 //
 // Version 1 ended with the candidates: it decodes with no reopening yet
-// and a fresh detector.
+// and a fresh detector. Versions 1 and 2 had no work counters: they
+// decode with none spent yet.
 // Integers are uvarints, floats their 8 bytes little-endian, strings and
 // byte sections a uvarint length and the bytes.
 const (
 	magic   = "SLAU"
-	version = 2
+	version = 3
 )
 
 // errCorrupt is wrapped by every error of malformed state.
@@ -125,9 +126,13 @@ func (a *Auto) MarshalBinary() ([]byte, error) { return a.AppendBinary(nil) }
 // AppendBinary appends MarshalBinary's bytes to b, each candidate's
 // learner encoded in place (a snapshot then holds one buffer, not each
 // candidate's beside it, copied).
-func (a *Auto) AppendBinary(b []byte) ([]byte, error) {
+func (a *Auto) AppendBinary(b []byte) ([]byte, error) { return a.appendVersion(b, version) }
+
+// appendVersion appends the state in format version v (tests write the
+// older ones, to check that they still decode).
+func (a *Auto) appendVersion(b []byte, v uint64) ([]byte, error) {
 	e := &enc{b: append(b, magic...)}
-	e.u(version)
+	e.u(v)
 	e.str(a.spec)
 	e.str(a.kernel.String())
 	e.u(a.seed)
@@ -157,8 +162,13 @@ func (a *Auto) AppendBinary(b []byte) ([]byte, error) {
 	for _, c := range a.cands {
 		e.u(c.id)
 		e.point(c.pt)
-		for _, v := range []uint64{c.born, c.total, c.rung, c.from, c.mine, c.champ} {
-			e.u(v)
+		for _, n := range []uint64{c.born, c.total, c.rung, c.from, c.mine, c.champ} {
+			e.u(n)
+		}
+		if v >= 3 {
+			for _, n := range []uint64{c.spent, c.rungWork, c.mineWork, c.champWork} {
+				e.u(n)
+			}
 		}
 		if ap, ok := c.l.(encoding.BinaryAppender); ok {
 			e.b, err = learners.AppendSized(e.b, ap.AppendBinary)
@@ -170,6 +180,9 @@ func (a *Auto) AppendBinary(b []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("auto: candidate %s: %w", c.name, err)
 		}
+	}
+	if v < 2 {
+		return e.b, nil
 	}
 	e.u(a.reopens)
 	var w []byte
@@ -238,6 +251,11 @@ func Unmarshal(b []byte) (*Auto, error) {
 		c := &cand{id: d.u(), pt: d.point()}
 		for _, p := range []*uint64{&c.born, &c.total, &c.rung, &c.from, &c.mine, &c.champ} {
 			*p = d.u()
+		}
+		if v >= 3 {
+			for _, p := range []*uint64{&c.spent, &c.rungWork, &c.mineWork, &c.champWork} {
+				*p = d.u()
+			}
 		}
 		state := d.bytes()
 		if d.err != nil {
