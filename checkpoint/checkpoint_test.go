@@ -564,3 +564,49 @@ func TestModelMemoryCoversASave(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot saved by a build whose learner had fewer parameters (auto
+// before cost= and drift=) names its spec as that build wrote it. It
+// restores under the configuration it decodes to, the same learner with
+// the new parameters at their defaults; a snapshot whose learner truly
+// differs is still refused.
+func TestSnapshotOfAnOlderSpecRestores(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProtocol(t, "auto:rung=50,width=4")
+	part := pipeline.Partition{Topic: "in", ID: 0}
+	name, _, err := p.Save(ctx, part, 1, state(t, p, part, 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ := p.Store.(DirStore).path(name)
+	rewrite := func(f func(spec string) string) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := Decode(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap.Learner = f(snap.Learner)
+		if err := os.WriteFile(path, snap.Encode(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rewrite(func(spec string) string {
+		old := strings.NewReplacer("cost=10,", "", "drift=adwin,", "").Replace(spec)
+		if old == spec {
+			t.Fatalf("spec %s names neither cost= nor drift=", spec)
+		}
+		return old
+	})
+	st, err := p.Restore(ctx, part, 40, name)
+	if err != nil || st == nil || st.NextOffset != 40 {
+		t.Fatalf("a snapshot without the later parameters: %+v %v", st, err)
+	}
+	rewrite(func(spec string) string { return strings.Replace(spec, "width=4,", "width=5,", 1) })
+	if _, err := p.Restore(ctx, part, 40, name); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "width=5") {
+		t.Fatalf("another search space: %v", err)
+	}
+}

@@ -178,11 +178,43 @@ func (p *Protocol) load(ctx context.Context, name string) (*Snapshot, error) {
 			wantSpec = want.Spec()
 		}
 	}
+	if snap.Learner != wantSpec {
+		// A snapshot saved before a learner gained a parameter (or a
+		// default changed) names its spec as that build wrote it; the
+		// learner it decodes to has this build's canonical spec.
+		if c := canonicalSpec(snap.Learner); c == wantSpec {
+			snap.Learner = c
+		}
+	}
 	if snap.Learner != wantSpec || snap.Kernel != cfg.Kernel.String() {
 		return nil, fmt.Errorf("%w: snapshot %s differs from the configuration: %s (pass --reset-model to discard it, or run with the settings it was made with: %s)",
 			ErrMismatch, name, specDiff(snap.Learner+" kernel="+snap.Kernel, wantSpec+" kernel="+cfg.Kernel.String()), snap.Learner)
 	}
 	return snap, nil
+}
+
+// canonicalSpec is a model spec with each learner spec in it (the first
+// field, and each challenger=) as this build writes it: the spec of the
+// learner it builds, every parameter named, new ones at their defaults.
+// A field that does not build is left as it is.
+func canonicalSpec(spec string) string {
+	fields := strings.Fields(spec)
+	canon := func(s string) string {
+		l, err := learners.New(s, learners.Kernel{Kind: learners.Linear}, 0)
+		if err != nil {
+			return s
+		}
+		return l.Spec()
+	}
+	for i, f := range fields {
+		switch {
+		case i == 0:
+			fields[i] = canon(f)
+		case strings.HasPrefix(f, "challenger="):
+			fields[i] = "challenger=" + canon(strings.TrimPrefix(f, "challenger="))
+		}
+	}
+	return strings.Join(fields, " ")
 }
 
 // specDiff names what differs between a snapshot's model spec and the
