@@ -299,6 +299,21 @@ func (a *Auto) scales() []bool {
 
 func (a *Auto) budget0() int { return min(max(100, a.cfg.BudgetLo), a.cfg.BudgetHi) }
 
+// budgets0 are the budgets of the first candidates: budget0 and twice it
+// (within BudgetHi). One budget left the learners whose active set should
+// not fill (text, where SOP with room for every mistake is the best) to
+// explorers, which reach ×2 only by winning a duel: on the Reuters
+// streams two budgets took the segments within 15 % of the best from 36
+// of 60 to 43 (docs/auto.md); ×4 gave 46 but cost 4.7 times the final
+// champion's CPU on a9a.
+func (a *Auto) budgets0() []int {
+	b := a.budget0()
+	if b2 := min(2*b, a.cfg.BudgetHi); b2 != b {
+		return []int{b, b2}
+	}
+	return []int{b}
+}
+
 // grid is the first candidates: every learner × kernel × scaling at the
 // first budget, drawn in a seeded order so that every kernel and scaling,
 // then every learner, comes before any comes twice; the first is the
@@ -309,7 +324,9 @@ func (a *Auto) grid() []point {
 	for _, l := range a.cfg.Learners {
 		for _, k := range ks {
 			for _, s := range ss {
-				all = append(all, point{learner: l, budget: a.budget0(), kernel: k, scale: s})
+				for _, b := range a.budgets0() {
+					all = append(all, point{learner: l, budget: b, kernel: k, scale: s})
+				}
 			}
 		}
 	}

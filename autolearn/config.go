@@ -36,8 +36,8 @@ type Config struct {
 	// candidates take γ on a ×10 grid from GammaLo; explorers step by ×3.
 	GammaLo, GammaHi float64
 	// BudgetLo, BudgetHi bound the budget; default 50 and 400. The first
-	// candidates take min(max(100, BudgetLo), BudgetHi); explorers step
-	// by ×2.
+	// candidates take b = min(max(100, BudgetLo), BudgetHi) and
+	// min(2b, BudgetHi); explorers step by ×2.
 	BudgetLo, BudgetHi int
 	// DegreeLo, DegreeHi bound the polynomial kernel's degree (coef0 = 1,
 	// scale = 1); default 2 and 4.

@@ -122,3 +122,30 @@ func TestRestoreKeepsTheWorkCounted(t *testing.T) {
 		}
 	}
 }
+
+// The first candidates hold two budgets, b and 2b, as far as budget=
+// allows: an explorer reaches 2b only by winning a duel.
+func TestFirstCandidatesHoldTwoBudgets(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		want []int
+	}{
+		{"auto", []int{100, 200}},
+		{"auto:budget=50..150", []int{100, 150}},
+		{"auto:budget=100", []int{100}},
+	} {
+		a := build(t, c.spec, 1)
+		seen := map[int]int{}
+		for _, cd := range a.cands {
+			seen[cd.pt.budget]++
+		}
+		if len(seen) != len(c.want) {
+			t.Fatalf("%s: budgets %v, want %v", c.spec, seen, c.want)
+		}
+		for _, b := range c.want {
+			if seen[b] == 0 {
+				t.Fatalf("%s: budgets %v, want %v", c.spec, seen, c.want)
+			}
+		}
+	}
+}
