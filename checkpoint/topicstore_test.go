@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/streamlearner/streamlearner/embedded"
 )
 
@@ -238,5 +242,58 @@ func TestTopicStoreReadsToARecordlessEnd(t *testing.T) {
 	}
 	if next, want := fresh.next[0], int64(4); next != want {
 		t.Fatalf("the store stopped at offset %d of the partition, its end is %d", next, want)
+	}
+}
+
+// A broker that misbehaves as real ones do — a leader that moved, a
+// partition whose leader is not there yet, a request that timed out —
+// costs the store retries, not the snapshot: a fresh store still lists
+// and loads it whole. An error that will not pass is returned at once,
+// named, not waited on.
+func TestTopicStoreReadsThroughBrokerFaults(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 2, Topics: []string{"ckpt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	data := make([]byte, 100<<10)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	st := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt", ChunkBytes: 16 << 10}
+	defer st.Close()
+	if err := st.Save(ctx, "in/0/1/1", data); err != nil {
+		t.Fatal(err)
+	}
+	key := func(k kmsg.Key) []kmsg.Key { return []kmsg.Key{k} }
+	h := b.Cluster().Fault(
+		kfake.Fault{Keys: key(kmsg.Metadata), Topic: "ckpt", Err: kerr.LeaderNotAvailable},
+		kfake.Fault{Keys: key(kmsg.ListOffsets), Topic: "ckpt", Err: kerr.NotLeaderForPartition},
+		kfake.Fault{Keys: key(kmsg.Fetch), Topic: "ckpt", Err: kerr.NotLeaderForPartition, Count: 2},
+		kfake.Fault{Keys: key(kmsg.Fetch), Topic: "ckpt", Err: kerr.RequestTimedOut},
+	)
+	fresh := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
+	defer fresh.Close()
+	got, err := fresh.Load(ctx, "in/0/1/1")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("load through faults: %d bytes, %v", len(got), err)
+	}
+	if n := h.Hits(); n != 5 {
+		t.Fatalf("the faults answered %d requests, want 5", n)
+	}
+	h.Remove()
+
+	h = b.Cluster().Fault(kfake.Fault{Keys: key(kmsg.Fetch), Topic: "ckpt", Err: kerr.TopicAuthorizationFailed, Count: -1})
+	defer h.Remove()
+	start := time.Now()
+	other := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
+	defer other.Close()
+	if _, err := other.Load(ctx, "in/0/1/1"); !errors.Is(err, kerr.TopicAuthorizationFailed) && (err == nil || !bytes.Contains([]byte(err.Error()), []byte("Topic Authorization Failed"))) {
+		t.Fatalf("a fault that will not pass: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("a fault that will not pass took %v: retried as if it might", d)
 	}
 }
