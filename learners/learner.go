@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/streamlearner/streamlearner/sparse"
@@ -244,10 +245,15 @@ func (m *model) MarshalBinary() ([]byte, error) {
 // snapshot encodes its learners in one buffer rather than each in its own
 // grown buffer, then copied.
 func (m *model) AppendBinary(b []byte) ([]byte, error) {
+	return m.appendState(b, m.spec), nil
+}
+
+// appendState appends the state, naming spec as the learner's.
+func (m *model) appendState(b []byte, spec string) []byte {
 	e := &encoder{b: b}
 	e.b = append(e.b, stateMagic...)
 	e.uvarint(stateVersion)
-	e.string(m.spec)
+	e.string(spec)
 	e.string(m.sv.kern.String())
 	e.uvarint(m.rounds)
 	e.uvarint(uint64(m.sv.len()))
@@ -260,7 +266,44 @@ func (m *model) AppendBinary(b []byte) ([]byte, error) {
 	extra := &encoder{}
 	m.alg.encode(extra)
 	e.bytes(extra.b)
-	return e.b, nil
+	return e.b
+}
+
+// WithBudget returns a copy of l, trained as it is, whose budget (budget=,
+// or max= for a learner capped with it) is budget, at least l's: it
+// continues exactly as l would until l's active set, full, would lose a
+// support vector that the copy keeps — except Projectron++ given budget=
+// alone, whose budget also sets u, its bound on the weights' norm. This
+// is how a search tries a larger budget without learning the stream again
+// from its start. l is not changed. It fails for a learner without a
+// budget, or a smaller budget.
+func WithBudget(l Learner, budget int) (Learner, error) {
+	m, ok := l.(*model)
+	if !ok || m.budget == 0 {
+		return nil, fmt.Errorf("learner %s: no budget to change", l.Spec())
+	}
+	if budget < m.budget {
+		return nil, fmt.Errorf("learner %s: budget %d is below its %d", m.spec, budget, m.budget)
+	}
+	sp, err := ParseSpec(m.spec)
+	if err != nil {
+		return nil, fmt.Errorf("learner %s: %w", m.spec, err)
+	}
+	old, b := strconv.Itoa(m.budget), strconv.Itoa(budget)
+	for _, key := range []string{"budget", "max"} {
+		// Projectron++ has both; its max= is the budget unless set lower.
+		if sp.Params[key] == old {
+			sp.Params[key] = b
+		}
+	}
+	c, err := unmarshal(m.appendState(nil, sp.String()))
+	if err != nil {
+		return nil, fmt.Errorf("learner %s at budget %d: %w", m.spec, budget, err)
+	}
+	if c.budget != budget {
+		return nil, fmt.Errorf("learner %s: its budget is not budget= or max=", m.spec)
+	}
+	return c, nil
 }
 
 // Unmarshal rebuilds a learner from MarshalBinary's output. Malformed input
