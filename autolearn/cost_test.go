@@ -1,10 +1,13 @@
 package autolearn
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/sparse"
 )
 
@@ -147,5 +150,114 @@ func TestFirstCandidatesHoldTwoBudgets(t *testing.T) {
 				t.Fatalf("%s: budgets %v, want %v", c.spec, seen, c.want)
 			}
 		}
+	}
+}
+
+// TestFullChampionGrowsItsBudget: once the champion's active set is full,
+// its next challenger is its own copy at twice the budget, trained as it
+// is (it predicts as the champion does at birth); on a board whose cells
+// need more support vectors than the first budgets hold, the copies win
+// their duels and the champion's budget grows, never past the space's
+// bound; a stop and restore right after each copy's birth continues bit
+// for bit (the copy's duel rule is in the state: with margin=0.2 no
+// stranger wins a duel, and a copy wins with any fewer mistakes).
+func TestFullChampionGrowsItsBudget(t *testing.T) {
+	const spec = "auto:learners=lbp,kernel=given,scale=off,budget=50..800,rung=50,window=300,width=2,keep=2,margin=0.2"
+	xs, ys := board(12000, 4, 10)
+	probe, _ := board(50, 9, 10)
+	a := build(t, spec, 1)
+	var grownAt []int
+	for i := range xs {
+		before := len(a.cands)
+		play(a, xs, ys, i, i+1) // as the runs below play it
+		for _, c := range a.cands {
+			if c.l.Budget() > 800 {
+				t.Fatalf("record %d: %s holds a budget of %d, over 800", i, c.name, c.l.Budget())
+			}
+		}
+		c := a.cands[len(a.cands)-1]
+		if len(a.cands) < before || c.parent == 0 || a.labeled != c.born {
+			continue
+		}
+		p := a.cands[a.champion]
+		if c.parent != p.id+1 || c.pt.budget != 2*p.pt.budget || p.l.Size() != p.l.Budget() {
+			t.Fatalf("record %d: %s grown from %d, champion %s (id %d) holds %d of %d", i, c.name, c.parent, p.name, p.id, p.l.Size(), p.l.Budget())
+		}
+		for _, x := range probe {
+			if f, g := c.l.Predict(x), p.l.Predict(x); math.Float64bits(f) != math.Float64bits(g) {
+				t.Fatalf("record %d: the grown copy predicts %v where the champion predicts %v", i, f, g)
+			}
+		}
+		grownAt = append(grownAt, i)
+	}
+	if len(grownAt) == 0 {
+		t.Fatal("no candidate was grown from a full champion")
+	}
+	if b := a.cands[a.champion].pt.budget; b < 400 {
+		t.Fatalf("the champion's budget is %d after %d records: it did not grow past 200", b, len(xs))
+	}
+
+	whole := build(t, spec, 1)
+	wantM, wantC := play(whole, xs, ys, 0, len(xs))
+	for _, at := range grownAt {
+		r := build(t, spec, 1)
+		m1, c1 := play(r, xs, ys, 0, at+1)
+		b, err := r.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := learners.Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, c2 := play(l.(*Auto), xs, ys, at+1, len(xs))
+		if !slices.Equal(append(m1, m2...), wantM) || !slices.Equal(append(c1, c2...), wantC) {
+			t.Fatalf("restored after the copy's birth at %d: margins or champions differ from the run without a stop", at)
+		}
+	}
+}
+
+// TestGroupGrowsEachClassFromItsOwnChampion: in a many-class search every
+// class grows its copy from its own champion's learner, not an untrained
+// one: at each copy's birth, each class's copy predicts as that class's
+// champion.
+func TestGroupGrowsEachClassFromItsOwnChampion(t *testing.T) {
+	const spec = "auto:learners=lbp,kernel=given,scale=off,budget=50..800,rung=50,window=300,width=2,keep=2"
+	xs, _ := board(6000, 5, 10)
+	probe, _ := board(30, 9, 10)
+	as := []*Auto{build(t, spec, 1), build(t, spec, 2), build(t, spec, 3)}
+	ls := []learners.Learner{as[0], as[1], as[2]}
+	if err := Group(ls); err != nil {
+		t.Fatal(err)
+	}
+	births := 0
+	for _, x := range xs {
+		class := (int(x.Val[0]*4/10) + int(x.Val[1]*4/10)) % 3
+		for k, l := range ls {
+			y := -1
+			if k == class {
+				y = 1
+			}
+			l.Round(x, y)
+		}
+		if err := Settle(ls, 3, x, class); err != nil {
+			t.Fatal(err)
+		}
+		lead := as[0]
+		if c := lead.cands[len(lead.cands)-1]; c.parent == 0 || c.born != lead.labeled {
+			continue
+		}
+		births++
+		for k, a := range as {
+			c, ch := a.cands[len(a.cands)-1], a.cands[a.champion]
+			for _, p := range probe {
+				if f, g := c.l.Predict(p), ch.l.Predict(p); math.Float64bits(f) != math.Float64bits(g) || ch.l.Size() == 0 {
+					t.Fatalf("class %d: the copy %s predicts %v, its champion %s (%d support vectors) %v", k, c.name, f, ch.name, ch.l.Size(), g)
+				}
+			}
+		}
+	}
+	if births == 0 {
+		t.Fatal("no copy was grown: the test shows nothing")
 	}
 }

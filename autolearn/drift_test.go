@@ -103,13 +103,14 @@ func TestRestoreAfterAReopening(t *testing.T) {
 	}
 }
 
-// States of versions 1 (before the drift detector) and 2 (before the work
-// counters) decode: version 1 with no reopening yet and a fresh detector,
-// both with no work counted yet; each continues and encodes as the
-// current version.
+// States of versions 1 (before the drift detector), 2 (before the work
+// counters) and 3 (before candidates grown from the champion) decode:
+// version 1 with no reopening yet and a fresh detector, 1 and 2 with no
+// work counted yet, none with a grown candidate; each continues and
+// encodes as the current version.
 func TestOlderStatesDecode(t *testing.T) {
 	xs, ys := flipped(3000, 2000, 5)
-	for _, v := range []uint64{1, 2} {
+	for _, v := range []uint64{1, 2, 3} {
 		a := build(t, quick, 1)
 		play(a, xs, ys, 0, 1000)
 		old, err := a.appendVersion(nil, v)
@@ -121,12 +122,15 @@ func TestOlderStatesDecode(t *testing.T) {
 			t.Fatalf("a version %d state: %v", v, err)
 		}
 		r := l.(*Auto)
-		if r.watch == nil || (v == 1 && r.Reopens() != 0) || (v == 2 && r.Reopens() != a.Reopens()) {
+		if r.watch == nil || (v == 1 && r.Reopens() != 0) || (v >= 2 && r.Reopens() != a.Reopens()) {
 			t.Fatalf("version %d: reopenings %d, detector %v", v, r.Reopens(), r.watch)
 		}
 		for i, c := range r.cands {
-			if c.spent != 0 || c.rungWork != 0 || c.mineWork != 0 || c.champWork != 0 {
+			if v < 3 && (c.spent != 0 || c.rungWork != 0 || c.mineWork != 0 || c.champWork != 0) {
 				t.Fatalf("version %d: candidate %d has work counted: %+v", v, i, *c)
+			}
+			if v == 3 && c.spent != a.cands[i].spent || c.parent != 0 {
+				t.Fatalf("version %d: candidate %d: work %d (want %d), parent %d", v, i, c.spent, a.cands[i].spent, c.parent)
 			}
 			if a.cands[i].spent == 0 {
 				t.Fatalf("candidate %d counted no work in 1,000 records", i)

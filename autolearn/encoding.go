@@ -17,17 +17,18 @@ import (
 //	magic "SLAU" | version (uvarint) | spec (string) | kernel given (string)
 //	| seed | generator (bytes) | counters | scaler | history | losers
 //	| candidates: count, then each its number, point, counters, work
-//	  counters and learner state (bytes, learners.Unmarshal's)
+//	  counters, parent and learner state (bytes, learners.Unmarshal's)
 //	| reopens | drift detector (bytes, drift.Marshal's; empty: none)
 //
 // Version 1 ended with the candidates: it decodes with no reopening yet
 // and a fresh detector. Versions 1 and 2 had no work counters: they
-// decode with none spent yet.
+// decode with none spent yet. Versions 1 to 3 had no parents: no
+// candidate was grown from another.
 // Integers are uvarints, floats their 8 bytes little-endian, strings and
 // byte sections a uvarint length and the bytes.
 const (
 	magic   = "SLAU"
-	version = 3
+	version = 4
 )
 
 // errCorrupt is wrapped by every error of malformed state.
@@ -170,6 +171,9 @@ func (a *Auto) appendVersion(b []byte, v uint64) ([]byte, error) {
 				e.u(n)
 			}
 		}
+		if v >= 4 {
+			e.u(c.parent)
+		}
 		if ap, ok := c.l.(encoding.BinaryAppender); ok {
 			e.b, err = learners.AppendSized(e.b, ap.AppendBinary)
 		} else {
@@ -256,6 +260,9 @@ func Unmarshal(b []byte) (*Auto, error) {
 			for _, p := range []*uint64{&c.spent, &c.rungWork, &c.mineWork, &c.champWork} {
 				*p = d.u()
 			}
+		}
+		if v >= 4 {
+			c.parent = d.u()
 		}
 		state := d.bytes()
 		if d.err != nil {

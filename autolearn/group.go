@@ -108,7 +108,13 @@ func (a *Auto) follow() error {
 		for i, lc := range l.cands {
 			c := have[lc.id]
 			if c == nil || c.pt != lc.pt { // a new class drew its own first candidates
-				ln, err := learners.New(lc.pt.spec(), lc.pt.kernel, rng.New(a.seed, streamCand+lc.id).Uint64())
+				var ln learners.Learner
+				var err error
+				if p := have[lc.parent-1]; lc.parent != 0 && p != nil {
+					ln, err = learners.WithBudget(p.l, lc.pt.budget) // see grow
+				} else {
+					ln, err = learners.New(lc.pt.spec(), lc.pt.kernel, rng.New(a.seed, streamCand+lc.id).Uint64())
+				}
 				if err != nil {
 					return fmt.Errorf("auto: candidate %s: %w", lc.pt, err)
 				}
