@@ -16,7 +16,9 @@
 # and 7 shifts, four streams each): one replay per stream plays auto beside
 # drift.sh's 40 fixed learners on its kernel, and each segment between
 # shifts compares auto with the best of the 40 in that segment; $AUTO
-# replaces auto's spec (e.g. to add learners to its search).
+# replaces auto's spec (e.g. to add learners to its search). It also
+# replays auto alone at the seeds of $AUTO_SEEDS (default "2 3 4 5 6";
+# empty: none) and counts each seed's segments within 15 %.
 # Usage: scripts/auto.sh [a9a|banana|covtype|covtype-events|w8a|waveform|usps|pendigits|letter|mnist ...]
 #        scripts/auto.sh drift
 #        scripts/auto.sh reuters
@@ -163,6 +165,12 @@ if [ "${sets[0]}" = reuters ]; then
         "$sl" gen chunks --data "$file" --chunks $((shifts + 1)) --targets "$seq" --brokers "127.0.0.1:$port" --topic "$name" --auto-create 2> /dev/null
         "$sl" replay --brokers "127.0.0.1:$port" --topic "$name" --kernel poly:degree=4,coef0=1 "${learners[@]}" \
           --shifts from-headers --window 500 --detector none --report "$out/$name.json" > "$out/$name.txt"
+        # auto alone at other seeds: its first candidates are a seeded
+        # draw, and what it makes of a stream moves with it.
+        for seed in ${AUTO_SEEDS-2 3 4 5 6}; do
+          "$sl" replay --brokers "127.0.0.1:$port" --topic "$name" --kernel poly:degree=4,coef0=1 --learner "${AUTO:-auto}" \
+            --seed "$seed" --shifts from-headers --window 500 --detector none --report "$out/$name-seed$seed.json" > /dev/null
+        done
       done
     done
   fi
@@ -226,6 +234,33 @@ if [ "${sets[0]}" = reuters ]; then
         ([$l[1:][].recovery[$k]] | sort_by(.records // 1e9, (if .at_most then 0 else 1 end))) as $r |
         " \($l[0].recovery[$k] | rec) / \($r[0] | rec) / \($r[($r | length - 1) / 2 | floor] | rec) |"] | join(""))'
   done
+  # Each seed of auto: its segments within 15 % of the best of the 40
+  # fixed learners (at seed 1) in them, over the 60.
+  seeds=()
+  for f in "$out"/reuters-s0-1-seed*.json; do
+    [ -e "$f" ] && seeds+=("$(basename "$f" .json | sed 's/.*-seed//')")
+  done
+  if [ ${#seeds[@]} -gt 0 ]; then
+    echo
+    head="| auto's seed | 1 |" rule="|---|---|"
+    for seed in "${seeds[@]}"; do head+=" $seed |" rule+="---|"; done
+    echo "$head"
+    echo "$rule"
+    line="| segments within 15 % of the best of the 40 (of 60) |"
+    for seed in 1 "${seeds[@]}"; do
+      n=0
+      for f in "$out"/reuters-s?-?.json; do
+        g=$f
+        [ "$seed" = 1 ] || g=${f%.json}-seed$seed.json
+        n=$((n + $(jq -s '
+          (.[0].partitions[0].learners[1:]) as $f | .[1].partitions[0].learners[0].segments as $a |
+          [range($a | length) as $k | select($a[$k].mistake_rate <= 1.15 * ([$f[].segments[$k].mistake_rate] | min))] | length
+        ' "$f" "$g")))
+      done
+      line+=" $n |"
+    done
+    echo "$line"
+  fi
   exit 0
 fi
 kernels=(linear rbf:gamma=0.001 rbf:gamma=0.01 rbf:gamma=0.1 rbf:gamma=1 rbf:gamma=10)
