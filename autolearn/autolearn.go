@@ -310,10 +310,10 @@ func (a *Auto) budget0() int { return min(max(100, a.cfg.BudgetLo), a.cfg.Budget
 // budgets0 are the budgets of the first candidates: budget0 and twice it
 // (within BudgetHi). One budget left the learners whose active set should
 // not fill (text, where SOP with room for every mistake is the best) to
-// explorers, which reach ×2 only by winning a duel: on the Reuters
+// explorers at ×2, which then had to win a duel untrained: on the Reuters
 // streams two budgets took the segments within 15 % of the best from 36
 // of 60 to 43 (docs/auto.md); ×4 gave 46 but cost 4.7 times the final
-// champion's CPU on a9a.
+// champion's CPU on a9a. A full champion now grows by a copy (grow).
 func (a *Auto) budgets0() []int {
 	b := a.budget0()
 	if b2 := min(2*b, a.cfg.BudgetHi); b2 != b {

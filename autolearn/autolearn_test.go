@@ -58,6 +58,25 @@ func play(a *Auto, xs []sparse.Vector, ys []int, from, to int) (margins []uint64
 	return margins, champs
 }
 
+// restored stops a and starts it again from its encoding, as a snapshot
+// does; the restored search must encode to the same bytes.
+func restored(t testing.TB, a *Auto) *Auto {
+	t.Helper()
+	b, err := a.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := learners.Unmarshal(b)
+	if err != nil {
+		t.Fatalf("restore after %d labeled records: %v", a.labeled, err)
+	}
+	r := l.(*Auto)
+	if b2, _ := r.MarshalBinary(); !bytes.Equal(b, b2) {
+		t.Fatalf("restored after %d labeled records: the search encodes differently", a.labeled)
+	}
+	return r
+}
+
 // A quick search: short rungs and duels, so that a few thousand records go
 // through the halving and several duels.
 const quick = "auto:rung=50,window=300,width=12,keep=3"
@@ -72,18 +91,7 @@ func TestRestoreContinuesBitForBit(t *testing.T) {
 	for _, cut := range []int{1, 120, 700, 2600, 4100} {
 		a := build(t, quick, 3)
 		m1, c1 := play(a, xs, ys, 0, cut)
-		b, err := a.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := learners.Unmarshal(b)
-		if err != nil {
-			t.Fatalf("cut %d: %v", cut, err)
-		}
-		r := l.(*Auto)
-		if b2, _ := r.MarshalBinary(); !bytes.Equal(b, b2) {
-			t.Fatalf("cut %d: the restored search encodes differently", cut)
-		}
+		r := restored(t, a)
 		m2, c2 := play(r, xs, ys, cut, len(xs))
 		if !slices.Equal(append(m1, m2...), wantM) {
 			t.Fatalf("cut %d: margins differ from the run without a stop", cut)

@@ -105,14 +105,7 @@ func TestRestoreKeepsTheWorkCounted(t *testing.T) {
 		for _, cut := range []int{60, 230, 255} {
 			a := build(t, space, 1)
 			play(a, xs, ys, 0, cut)
-			b, err := a.MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Unmarshal(b)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := restored(t, a)
 			m, c := play(r, xs, ys, cut, len(xs))
 			for i := range m {
 				if m[i] != wantM[cut+i] || c[i] != wantC[cut+i] {
@@ -127,7 +120,8 @@ func TestRestoreKeepsTheWorkCounted(t *testing.T) {
 }
 
 // The first candidates hold two budgets, b and 2b, as far as budget=
-// allows: an explorer reaches 2b only by winning a duel.
+// allows: on a stream whose best budget is larger, the champion grows
+// only once its own budget is full (its copy at 2b must then win a duel).
 func TestFirstCandidatesHoldTwoBudgets(t *testing.T) {
 	for _, c := range []struct {
 		spec string
@@ -202,15 +196,7 @@ func TestFullChampionGrowsItsBudget(t *testing.T) {
 	for _, at := range grownAt {
 		r := build(t, spec, 1)
 		m1, c1 := play(r, xs, ys, 0, at+1)
-		b, err := r.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := learners.Unmarshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m2, c2 := play(l.(*Auto), xs, ys, at+1, len(xs))
+		m2, c2 := play(restored(t, r), xs, ys, at+1, len(xs))
 		if !slices.Equal(append(m1, m2...), wantM) || !slices.Equal(append(c1, c2...), wantC) {
 			t.Fatalf("restored after the copy's birth at %d: margins or champions differ from the run without a stop", at)
 		}

@@ -1,7 +1,6 @@
 package autolearn
 
 import (
-	"bytes"
 	"encoding/binary"
 	"slices"
 	"strings"
@@ -81,18 +80,7 @@ func TestRestoreAfterAReopening(t *testing.T) {
 		if !a.Halving() {
 			t.Fatalf("record %d: want a stop inside the reopened halving", c)
 		}
-		b, err := a.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := learners.Unmarshal(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := l.(*Auto)
-		if b2, _ := r.MarshalBinary(); !bytes.Equal(b, b2) {
-			t.Fatalf("cut %d: the restored search encodes differently", c)
-		}
+		r := restored(t, a)
 		m2, c2 := play(r, xs, ys, c, n)
 		if !slices.Equal(append(m1, m2...), wantM) || !slices.Equal(append(c1, c2...), wantC) {
 			t.Fatalf("cut %d: margins or champions differ from the run without a stop", c)
