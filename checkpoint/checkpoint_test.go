@@ -212,7 +212,8 @@ func TestProtocolCorruptionAndMismatch(t *testing.T) {
 	opath, _ := p.Store.(DirStore).path(old)
 	ob, _ := os.ReadFile(opath)
 	os.WriteFile(opath, ob[:len(ob)/3], 0o600)
-	if st, err := p.Restore(ctx, part, 30, newest); err == nil || st != nil || !strings.Contains(err.Error(), "not serving") {
+	if st, err := p.Restore(ctx, part, 30, newest); err == nil || st != nil || !strings.Contains(err.Error(), "not serving") ||
+		!errors.Is(err, pipeline.ErrNeedsOperator) {
 		t.Fatalf("nothing intact: %+v %v", st, err)
 	}
 	// ... unless told to reset: then a new model, loudly (counted).
@@ -232,7 +233,8 @@ func TestProtocolCorruptionAndMismatch(t *testing.T) {
 	// A snapshot of another learner is refused, unless reset.
 	q := &Protocol{Store: DirStore{Dir: dir}, Model: modelOf("lbp:budget=4", p.Model(0).Kernel, 1), Log: p.Log}
 	good, _, _ := p.Save(ctx, part, 2, state(t, p, part, 8))
-	if _, err := q.Restore(ctx, part, 8, good); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "--reset-model") ||
+	if _, err := q.Restore(ctx, part, 8, good); !errors.Is(err, ErrMismatch) || !errors.Is(err, pipeline.ErrNeedsOperator) ||
+		!strings.Contains(err.Error(), "--reset-model") ||
 		!strings.Contains(err.Error(), "the snapshot has forgetron:budget=4; the configuration has lbp:budget=4") {
 		t.Fatalf("other learner: %v", err)
 	}
@@ -253,6 +255,91 @@ func TestProtocolCorruptionAndMismatch(t *testing.T) {
 	// A missing snapshot named by the commit falls back like a damaged one.
 	if st, err := p.Restore(ctx, part, 8, Name("in", 0, 9, 99)); err != nil || st.NextOffset != 8 {
 		t.Fatalf("missing snapshot: %+v %v", st, err)
+	}
+}
+
+// silentStore is a DirStore whose Load and List fail, as a store that
+// does not answer does, while silent is set (List: after its first call,
+// the one Restore begins with).
+type silentStore struct {
+	DirStore
+	silent      bool
+	loads, list int
+}
+
+var errNoAnswer = errors.New("broker not available")
+
+func (s *silentStore) Load(ctx context.Context, name string) ([]byte, error) {
+	s.loads++
+	if s.silent {
+		return nil, errNoAnswer
+	}
+	return s.DirStore.Load(ctx, name)
+}
+
+func (s *silentStore) List(ctx context.Context, prefix string) ([]string, error) {
+	s.list++
+	if s.silent && s.list > 1 {
+		return nil, errNoAnswer
+	}
+	return s.DirStore.List(ctx, prefix)
+}
+
+// loadOnce lets its store's first Load through and silences it after.
+type loadOnce struct{ *silentStore }
+
+func (s *loadOnce) Load(ctx context.Context, name string) ([]byte, error) {
+	b, err := s.silentStore.Load(ctx, name)
+	s.silent = true
+	return b, err
+}
+
+// TestStoreThatDoesNotAnswerConcludesNothing: a store that fails to
+// answer says nothing about the committed snapshot. The restore fails,
+// to be tried again, without looking for an older snapshot (whose replay
+// would cost the records since) and, under --reset-model, without
+// discarding the model; once the store answers, the committed snapshot
+// restores. A broker restarting under the service did this: the member
+// gave up the partition, and with --reset-model would have started it
+// over.
+func TestStoreThatDoesNotAnswerConcludesNothing(t *testing.T) {
+	ctx := context.Background()
+	p, _ := newProtocol(t, "forgetron:budget=4")
+	store := &silentStore{DirStore: p.Store.(DirStore)}
+	p.Store = store
+	part := pipeline.Partition{Topic: "in", ID: 0}
+	p.Save(ctx, part, 1, state(t, p, part, 15))
+	newest, _, _ := p.Save(ctx, part, 1, state(t, p, part, 30))
+	var resets []string
+	p.ResetModel = true
+	p.OnReset = func(pp pipeline.Partition, reason string) { resets = append(resets, reason) }
+	store.silent = true
+	st, err := p.Restore(ctx, part, 30, newest)
+	if err == nil || st != nil || !errors.Is(err, errNoAnswer) || errors.Is(err, pipeline.ErrNeedsOperator) || len(resets) != 0 {
+		t.Fatalf("store silent: %+v %v, resets %v", st, err, resets)
+	}
+	if store.loads != 1 || store.list != 1 {
+		t.Fatalf("%d loads and %d lists after the store failed to answer, want the committed snapshot's only", store.loads, store.list)
+	}
+	// Damage in the committed snapshot, then silence while looking for an
+	// older one: still nothing concluded.
+	path, _ := store.path(newest)
+	b, _ := os.ReadFile(path)
+	b[len(b)/2] ^= 1
+	os.WriteFile(path, b, 0o600)
+	store.silent, store.list = false, 0
+	p.Store = &loadOnce{silentStore: store}
+	st, err = p.Restore(ctx, part, 30, newest)
+	if err == nil || st != nil || !errors.Is(err, errNoAnswer) || errors.Is(err, pipeline.ErrNeedsOperator) || len(resets) != 0 {
+		t.Fatalf("older snapshots unlisted: %+v %v, resets %v", st, err, resets)
+	}
+	b[len(b)/2] ^= 1
+	os.WriteFile(path, b, 0o600)
+	p.Store = store
+	store.silent = false
+	st, err = p.Restore(ctx, part, 30, newest)
+	if err != nil || st == nil || st.NextOffset != 30 || st.Snapshot != newest || len(resets) != 0 {
+		t.Fatalf("store answering again: %+v %v, resets %v", st, err, resets)
 	}
 }
 

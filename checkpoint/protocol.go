@@ -70,8 +70,11 @@ func (p *Protocol) setSeq(part pipeline.Partition, seq uint64) {
 // Restore loads the snapshot the committed metadata names. A damaged or
 // missing snapshot is reported loudly and the newest older snapshot of the
 // partition that is intact is used instead (the stream is replayed from
-// its offset, which rebuilds the same model); with none, Restore fails and
-// the partition is not served — never silently an empty model.
+// its offset, which rebuilds the same model); with none, Restore fails
+// (pipeline.ErrNeedsOperator) and the partition is not served — never
+// silently an empty model. A store that does not answer concludes
+// nothing about the snapshot: Restore fails without looking further, and
+// the worker asks again.
 func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committed int64, metadata string) (*pipeline.State, error) {
 	// What the store holds for the partition, once per assignment: later
 	// collections work from this list plus this member's own saves,
@@ -95,23 +98,32 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		return nil, nil
 	}
 	snap, m, err := p.loadModel(ctx, metadata)
+	if isUnavailable(err) {
+		// The store did not answer: nothing is known about the snapshot,
+		// so neither an older one nor --reset-model is called for; the
+		// worker asks again.
+		return nil, err
+	}
 	if err != nil && !errors.Is(err, ErrMismatch) {
 		// Damaged bytes, or a model its decoder refuses: either way the
 		// previous snapshot (and a replay of the records after it) serves.
 		log.Error().Err(err).Str("snapshot", metadata).Msg("committed snapshot unusable; looking for an older one")
 		snap, m, err = p.fallback(ctx, part, metadata)
+		if isUnavailable(err) {
+			return nil, err
+		}
 		if err != nil {
 			if p.ResetModel {
 				return p.reset(part, committed, metadata, "unreadable", err)
 			}
-			return nil, err
+			return nil, needsOperator{err}
 		}
 		log.Error().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).
 			Msg("restored from an OLDER snapshot: records after its offset are replayed")
 	}
 	if errors.Is(err, ErrMismatch) {
 		if !p.ResetModel {
-			return nil, err
+			return nil, needsOperator{err}
 		}
 		return p.reset(part, committed, metadata, "mismatch", err)
 	}
@@ -152,9 +164,31 @@ func seqOf(name string) uint64 {
 	return s
 }
 
+// needsOperator marks a Restore error no retry cures
+// (pipeline.ErrNeedsOperator), its message unchanged.
+type needsOperator struct{ error }
+
+func (e needsOperator) Unwrap() error        { return e.error }
+func (e needsOperator) Is(target error) bool { return target == pipeline.ErrNeedsOperator }
+
+// unavailable wraps a store's failure to answer (not a snapshot it
+// reports missing or damaged): a broker between leaders, a coordinator
+// restarting, a disk error. It says nothing about the snapshot.
+type unavailable struct{ error }
+
+func (e unavailable) Unwrap() error { return e.error }
+
+func isUnavailable(err error) bool {
+	var u unavailable
+	return errors.As(err, &u)
+}
+
 // load fetches and checks one snapshot against the configuration.
 func (p *Protocol) load(ctx context.Context, name string) (*Snapshot, error) {
 	b, err := p.Store.Load(ctx, name)
+	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrChecksum) {
+		return nil, unavailable{fmt.Errorf("load snapshot %s: %w", name, err)}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -271,15 +305,15 @@ func (p *Protocol) decodeModel(snap *Snapshot) (*model.Model, error) {
 func (p *Protocol) fallback(ctx context.Context, part pipeline.Partition, bad string) (*Snapshot, *model.Model, error) {
 	names, err := p.Store.List(ctx, fmt.Sprintf("%s/%d/", part.Topic, part.ID))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, unavailable{fmt.Errorf("list the snapshots of partition %d: %w", part.ID, err)}
 	}
 	for i := len(names) - 1; i >= 0; i-- {
 		if !nameLess(names[i], bad) {
 			continue
 		}
 		snap, m, err := p.loadModel(ctx, names[i])
-		if err == nil {
-			return snap, m, nil
+		if err == nil || isUnavailable(err) {
+			return snap, m, err
 		}
 		p.logFor(part).Error().Err(err).Str("snapshot", names[i]).Msg("older snapshot unusable too")
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 
 	"github.com/streamlearner/streamlearner/model"
 )
@@ -42,6 +43,13 @@ type Checkpointer interface {
 	// in between learn-only. A nil State with a nil
 	// error means: no checkpoint, start a new model at the committed offset
 	// (or the configured start offset).
+	//
+	// An error is retried, with a growing pause, for as long as the
+	// partition is this member's: a store or broker that fails for a
+	// while (a leader moving, a restart) costs the partition a delay, not
+	// its service until the next rebalance. An error wrapping
+	// ErrNeedsOperator is not retried: the partition is held, unserved and
+	// reported, until its generation ends.
 	Restore(ctx context.Context, p Partition, committed int64, metadata string) (*State, error)
 	// Save persists st and returns the metadata to commit with
 	// st.NextOffset and the size of what it stored (for the
@@ -51,6 +59,12 @@ type Checkpointer interface {
 	// older checkpoints of p may go.
 	Committed(ctx context.Context, p Partition, metadata string)
 }
+
+// ErrNeedsOperator is wrapped by a Restore error no retry can cure: a
+// snapshot made with another configuration, a damaged one with no intact
+// older one. Reading the store again would only fail again, at the cost
+// of reading it.
+var ErrNeedsOperator = errors.New("the partition needs an operator")
 
 // NoCheckpoints keeps no model between owners: a newly assigned partition
 // starts a new model at the committed offset.

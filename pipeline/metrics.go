@@ -111,8 +111,8 @@ type Metrics struct {
 	// or its prediction refused by the brokers (also makes /readyz 503).
 	Degraded prometheus.Gauge // streamlearner_degraded_partitions
 	// Unserved is the number of assigned partitions not served now: a
-	// producer id that cannot be initialised, a commit fenced while the
-	// member's generation lives on, transactions aborted again and again
+	// producer id that cannot be initialised, a model that cannot be
+	// restored, a commit fenced while the member's generation lives on, transactions aborted again and again
 	// (also makes /readyz 503, at once, naming each and why).
 	Unserved prometheus.Gauge // streamlearner_unserved_partitions
 	// Delayed labels: records awaiting their label, how long labels took
@@ -189,7 +189,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		Degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_degraded_partitions",
 			Help: "Assigned partitions whose last 1000 records all came to nothing: every one dead-lettered, or its prediction refused by the brokers."}),
 		Unserved: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_unserved_partitions",
-			Help: "Assigned partitions not served now: their producer cannot be initialised, their commit was fenced while the generation lives on, or their transactions abort again and again."}),
+			Help: "Assigned partitions not served now: their producer cannot be initialised, their model cannot be restored, their commit was fenced while the generation lives on, or their transactions abort again and again."}),
 	}
 	m.PendingRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_pending_records", Help: "Records predicted and awaiting their label (delayed labels)."}, part)
 	// 10 ms to about 12 days by factors of 4: clicks come in minutes,

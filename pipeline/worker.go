@@ -149,14 +149,25 @@ func (w *worker) run(gen context.Context) {
 	if !w.until(gctx, "initialise the partition's producer", w.out.start) {
 		return
 	}
-	if err := w.restore(gctx); err != nil {
+	var hold error
+	if !w.until(gctx, "restore the partition's model", func(ctx context.Context) error {
+		err := w.restore(ctx)
+		if errors.Is(err, ErrNeedsOperator) {
+			hold = err
+			return nil
+		}
+		return err
+	}) {
+		return
+	}
+	if hold != nil {
 		// Returning would end the whole generation and rejoin in a loop;
 		// hold the partition, unserved and loudly reported, until the
 		// generation ends.
-		if gctx.Err() == nil {
-			w.log.Error().Err(err).Msg("cannot restore the partition's model; partition not served")
-			<-gctx.Done()
-		}
+		w.m.cfg.Metrics.health.halt(w.label, "cannot restore the partition's model: "+hold.Error())
+		defer w.m.cfg.Metrics.health.resume(w.label)
+		w.log.Error().Err(hold).Msg("cannot restore the partition's model; partition not served")
+		<-gctx.Done()
 		return
 	}
 	w.log.Info().Int64("offset", w.st.NextOffset).Int("support", w.st.Model.Support()).Msg("partition assigned")
