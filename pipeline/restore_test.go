@@ -10,6 +10,8 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/model"
 )
 
 // refusingRestores is memCheckpoints whose Restore of partition 0 fails
@@ -94,5 +96,67 @@ func TestRestoreNeedingAnOperatorIsNotRetried(t *testing.T) {
 	time.Sleep(2 * time.Second) // four retries' worth at the first pauses
 	if n := store.restores(); n != 1 || cfg.Metrics.Ready() {
 		t.Fatalf("%d restores of partition 0 (ready %v), want one and the partition held", n, cfg.Metrics.Ready())
+	}
+}
+
+// endingRestores ends the restore's context from inside Restore, as a
+// generation ending at that moment does, and finds no checkpoint.
+type endingRestores struct{ end func() }
+
+func (c endingRestores) Restore(context.Context, Partition, int64, string) (*State, error) {
+	c.end()
+	return nil, nil
+}
+
+func (endingRestores) Save(context.Context, Partition, int32, *State) (string, int, error) {
+	return "", 0, nil
+}
+
+func (endingRestores) Committed(context.Context, Partition, string) {}
+
+// TestFailedRestoreLeavesTheKeptModel: a model kept in memory across a
+// rebalance (no checkpoint store) is still there for the next try when
+// the restore fails after taking it (here the generation ends while it
+// asks where the label topic stands). It was lost: the next assignment
+// started a new model.
+func TestFailedRestoreLeavesTheKeptModel(t *testing.T) {
+	b := startBroker(t, "in", "out", "in.dlq", "labels")
+	cfg := testConfig(t, b, "perceptron")
+	cfg.LabelTopic = "labels"
+	ctx, end := context.WithCancel(context.Background())
+	defer end()
+	cfg.Checkpoints = endingRestores{end: end}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	transport, _ := cfg.Conn.Transport()
+	m := &member{cfg: &cfg, client: &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: transport}}
+	p := Partition{Topic: "in", ID: 0}
+	mod, err := model.New(cfg.ModelConfig(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The group's committed offset, where the kept model stands.
+	g, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{ID: "g", Brokers: []string{b.Addr()}, Topics: []string{"in"},
+		HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 3 * time.Second, RebalanceTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := g.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.commit(context.Background(), gen, p, 5, "", "", -1); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	kept := &State{Model: mod, NextOffset: 5}
+	m.retain(p, kept)
+	w := &worker{m: m, part: p, log: cfg.Log}
+	if err := w.restore(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("restore: %v, want the generation's end", err)
+	}
+	if got := m.retained(p); got != kept {
+		t.Fatalf("kept model after a failed restore: %p, want %p", got, kept)
 	}
 }

@@ -605,7 +605,7 @@ func (w *worker) until(ctx context.Context, what string, op func(context.Context
 
 // restore finds where the partition stands: the committed offset and its
 // metadata, then the checkpoint it names, else a new model.
-func (w *worker) restore(ctx context.Context) error {
+func (w *worker) restore(ctx context.Context) (rerr error) {
 	cfg := w.m.cfg
 	committed, meta, err := w.m.committed(ctx, w.part)
 	if err != nil {
@@ -633,6 +633,13 @@ func (w *worker) restore(ctx context.Context) error {
 		return fmt.Errorf("restore partition %d: %w", w.part.ID, err)
 	}
 	if kept := w.m.retained(w.part); st == nil && kept != nil && !rewound {
+		// A restore that fails after this is tried again: the kept model
+		// must still be there then.
+		defer func() {
+			if rerr != nil {
+				w.m.retain(w.part, kept)
+			}
+		}()
 		if kept.NextOffset == committed {
 			w.log.Info().Int64("offset", committed).Int("support", kept.Model.Support()).Msg("model kept in memory across the rebalance")
 			st = kept
