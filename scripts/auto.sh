@@ -19,7 +19,7 @@
 # replaces auto's spec (e.g. to add learners to its search). It also
 # replays auto alone at the seeds of $AUTO_SEEDS (default "2 3 4 5 6";
 # empty: none) and counts each seed's segments within 15 %.
-# Usage: scripts/auto.sh [a9a|banana|covtype|covtype-events|w8a|waveform|usps|pendigits|letter|mnist ...]
+# Usage: scripts/auto.sh [a9a|banana|covtype|covtype-events|w8a|waveform|usps|pendigits|letter|mnist|elec2|adult-events|nursery ...]
 #        scripts/auto.sh drift
 #        scripts/auto.sh reuters
 #        scripts/auto.sh table reuters   its tables again from out/auto
@@ -36,7 +36,7 @@ if [ "${1:-}" = table ]; then
   shift
 fi
 sets=("$@")
-[ ${#sets[@]} -gt 0 ] || sets=(a9a banana covtype covtype-events w8a waveform usps pendigits letter mnist)
+[ ${#sets[@]} -gt 0 ] || sets=(a9a banana covtype covtype-events w8a waveform usps pendigits letter mnist elec2 adult-events nursery)
 mkdir -p "$out"
 go build -o bin/streamlearner ./cmd/streamlearner
 sl=bin/streamlearner
@@ -281,6 +281,10 @@ for s in "${sets[@]}"; do
   pendigits) file=$data/pendigits/pendigits.scale; flags=(--classes auto) ;;
   letter) file=$data/letter/letter.libsvm.gz; flags=(--classes auto --limit 5000) ;; # a slice: 26 classes
   mnist) file=$data/mnist/mnist.t.libsvm.gz; flags=(--classes auto --limit 3000) ;; # a slice: 784 features, 10 classes
+  elec2) # a stream in time order, with drift: played in it
+    file=$data/events/elec2.jsonl.gz; flags=(--label-field class --positive UP --key-field id --keep-order) ;;
+  adult-events) file=$data/events/adult.train.jsonl.gz; flags=(--label-field income --positive '>50K' --key-field id) ;;
+  nursery) file=$data/events/nursery.jsonl.gz; flags=(--label-field class --classes auto --key-field id) ;;
   *) echo "unknown data set $s" >&2; exit 2 ;;
   esac
   for k in "${kernels[@]}"; do
