@@ -179,11 +179,15 @@ func call(ctx context.Context, op func(context.Context) error) error {
 
 // mayPass says whether trying again may help: Kafka's temporary errors,
 // and those of the network and the transport (a request that timed out,
-// a connection to a broker that went away).
+// a connection to a broker that went away). UNKNOWN_SERVER_ERROR is one
+// of them: kafka-go's ListOffsets splits a request that asks for both
+// ends of a partition in two, and a part that meets a network error (a
+// broker restarting) comes back as that code for its partitions, not as
+// the network error.
 func mayPass(err error) bool {
 	var ke kafka.Error
 	if errors.As(err, &ke) {
-		return ke.Temporary()
+		return ke.Temporary() || ke == kafka.Unknown
 	}
 	return true
 }
