@@ -8,9 +8,15 @@
 //     come or scaled online (each feature divided by its standard
 //     deviation over the records before, not centred, so that sparse
 //     records stay sparse).
-//   - Every candidate alive predicts, then learns, every record; the
-//     emitted margin is the champion's. A switch takes effect from the
-//     next record.
+//   - Every candidate alive predicts, then learns, every record. The
+//     emitted margin is the candidates' vote (Config.Emit "vote", the
+//     default): each votes its sign with a weight that falls by e^−η
+//     (η = 0.2) at each of its mistakes and is shared at a rate α = 0.01
+//     (Herbster and Warmuth's fixed share), in [−1, 1], the champion's
+//     margin on a tie; a candidate is born with 1 % of the mean weight
+//     (all the first ones with equal weights). With Emit "champion" it is
+//     the champion's margin. A many-class model's classes emit their
+//     champion's (see Group). A switch takes effect from the next record.
 //   - Successive halving: the search starts with Config.Width candidates
 //     spread over the space (every kernel and scaling first, then every
 //     learner), all born at the first record. After Rung labeled records,
@@ -161,7 +167,10 @@ type cand struct {
 
 	f       float64 // this round's margin
 	mistake bool
-	work    uint64 // this round's work
+	// w is its weight in the vote; 0 until its first vote, which gives
+	// it newShare of the mean weight (see weight).
+	w    float64
+	work uint64 // this round's work
 }
 
 // Change is a change of champion: from the labeled record After on, Name's
@@ -413,6 +422,11 @@ func (a *Auto) Round(x sparse.Vector, y int) learners.Outcome {
 		}
 	}
 	out := learners.Outcome{Margin: ch.f, Mistake: ch.mistake, Updated: updated, Work: work}
+	if a.voting() {
+		if v := a.vote(func(c *cand) float64 { return c.f }); v != 0 {
+			out.Margin, out.Mistake = v, y != 0 && float64(y)*v <= 0
+		}
+	}
 	if a.grouped {
 		return out // Settle keeps the books once every class has played
 	}
@@ -434,13 +448,92 @@ func (a *Auto) books(x sparse.Vector) {
 	a.observe(x)
 }
 
-// Predict is the champion's margin; nothing changes.
+// Predict is the margin Round would emit; nothing changes.
 func (a *Auto) Predict(x sparse.Vector) float64 {
-	ch := a.cands[a.champion]
-	if ch.pt.scale {
-		return ch.l.Predict(a.scale(x))
+	xs := a.scale(x)
+	margin := func(c *cand) float64 {
+		if c.pt.scale {
+			return c.l.Predict(xs)
+		}
+		return c.l.Predict(x)
 	}
-	return ch.l.Predict(x)
+	if a.voting() {
+		if v := a.vote(margin); v != 0 {
+			return v
+		}
+	}
+	return margin(a.cands[a.champion])
+}
+
+// The vote's constants (docs/auto.md): measured on the drifting streams
+// and the Reuters shifts, η = 0.1 to 0.3 did about as well, 0.7 and 1.5
+// (a vote that follows the last few mistakes) worse, as did α = 0.05
+// (too much weight kept by the losers) and 0.001 (too slow a switch).
+const (
+	voteEta  = 0.2  // a mistake multiplies a weight by e^−η
+	voteMix  = 0.01 // α: the share of the total weight spread evenly at each labeled round
+	newShare = 0.01 // a newborn's weight, as a share of the mean weight of the others
+)
+
+// voting reports whether the emitted margin is the vote.
+func (a *Auto) voting() bool { return a.cfg.Emit == "vote" && !a.grouped }
+
+// weights are the candidates' weights in the vote, in a.cands's order;
+// a newborn's is newShare of the others' mean (1 when none has one), so
+// that an untrained explorer has little say until the others err.
+func (a *Auto) weights() []float64 {
+	ws := make([]float64, len(a.cands))
+	sum, n := 0.0, 0
+	for _, c := range a.cands {
+		if c.w > 0 {
+			sum += c.w
+			n++
+		}
+	}
+	for i, c := range a.cands {
+		switch {
+		case c.w > 0:
+			ws[i] = c.w
+		case n == 0:
+			ws[i] = 1
+		default:
+			ws[i] = newShare * sum / float64(n)
+		}
+	}
+	return ws
+}
+
+// vote is the candidates' weighted vote on the margins f gives, in
+// [−1, 1]: 0 on a tie (or with no finite margin), which the champion
+// breaks.
+func (a *Auto) vote(f func(*cand) float64) float64 {
+	v, sum := 0.0, 0.0
+	for i, w := range a.weights() {
+		sum += w
+		switch m := f(a.cands[i]); {
+		case m > 0:
+			v += w
+		case m < 0:
+			v -= w
+		}
+	}
+	return v / sum
+}
+
+// reweigh updates the weights on a labeled round's mistakes: ×e^−η for
+// each candidate that erred, then the fixed share, normalised to sum 1.
+func (a *Auto) reweigh() {
+	ws := a.weights()
+	sum := 0.0
+	for i, c := range a.cands {
+		if c.mistake {
+			ws[i] *= math.Exp(-voteEta)
+		}
+		sum += ws[i]
+	}
+	for i, c := range a.cands {
+		c.w = ((1-voteMix)*ws[i] + voteMix*sum/float64(len(ws))) / sum
+	}
 }
 
 // scale is x scaled by the statistics of the rounds before: each feature
@@ -491,6 +584,9 @@ func (a *Auto) observe(x sparse.Vector) {
 // score counts this labeled round's mistakes and plays the search's rules.
 func (a *Auto) score() {
 	ch := a.cands[a.champion]
+	if a.voting() {
+		a.reweigh()
+	}
 	for _, c := range a.cands {
 		if c.mistake {
 			c.total++
@@ -938,14 +1034,27 @@ type Status struct {
 	// Work is its learners.Outcome.Work per labeled record since its
 	// birth: what Config.Cost compares.
 	Work float64 `json:"work"`
+	// Vote is its share of the vote (0 when the champion alone emits).
+	Vote float64 `json:"vote"`
 }
 
 // Candidates are the candidates alive, in birth order.
 func (a *Auto) Candidates() []Status {
 	out := make([]Status, len(a.cands))
+	var ws []float64
+	total := 0.0
+	if a.voting() {
+		ws = a.weights()
+		for _, w := range ws {
+			total += w
+		}
+	}
 	for i, c := range a.cands {
+		if ws != nil {
+			out[i].Vote = ws[i] / total
+		}
 		n := a.labeled - c.born
-		out[i] = Status{Name: c.name, Born: c.born, Mistakes: c.total, Champion: i == a.champion, Support: c.l.Size()}
+		out[i] = Status{Name: c.name, Born: c.born, Mistakes: c.total, Champion: i == a.champion, Support: c.l.Size(), Vote: out[i].Vote}
 		if n > 0 {
 			out[i].Rate = float64(c.total) / float64(n)
 			out[i].Work = float64(c.spent) / float64(n)
@@ -971,16 +1080,16 @@ func round3(v float64) float64 {
 }
 
 // WriteCandidates prints candidates, one a line: the champion marked *,
-// the mistake rate since its birth, its work a labeled record, the
-// labeled record it was born at and its name.
+// the mistake rate since its birth, its work a labeled record, its share
+// of the vote, the labeled record it was born at and its name.
 func WriteCandidates(w io.Writer, cs []Status) {
-	fmt.Fprintln(w, "candidates (mistakes and work a record since their birth; * the champion):")
+	fmt.Fprintln(w, "candidates (mistakes and work a record since their birth, share of the vote; * the champion):")
 	for _, c := range cs {
 		mark := " "
 		if c.Champion {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "  %s %6.2f %%  %9s  from %d  %s\n", mark, 100*c.Rate, fmtWork(c.Work), c.Born, c.Name)
+		fmt.Fprintf(w, "  %s %6.2f %%  %9s  %5.1f %%  from %d  %s\n", mark, 100*c.Rate, fmtWork(c.Work), 100*c.Vote, c.Born, c.Name)
 	}
 }
 

@@ -249,7 +249,7 @@ func TestSpecIsCanonical(t *testing.T) {
 	if a.Spec() != b.Spec() {
 		t.Fatalf("%s reads back as %s", a.Spec(), b.Spec())
 	}
-	for _, bad := range []string{"auto:budget=0..4", "auto:learners=nope", "auto:learners=auto", "auto:scale=maybe", "auto:width=2,keep=3", "auto:gamma=-1", "auto:foo=1", "auto:memory=1x"} {
+	for _, bad := range []string{"auto:budget=0..4", "auto:learners=nope", "auto:learners=auto", "auto:scale=maybe", "auto:width=2,keep=3", "auto:gamma=-1", "auto:foo=1", "auto:memory=1x", "auto:emit=maybe"} {
 		if _, err := learners.New(bad, learners.Kernel{Kind: learners.Linear}, 1); err == nil {
 			t.Errorf("%s: no error", bad)
 		}

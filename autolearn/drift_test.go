@@ -92,13 +92,14 @@ func TestRestoreAfterAReopening(t *testing.T) {
 }
 
 // States of versions 1 (before the drift detector), 2 (before the work
-// counters) and 3 (before candidates grown from the champion) decode:
-// version 1 with no reopening yet and a fresh detector, 1 and 2 with no
-// work counted yet, none with a grown candidate; each continues and
-// encodes as the current version.
+// counters), 3 (before candidates grown from the champion) and 4 (before
+// the vote) decode: version 1 with no reopening yet and a fresh detector,
+// 1 and 2 with no work counted yet, 1 to 3 with no grown candidate, all
+// with every candidate a newborn of the vote; each continues and encodes
+// as the current version.
 func TestOlderStatesDecode(t *testing.T) {
 	xs, ys := flipped(3000, 2000, 5)
-	for _, v := range []uint64{1, 2, 3} {
+	for _, v := range []uint64{1, 2, 3, 4} {
 		a := build(t, quick, 1)
 		play(a, xs, ys, 0, 1000)
 		old, err := a.appendVersion(nil, v)
@@ -117,8 +118,11 @@ func TestOlderStatesDecode(t *testing.T) {
 			if v < 3 && (c.spent != 0 || c.rungWork != 0 || c.mineWork != 0 || c.champWork != 0) {
 				t.Fatalf("version %d: candidate %d has work counted: %+v", v, i, *c)
 			}
-			if v == 3 && c.spent != a.cands[i].spent || c.parent != 0 {
+			if v >= 3 && c.spent != a.cands[i].spent || v <= 3 && c.parent != 0 || v == 4 && c.parent != a.cands[i].parent {
 				t.Fatalf("version %d: candidate %d: work %d (want %d), parent %d", v, i, c.spent, a.cands[i].spent, c.parent)
+			}
+			if c.w != 0 || a.cands[i].w == 0 {
+				t.Fatalf("version %d: candidate %d: vote weight %v decoded, %v encoded (want a newborn's)", v, i, c.w, a.cands[i].w)
 			}
 			if a.cands[i].spent == 0 {
 				t.Fatalf("candidate %d counted no work in 1,000 records", i)

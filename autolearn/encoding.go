@@ -17,18 +17,20 @@ import (
 //	magic "SLAU" | version (uvarint) | spec (string) | kernel given (string)
 //	| seed | generator (bytes) | counters | scaler | history | losers
 //	| candidates: count, then each its number, point, counters, work
-//	  counters, parent and learner state (bytes, learners.Unmarshal's)
+//	  counters, parent, vote weight and learner state (bytes,
+//	  learners.Unmarshal's)
 //	| reopens | drift detector (bytes, drift.Marshal's; empty: none)
 //
 // Version 1 ended with the candidates: it decodes with no reopening yet
 // and a fresh detector. Versions 1 and 2 had no work counters: they
 // decode with none spent yet. Versions 1 to 3 had no parents: no
-// candidate was grown from another.
+// candidate was grown from another. Versions 1 to 4 had no vote weights:
+// every candidate decodes as a newborn of the vote (equal weights).
 // Integers are uvarints, floats their 8 bytes little-endian, strings and
 // byte sections a uvarint length and the bytes.
 const (
 	magic   = "SLAU"
-	version = 4
+	version = 5
 )
 
 // errCorrupt is wrapped by every error of malformed state.
@@ -174,6 +176,9 @@ func (a *Auto) appendVersion(b []byte, v uint64) ([]byte, error) {
 		if v >= 4 {
 			e.u(c.parent)
 		}
+		if v >= 5 {
+			e.f(c.w)
+		}
 		if ap, ok := c.l.(encoding.BinaryAppender); ok {
 			e.b, err = learners.AppendSized(e.b, ap.AppendBinary)
 		} else {
@@ -263,6 +268,11 @@ func Unmarshal(b []byte) (*Auto, error) {
 		}
 		if v >= 4 {
 			c.parent = d.u()
+		}
+		if v >= 5 {
+			if c.w = d.f(); !(c.w >= 0 && c.w <= 1) {
+				d.failf("vote weight %v", c.w)
+			}
 		}
 		state := d.bytes()
 		if d.err != nil {

@@ -25,7 +25,7 @@
 #        scripts/auto.sh table reuters   its tables again from out/auto
 #        scripts/auto.sh table [data sets]   the tables again from out/auto
 # Reads ../shared/datasets (or $DATASETS); writes JSON results to
-# out/auto (or $OUT).
+# out/auto (or $OUT); KEEP_GRID=1 reuses the grid's results found there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/datasets.sh
@@ -303,6 +303,9 @@ for s in "${sets[@]}"; do
   *) echo "unknown data set $s" >&2; exit 2 ;;
   esac
   for k in "${kernels[@]}"; do
+    # KEEP_GRID=1 keeps a grid result already in $OUT (the grid does not
+    # depend on auto, and is most of the time).
+    [ -n "${KEEP_GRID:-}" ] && [ -s "$out/$s-grid-$k.json" ] && continue
     "$sl" eval --data "$file" --kernel "$k" "${grid[@]}" "${flags[@]}" --seed 1 --format json > "$out/$s-grid-$k.json" 2>/dev/null
   done
   "$sl" eval --data "$file" "${flags[@]}" --seed 1 --format json > "$out/$s-auto.json" 2>/dev/null
