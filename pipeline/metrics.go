@@ -181,7 +181,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Each learner's mistake ratio over its last labeled records (the evaluator's window)."}, []string{"partition", "learner"}),
 		LearnerSupport: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_learner_support_vectors", Help: "Each learner's support-set size."}, []string{"partition", "learner"}),
 		Champion: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_champion",
-			Help: "1 for the learner whose predictions the partition emits (the champion among the learner and its challengers)."}, []string{"partition", "learner"}),
+			Help: "1 for the learner whose predictions the partition emits (the champion among the learner and its challengers; with --learner auto, its champion configuration, which leads the vote it emits)."}, []string{"partition", "learner"}),
 		ChampionSwitches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_champion_switches_total", Help: "Times the partition's champion changed."}, part),
 		SearchReopens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_search_reopens_total",
 			Help: "Times an auto learner's search reopened because its mistake rate rose (a drift)."}, part),
