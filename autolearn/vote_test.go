@@ -106,3 +106,27 @@ func TestEmittedMarginIsTheVote(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRound is a record's round after the halving (the champion and
+// two challengers on the rotating hyperplane), emitting the vote or the
+// champion: what the vote adds to a record.
+func BenchmarkRound(b *testing.B) {
+	xs, ys := hyper(b, 20000, 1)
+	for _, e := range []string{"vote", "champion"} {
+		b.Run("emit="+e, func(b *testing.B) {
+			a := build(b, "auto:emit="+e, 1)
+			for i := range 5000 {
+				a.Round(xs[i], ys[i])
+			}
+			if a.Halving() {
+				b.Fatal("still halving after 5,000 records")
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				j := 5000 + i%15000
+				a.Round(xs[j], ys[j])
+			}
+		})
+	}
+}
