@@ -15,8 +15,9 @@
 //     (Herbster and Warmuth's fixed share), in [−1, 1], the champion's
 //     margin on a tie; a candidate is born with 1 % of the mean weight
 //     (all the first ones with equal weights). With Emit "champion" it is
-//     the champion's margin. A many-class model's classes emit their
-//     champion's (see Group). A switch takes effect from the next record.
+//     the champion's margin. A many-class model's classes vote as one
+//     (see Vote): each candidate for the class of its largest margin. A
+//     switch takes effect from the next record.
 //   - Successive halving: the search starts with Config.Width candidates
 //     spread over the space (every kernel and scaling first, then every
 //     learner), all born at the first record. After Rung labeled records,
@@ -475,7 +476,9 @@ const (
 	newShare = 0.01 // a newborn's weight, as a share of the mean weight of the others
 )
 
-// voting reports whether the emitted margin is the vote.
+// voting reports whether Round's margin is the binary vote (a group's
+// classes emit their champion's margins, which the model replaces with
+// the group's vote over the classes, Vote).
 func (a *Auto) voting() bool { return a.cfg.Emit == "vote" && !a.grouped }
 
 // weights are the candidates' weights in the vote, in a.cands's order;
@@ -584,8 +587,8 @@ func (a *Auto) observe(x sparse.Vector) {
 // score counts this labeled round's mistakes and plays the search's rules.
 func (a *Auto) score() {
 	ch := a.cands[a.champion]
-	if a.voting() {
-		a.reweigh()
+	if a.cfg.Emit == "vote" {
+		a.reweigh() // a group's lead keeps the weights of its many-class vote (Vote)
 	}
 	for _, c := range a.cands {
 		if c.mistake {
@@ -1043,7 +1046,7 @@ func (a *Auto) Candidates() []Status {
 	out := make([]Status, len(a.cands))
 	var ws []float64
 	total := 0.0
-	if a.voting() {
+	if a.cfg.Emit == "vote" {
 		ws = a.weights()
 		for _, w := range ws {
 			total += w

@@ -87,14 +87,15 @@ type Config struct {
 	// rules). Without it a shift is met by duels alone, and a challenger
 	// needs 1.5·Window records to win one.
 	Drift string
-	// Emit is what a binary model emits: "vote" (default), the
+	// Emit is what the search emits: "vote" (default), the
 	// candidates' vote weighted by their recent mistakes (see the package
 	// rules), or "champion", the champion's margin. The vote hedges
 	// between candidates where the duels cannot yet tell them apart, and
 	// follows a shift within tens of records: on the Reuters shifts it
 	// was within 15 % of the best of 40 fixed learners in 52.5 of 60
 	// segments (mean over six seeds), the champion in 39.8 (docs/auto.md).
-	// A many-class model emits its champion's margins either way.
+	// In a many-class model each candidate votes for the class of its
+	// largest margin (see Vote).
 	Emit string
 }
 

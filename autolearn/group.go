@@ -127,9 +127,76 @@ func (a *Auto) follow() error {
 	for i, lc := range l.cands {
 		c := a.cands[i]
 		c.born, c.total, c.rung, c.from, c.mine, c.champ = lc.born, lc.total, lc.rung, lc.from, lc.mine, lc.champ
+		c.w = lc.w
 	}
 	a.champion, a.nextID, a.labeled, a.halving = l.champion, l.nextID, l.labeled, l.halving
 	a.rungEnd, a.rungLen, a.switches, a.history, a.losers = l.rungEnd, l.rungLen, l.switches, l.history, l.losers
 	a.reopens = l.reopens
 	return nil
+}
+
+// Vote makes margins, the classes' emitted margins (class order, the
+// first len(margins) classes of ls), the candidates' vote when ls is a
+// group that votes (Config.Emit): each candidate votes, with its weight,
+// for the class of its largest margin, and a class's margin is the share
+// of the weight that voted for it. played says whether ls have just
+// played x (Round), so that each candidate's margins are this round's;
+// otherwise they are asked (Predict). On a tie for the most votes, or
+// when ls is not a voting group, margins stay the champion's. It
+// reports whether it changed them.
+func Vote(ls []learners.Learner, x sparse.Vector, played bool, margins []float64) bool {
+	as := autos(ls)
+	if len(as) == 0 || !as[0].grouped || as[0].cfg.Emit != "vote" || len(margins) == 0 || len(margins) > len(as) {
+		return false
+	}
+	lead := as[0]
+	ws := lead.weights()
+	best := make([]int, len(ws))
+	bestF := make([]float64, len(ws))
+	for j := range best {
+		best[j], bestF[j] = -1, math.Inf(-1)
+	}
+	for k, a := range as[:len(margins)] {
+		xs := x
+		if !played {
+			xs = a.scale(x)
+		}
+		for j, c := range a.cands {
+			f := c.f
+			if !played {
+				in := x
+				if c.pt.scale {
+					in = xs
+				}
+				f = c.l.Predict(in)
+			}
+			if f > bestF[j] {
+				best[j], bestF[j] = k, f
+			}
+		}
+	}
+	votes := make([]float64, len(margins))
+	sum := 0.0
+	for j, w := range ws {
+		sum += w
+		if best[j] >= 0 {
+			votes[best[j]] += w
+		}
+	}
+	top, ties := 0, 0
+	for k, v := range votes {
+		switch {
+		case v > votes[top]:
+			top, ties = k, 0
+		case v == votes[top] && k != top:
+			ties++
+		}
+	}
+	if ties > 0 || votes[top] == 0 {
+		return false
+	}
+	for k, v := range votes {
+		margins[k] = v / sum
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package autolearn
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/sparse"
@@ -129,4 +130,69 @@ func BenchmarkRound(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A group's vote over the classes is the same asked before the round
+// (Predict, as a model predicts a record it learns later) as after it
+// (Round); each class's margin is a share of the vote.
+func TestGroupVoteAskedOrPlayed(t *testing.T) {
+	const k = 4
+	xs, ys := blobs(1500, k, 3)
+	ls := classes(t, quick, k)
+	votes := 0
+	for i := range xs {
+		asked, played := make([]float64, k), make([]float64, k)
+		for c, l := range ls {
+			asked[c] = l.Predict(xs[i])
+		}
+		va := Vote(ls, xs[i], false, asked)
+		for c, l := range ls {
+			y := -1
+			if c == ys[i] {
+				y = 1
+			}
+			played[c] = l.Round(xs[i], y).Margin
+		}
+		vp := Vote(ls, xs[i], true, played)
+		if va != vp || !slices.Equal(asked, played) {
+			t.Fatalf("record %d: asked %v (%v), played %v (%v)", i, asked, va, played, vp)
+		}
+		if vp {
+			votes++
+			sum := 0.0
+			for _, f := range played {
+				sum += f
+			}
+			if math.Abs(sum-1) > 1e-9 {
+				t.Fatalf("record %d: the shares %v sum to %v", i, played, sum)
+			}
+		}
+		if err := Settle(ls, k, xs[i], ys[i]); err != nil {
+			t.Fatal(err)
+		}
+		share := func(s Status) float64 { return s.Vote }
+		for c, l := range ls[1:] {
+			got, want := l.(*Auto).Candidates(), ls[0].(*Auto).Candidates()
+			if len(got) != len(want) || !slices.Equal(mapf(got, share), mapf(want, share)) {
+				t.Fatalf("record %d: class %d's shares of the vote %v, the lead's %v", i, c+1, mapf(got, share), mapf(want, share))
+			}
+		}
+	}
+	if votes < len(xs)/2 {
+		t.Fatalf("the group voted on %d of %d records", votes, len(xs))
+	}
+	// emit=champion: the champion's margins stay.
+	ls = classes(t, quick+",emit=champion", k)
+	m := []float64{0.5, -1, -2, -3}
+	if Vote(ls, xs[0], false, m) || m[0] != 0.5 {
+		t.Fatalf("emit=champion voted: %v", m)
+	}
+}
+
+func mapf[T, U any](s []T, f func(T) U) []U {
+	out := make([]U, len(s))
+	for i, v := range s {
+		out[i] = f(v)
+	}
+	return out
 }
