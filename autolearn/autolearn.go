@@ -169,7 +169,7 @@ type cand struct {
 	f       float64 // this round's margin
 	mistake bool
 	// w is its weight in the vote; 0 until its first vote, which gives
-	// it newShare of the mean weight (see weight).
+	// it newShare of the mean weight (see weights).
 	w    float64
 	work uint64 // this round's work
 }
@@ -451,12 +451,16 @@ func (a *Auto) books(x sparse.Vector) {
 
 // Predict is the margin Round would emit; nothing changes.
 func (a *Auto) Predict(x sparse.Vector) float64 {
-	xs := a.scale(x)
+	var xs *sparse.Vector // scaled once, if a candidate asked wants it
 	margin := func(c *cand) float64 {
-		if c.pt.scale {
-			return c.l.Predict(xs)
+		if !c.pt.scale {
+			return c.l.Predict(x)
 		}
-		return c.l.Predict(x)
+		if xs == nil {
+			s := a.scale(x)
+			xs = &s
+		}
+		return c.l.Predict(*xs)
 	}
 	if a.voting() {
 		if v := a.vote(margin); v != 0 {
@@ -1053,11 +1057,12 @@ func (a *Auto) Candidates() []Status {
 		}
 	}
 	for i, c := range a.cands {
+		share := 0.0
 		if ws != nil {
-			out[i].Vote = ws[i] / total
+			share = ws[i] / total
 		}
 		n := a.labeled - c.born
-		out[i] = Status{Name: c.name, Born: c.born, Mistakes: c.total, Champion: i == a.champion, Support: c.l.Size(), Vote: out[i].Vote}
+		out[i] = Status{Name: c.name, Born: c.born, Mistakes: c.total, Champion: i == a.champion, Support: c.l.Size(), Vote: share}
 		if n > 0 {
 			out[i].Rate = float64(c.total) / float64(n)
 			out[i].Work = float64(c.spent) / float64(n)

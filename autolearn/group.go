@@ -71,14 +71,8 @@ func Settle(ls []learners.Learner, known int, x sparse.Vector, y int) error {
 	if y < 0 {
 		return nil
 	}
-	for j, c := range lead.cands {
-		best, bestF := -1, math.Inf(-1)
-		for k, a := range as[:min(known, len(as))] {
-			if f := a.cands[j].f; f > bestF {
-				best, bestF = k, f
-			}
-		}
-		c.mistake = best != y
+	for j, k := range choices(as[:min(known, len(as))], len(lead.cands), func(a *Auto, c *cand) float64 { return c.f }) {
+		lead.cands[j].mistake = k != y
 	}
 	lead.labeled++
 	lead.score()
@@ -149,38 +143,29 @@ func Vote(ls []learners.Learner, x sparse.Vector, played bool, margins []float64
 	if len(as) == 0 || !as[0].grouped || as[0].cfg.Emit != "vote" || len(margins) == 0 || len(margins) > len(as) {
 		return false
 	}
-	lead := as[0]
-	ws := lead.weights()
-	best := make([]int, len(ws))
-	bestF := make([]float64, len(ws))
-	for j := range best {
-		best[j], bestF[j] = -1, math.Inf(-1)
-	}
-	for k, a := range as[:len(margins)] {
-		xs := x
-		if !played {
-			xs = a.scale(x)
+	as = as[:len(margins)]
+	margin := func(a *Auto, c *cand) float64 { return c.f }
+	if !played {
+		// Each class scales into storage of its own (scale), so the
+		// scaled records of all the classes can be held at once.
+		scaled := make(map[*Auto]sparse.Vector, len(as))
+		for _, a := range as {
+			scaled[a] = a.scale(x)
 		}
-		for j, c := range a.cands {
-			f := c.f
-			if !played {
-				in := x
-				if c.pt.scale {
-					in = xs
-				}
-				f = c.l.Predict(in)
+		margin = func(a *Auto, c *cand) float64 {
+			if c.pt.scale {
+				return c.l.Predict(scaled[a])
 			}
-			if f > bestF[j] {
-				best[j], bestF[j] = k, f
-			}
+			return c.l.Predict(x)
 		}
 	}
 	votes := make([]float64, len(margins))
 	sum := 0.0
-	for j, w := range ws {
-		sum += w
-		if best[j] >= 0 {
-			votes[best[j]] += w
+	ws := as[0].weights()
+	for j, k := range choices(as, len(ws), margin) {
+		sum += ws[j]
+		if k >= 0 {
+			votes[k] += ws[j]
 		}
 	}
 	top, ties := 0, 0
@@ -199,4 +184,24 @@ func Vote(ls []learners.Learner, x sparse.Vector, played bool, margins []float64
 		margins[k] = v / sum
 	}
 	return true
+}
+
+// choices is each candidate's class in a group's many-class prediction:
+// the class (index in as) whose learner gave it the largest margin, as
+// margin reads it, for each of the n candidates; −1 when none is larger
+// than −∞ (no class known yet, or no finite margin).
+func choices(as []*Auto, n int, margin func(a *Auto, c *cand) float64) []int {
+	best := make([]int, n)
+	bestF := make([]float64, len(best))
+	for j := range best {
+		best[j], bestF[j] = -1, math.Inf(-1)
+	}
+	for k, a := range as {
+		for j, c := range a.cands {
+			if f := margin(a, c); f > bestF[j] {
+				best[j], bestF[j] = k, f
+			}
+		}
+	}
+	return best
 }

@@ -839,18 +839,13 @@ func (c *candidate) play(x sparse.Vector, y int, multi, learn bool) error {
 		} else {
 			c.margin[k] = l.Predict(x)
 		}
-		if c.pred < 0 || c.margin[k] > c.f {
-			c.pred, c.f = k, c.margin[k]
-		}
 	}
 	// An auto group that votes emits its candidates' vote over the
 	// classes (docs/auto.md).
-	if autolearn.Vote(c.ls, x, learn, c.margin[:len(c.ls)]) {
-		c.pred, c.f = -1, 0
-		for k, f := range c.margin[:len(c.ls)] {
-			if c.pred < 0 || f > c.f {
-				c.pred, c.f = k, f
-			}
+	autolearn.Vote(c.ls, x, learn, c.margin[:len(c.ls)])
+	for k, f := range c.margin[:len(c.ls)] {
+		if c.pred < 0 || f > c.f {
+			c.pred, c.f = k, f
 		}
 	}
 	return nil
