@@ -3,7 +3,7 @@ GO        ?= go
 BIN       := bin/streamlearner
 PKGS      := ./...
 # Packages that start goroutines run again under the race detector.
-RACE_PKGS := ./offline/... ./cmd/... ./pipeline/... ./feed/... ./fetch/...
+RACE_PKGS := ./internal/offline/... ./cmd/... ./pipeline/... ./internal/feed/... ./internal/kafka/fetch/...
 # The version streamlearner --version and streamlearner_build_info report.
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION  ?= $(shell git rev-parse HEAD 2>/dev/null)
@@ -35,7 +35,7 @@ test: lint
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(PKGS)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -race -short $(RACE_PKGS)
 # purego: the scalar path of CPUs without AVX-512, against the same tests.
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags purego ./learners/ ./offline/
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags purego ./learners/ ./internal/offline/
 	$(MAKE) fuzz
 
 lint:
@@ -51,15 +51,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./learners/
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendPrediction$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./codec/
 	$(GO) test -run '^$$' -fuzz '^FuzzEventDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./codec/
-	$(GO) test -run '^$$' -fuzz '^FuzzModelUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./model/
-	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./pending/
-	$(GO) test -run '^$$' -fuzz '^FuzzAvroFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./dataset/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./fetch/
+	$(GO) test -run '^$$' -fuzz '^FuzzModelUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/model/
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/pending/
+	$(GO) test -run '^$$' -fuzz '^FuzzAvroFile$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./codec/dataset/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecoder$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMIN) ./internal/kafka/fetch/
 
 ## bench: every speed and memory target beside its measured value and ratio (scripts/bench.sh; raw outputs in out/bench; COUNT, E2E_RUNS, RSS_RECORDS=0 to skip the 10M-record memory run), then the other benchmarks.
 bench:
 	scripts/bench.sh
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./offline/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/offline/
 	$(GO) test -run '^$$' -bench EndToEnd -benchtime 3x ./pipeline/
 	$(GO) test -run '^$$' -bench Snapshot -benchtime 5x ./checkpoint/
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/codec/dataset"
 	"github.com/streamlearner/streamlearner/learners"
 )
 

@@ -19,11 +19,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/learners/prequential"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 	"github.com/streamlearner/streamlearner/pipeline"
-	"github.com/streamlearner/streamlearner/prequential"
-	"github.com/streamlearner/streamlearner/sparse"
 )
 
 func testSnapshot(t *testing.T) *Snapshot {

@@ -11,10 +11,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/learners/prequential"
 	"github.com/streamlearner/streamlearner/pipeline"
-	"github.com/streamlearner/streamlearner/prequential"
 )
 
 // Protocol is the pipeline's Checkpointer backed by a Store.

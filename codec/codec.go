@@ -9,7 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // Default limits, used for the zero fields of a Limits.

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 func isSep(c byte) bool { return c == ' ' || c == '\t' }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // BenchmarkRoundFullBudget measures one predict-then-learn round of each

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // The encoded state of a learner:

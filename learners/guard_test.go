@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // A record whose values overflow a kernel (the kernel with itself, or the

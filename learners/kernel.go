@@ -5,7 +5,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // KernelKind names a kernel family.

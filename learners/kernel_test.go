@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 func TestKernelsMatchTheirFormulas(t *testing.T) {

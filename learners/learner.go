@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // Learner is an online binary classifier whose model is a kernel expansion

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 func TestBudgetNeverExceeded(t *testing.T) {

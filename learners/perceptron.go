@@ -1,6 +1,6 @@
 package learners
 
-import "github.com/streamlearner/streamlearner/rng"
+import "github.com/streamlearner/streamlearner/learners/rng"
 
 // The kernel Perceptron and the budget variants that differ from it only in
 // what happens when the active set is full: Stoptron stops learning, RBP

@@ -4,9 +4,9 @@ import (
 	"math"
 	"testing"
 
-	"github.com/streamlearner/streamlearner/rng"
+	"github.com/streamlearner/streamlearner/learners/rng"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // ref is a deliberately naive implementation of each algorithm, written

@@ -1,6 +1,6 @@
 package learners
 
-import "github.com/streamlearner/streamlearner/rng"
+import "github.com/streamlearner/streamlearner/learners/rng"
 
 // newRNG returns a learner's own generator. Its state is part of the
 // learner's encoded state, so a restored learner draws the same numbers as

@@ -3,7 +3,7 @@ package learners
 import (
 	"math"
 
-	"github.com/streamlearner/streamlearner/rng"
+	"github.com/streamlearner/streamlearner/learners/rng"
 )
 
 // The kernel Second-Order Perceptron (Cesa-Bianchi, Conconi, Gentile 2005)

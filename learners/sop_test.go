@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/streamlearner/streamlearner/rng"
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/rng"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 func init() {

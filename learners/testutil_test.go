@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // stream is a reproducible noisy non-linear problem: sparse points in 12

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/streamlearner/streamlearner/rng"
+	"github.com/streamlearner/streamlearner/learners/rng"
 )
 
 // The Tighter Perceptron of Weston, Bordes and Bottou (AISTATS 2005) as

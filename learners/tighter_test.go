@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/streamlearner/streamlearner/rng"
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/rng"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 func init() {

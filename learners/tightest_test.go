@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 func init() {

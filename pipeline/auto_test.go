@@ -10,10 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/embedded"
-	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/rng"
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/model"
+	"github.com/streamlearner/streamlearner/learners/rng"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // With an auto learner the service emits what the model offline emits,

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/streamlearner/streamlearner/benchrun"
+	"github.com/streamlearner/streamlearner/internal/dev/benchrun"
 	"github.com/streamlearner/streamlearner/learners"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/internal/model"
 )
 
 // Partition names one input partition.

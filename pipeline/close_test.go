@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/streamlearner/streamlearner/kafkaconn/kafkaconntest"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn/kafkaconntest"
 )
 
 // Run closes the connections it opened when it returns. They used to

@@ -10,14 +10,14 @@ import (
 	"github.com/segmentio/kafka-go/compress"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/features"
-	"github.com/streamlearner/streamlearner/feed"
-	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/codec/features"
+	"github.com/streamlearner/streamlearner/codec/schemareg"
+	"github.com/streamlearner/streamlearner/internal/feed"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
+	"github.com/streamlearner/streamlearner/internal/model"
+	"github.com/streamlearner/streamlearner/internal/pending"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/pending"
-	"github.com/streamlearner/streamlearner/schemareg"
-	"github.com/streamlearner/streamlearner/selection"
+	"github.com/streamlearner/streamlearner/learners/selection"
 )
 
 // Config configures one group member. Fields document their defaults;

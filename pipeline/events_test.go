@@ -10,8 +10,8 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/features"
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/codec/features"
+	"github.com/streamlearner/streamlearner/internal/model"
 )
 
 // Named-field events as producers write them — Covertype rows with a

@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/embedded"
-	"github.com/streamlearner/streamlearner/fetch"
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
+	"github.com/streamlearner/streamlearner/internal/model"
 )
 
 // The fault suite: a broker that misbehaves as Kafka brokers do (kfake's

@@ -18,7 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/fetch"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 )
 
 // A fetch the broker answers with an error (here a corrupt batch, as the

@@ -34,7 +34,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/protocol"
 
-	"github.com/streamlearner/streamlearner/fetch"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 )
 
 type member struct {

@@ -15,7 +15,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/schemareg"
+	"github.com/streamlearner/streamlearner/codec/schemareg"
 )
 
 // registryStub is a Schema Registry that answers GET /schemas/ids/ID with

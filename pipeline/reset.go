@@ -7,7 +7,7 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
-	"github.com/streamlearner/streamlearner/feed"
+	"github.com/streamlearner/streamlearner/internal/feed"
 )
 
 // A committed offset's metadata names the partition's snapshot and, once

@@ -11,7 +11,7 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/internal/model"
 )
 
 // refusingRestores is memCheckpoints whose Restore of partition 0 fails

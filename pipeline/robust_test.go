@@ -18,9 +18,9 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 func toPartition(p int) kafka.Balancer {

@@ -10,12 +10,12 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/dataset"
-	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/codec/dataset"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/model"
+	"github.com/streamlearner/streamlearner/internal/replay"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/replay"
-	"github.com/streamlearner/streamlearner/selection"
+	"github.com/streamlearner/streamlearner/learners/selection"
 )
 
 // With challengers the service emits the champion's predictions, names

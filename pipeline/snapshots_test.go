@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/streamlearner/streamlearner/embedded"
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/model"
 )
 
 // TestCommitsNameAnEarlierSnapshot: with snapshots rarer than commits

@@ -15,8 +15,8 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/fetch"
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
+	"github.com/streamlearner/streamlearner/internal/model"
 )
 
 // memCheckpoints keeps snapshots in memory, for the pipeline's own tests

@@ -17,9 +17,9 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/fetch"
-	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/pending"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
+	"github.com/streamlearner/streamlearner/internal/model"
+	"github.com/streamlearner/streamlearner/internal/pending"
 )
 
 // errFenced means the group moved on: this member no longer owns the

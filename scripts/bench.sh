@@ -25,9 +25,9 @@ step() { # file, command...
 # and B=500.
 peer='rbp:budget=100|forgetron:budget=100|projectron:eta=0,max=100|projectron\+\+:eta=0,max=100,u=1.16952'
 b500='rbp:budget=500|forgetron:budget=500|projectron:eta=0,max=500|projectron\+\+:eta=0,max=500,u=2.24431'
-step offline.txt go test -run '^$' -bench "A9APass/(perceptron|$peer|$b500)\$" -benchtime 3x -count "$count" ./offline/
+step offline.txt go test -run '^$' -bench "A9APass/(perceptron|$peer|$b500)\$" -benchtime 3x -count "$count" ./internal/offline/
 step dense.txt go test -run '^$' -bench 'KernelRowDense|DotDense|MulInverse' -count "$count" ./learners/
-step load.txt go test -run '^$' -bench 'LoadA9A' -count "$count" ./dataset/
+step load.txt go test -run '^$' -bench 'LoadA9A' -count "$count" ./codec/dataset/
 step rounds.txt go test -run '^$' -bench 'RoundFullBudget' -benchmem ./learners/
 step codec.txt go test -run '^$' -bench 'AppendPrediction' -benchmem ./codec/
 # Whole processes, as the peer was timed: start-up, gunzip, parsing, one

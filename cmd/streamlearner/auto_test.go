@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/streamlearner/streamlearner/autolearn"
 	"github.com/streamlearner/streamlearner/checkpoint"
-	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/codec/dataset"
+	"github.com/streamlearner/streamlearner/internal/model"
+	"github.com/streamlearner/streamlearner/internal/offline"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/offline"
+	"github.com/streamlearner/streamlearner/learners/autolearn"
 )
 
 // TestEvalDefaultsToAuto: eval without --learner searches ("auto") and

@@ -17,10 +17,10 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
-	"github.com/streamlearner/streamlearner/benchrun"
+	"github.com/streamlearner/streamlearner/internal/dev/benchrun"
+	"github.com/streamlearner/streamlearner/internal/progress"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/pipeline"
-	"github.com/streamlearner/streamlearner/progress"
 )
 
 // The service's targets (issue 17): learning keeps at least

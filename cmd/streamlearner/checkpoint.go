@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/streamlearner/streamlearner/checkpoint"
-	"github.com/streamlearner/streamlearner/feed"
+	"github.com/streamlearner/streamlearner/internal/feed"
+	"github.com/streamlearner/streamlearner/internal/model"
+	"github.com/streamlearner/streamlearner/internal/offline"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/offline"
 )
 
 type checkpointCmd struct {

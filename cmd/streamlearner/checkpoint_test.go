@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/streamlearner/streamlearner/checkpoint"
-	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/sparse"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // TestCheckpointCommandsReadATopicStore: list and inspect read the

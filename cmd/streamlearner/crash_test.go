@@ -21,9 +21,9 @@ import (
 
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/fetch"
-	"github.com/streamlearner/streamlearner/internal/kafkatest"
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkatest"
+	"github.com/streamlearner/streamlearner/internal/model"
 )
 
 // TestCrashRecovery is the service's recovery contract, proven by killing

@@ -17,14 +17,14 @@ import (
 
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/embedded"
-	"github.com/streamlearner/streamlearner/feed"
-	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/dev/synth"
+	"github.com/streamlearner/streamlearner/internal/feed"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
+	"github.com/streamlearner/streamlearner/internal/replay"
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/learners/prequential"
 	"github.com/streamlearner/streamlearner/pipeline"
-	"github.com/streamlearner/streamlearner/prequential"
-	"github.com/streamlearner/streamlearner/replay"
-	"github.com/streamlearner/streamlearner/synth"
 )
 
 type demoCmd struct {

@@ -18,11 +18,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/codec/dataset"
+	"github.com/streamlearner/streamlearner/internal/model"
+	"github.com/streamlearner/streamlearner/internal/offline"
+	"github.com/streamlearner/streamlearner/internal/progress"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/offline"
-	"github.com/streamlearner/streamlearner/progress"
 )
 
 type evalCmd struct {

@@ -7,9 +7,9 @@ import (
 	"os"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/dataset"
-	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/offline"
+	"github.com/streamlearner/streamlearner/codec/dataset"
+	"github.com/streamlearner/streamlearner/internal/model"
+	"github.com/streamlearner/streamlearner/internal/offline"
 )
 
 // streamBatch is how many events a stream hands a run at a time: enough

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/dataset"
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/codec/dataset"
+	"github.com/streamlearner/streamlearner/internal/model"
 )
 
 // Binary record files in eval: an Avro object container file carries its

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/dataset"
-	"github.com/streamlearner/streamlearner/features"
-	"github.com/streamlearner/streamlearner/kafkaconn"
-	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/schemareg"
-	"github.com/streamlearner/streamlearner/selection"
+	"github.com/streamlearner/streamlearner/codec/dataset"
+	"github.com/streamlearner/streamlearner/codec/features"
+	"github.com/streamlearner/streamlearner/codec/schemareg"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
+	"github.com/streamlearner/streamlearner/internal/model"
+	"github.com/streamlearner/streamlearner/learners/selection"
 )
 
 // fieldFlags say how named-field events are read (shared by the commands

@@ -19,11 +19,11 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/dataset"
-	"github.com/streamlearner/streamlearner/feed"
-	"github.com/streamlearner/streamlearner/progress"
-	"github.com/streamlearner/streamlearner/sparse"
-	"github.com/streamlearner/streamlearner/synth"
+	"github.com/streamlearner/streamlearner/codec/dataset"
+	"github.com/streamlearner/streamlearner/internal/dev/synth"
+	"github.com/streamlearner/streamlearner/internal/feed"
+	"github.com/streamlearner/streamlearner/internal/progress"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 type genCmd struct {

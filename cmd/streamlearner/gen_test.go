@@ -16,10 +16,10 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/dataset"
-	"github.com/streamlearner/streamlearner/embedded"
-	"github.com/streamlearner/streamlearner/internal/kafkatest"
-	"github.com/streamlearner/streamlearner/synth"
+	"github.com/streamlearner/streamlearner/codec/dataset"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/dev/synth"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkatest"
 )
 
 func readSidecar(t *testing.T, path string) synth.ShiftsFile {

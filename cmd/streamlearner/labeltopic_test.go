@@ -15,7 +15,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/model"
+	"github.com/streamlearner/streamlearner/internal/model"
 )
 
 // TestLabelTopicRecovery is the guarantee of labels in a topic of their

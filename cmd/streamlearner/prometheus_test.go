@@ -17,7 +17,7 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
-	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 )
 
 const alertsFile = "../../deploy/prometheus/alerts.yml"

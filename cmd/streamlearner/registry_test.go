@@ -22,9 +22,9 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/internal/kafkatest"
-	"github.com/streamlearner/streamlearner/offline"
-	"github.com/streamlearner/streamlearner/replay"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkatest"
+	"github.com/streamlearner/streamlearner/internal/offline"
+	"github.com/streamlearner/streamlearner/internal/replay"
 )
 
 // adultUnderscored writes the first n Adult events with '_' for '-' in

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/streamlearner/streamlearner/pending"
-	"github.com/streamlearner/streamlearner/progress"
-	"github.com/streamlearner/streamlearner/replay"
+	"github.com/streamlearner/streamlearner/internal/pending"
+	"github.com/streamlearner/streamlearner/internal/progress"
+	"github.com/streamlearner/streamlearner/internal/replay"
 )
 
 type replayCmd struct {

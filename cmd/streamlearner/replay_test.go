@@ -13,13 +13,13 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
-	"github.com/streamlearner/streamlearner/embedded"
-	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
+	"github.com/streamlearner/streamlearner/internal/model"
+	"github.com/streamlearner/streamlearner/internal/offline"
+	"github.com/streamlearner/streamlearner/internal/pending"
+	"github.com/streamlearner/streamlearner/internal/replay"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/model"
-	"github.com/streamlearner/streamlearner/offline"
-	"github.com/streamlearner/streamlearner/pending"
-	"github.com/streamlearner/streamlearner/replay"
 )
 
 func TestGenThenReplayFromHeaders(t *testing.T) {

@@ -18,13 +18,13 @@ import (
 
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/embedded"
-	"github.com/streamlearner/streamlearner/feed"
-	"github.com/streamlearner/streamlearner/kafkaconn"
+	"github.com/streamlearner/streamlearner/codec/schemareg"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/feed"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
+	"github.com/streamlearner/streamlearner/internal/progress"
+	"github.com/streamlearner/streamlearner/internal/replay"
 	"github.com/streamlearner/streamlearner/pipeline"
-	"github.com/streamlearner/streamlearner/progress"
-	"github.com/streamlearner/streamlearner/replay"
-	"github.com/streamlearner/streamlearner/schemareg"
 )
 
 // connFlags are the connection options every Kafka-facing command shares.

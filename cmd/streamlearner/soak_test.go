@@ -21,10 +21,10 @@ import (
 
 	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/embedded"
-	"github.com/streamlearner/streamlearner/fetch"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
+	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/model"
 	"github.com/streamlearner/streamlearner/pipeline"
 )
 

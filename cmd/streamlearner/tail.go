@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/feed"
+	"github.com/streamlearner/streamlearner/internal/feed"
 )
 
 type tailCmd struct {

@@ -13,7 +13,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/embedded"
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 )
 
 // TestTailTable: with short flags, -e ends at the end; a margin of 0

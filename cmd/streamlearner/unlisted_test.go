@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/streamlearner/streamlearner/offline"
+	"github.com/streamlearner/streamlearner/internal/offline"
 )
 
 // TestEvalSkipsUnlistedLabels: with --positive 3 --negative 8, a record of

@@ -25,7 +25,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"github.com/streamlearner/streamlearner/replay"
+	"github.com/streamlearner/streamlearner/internal/replay"
 )
 
 func main() {

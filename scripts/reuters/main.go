@@ -27,8 +27,8 @@ import (
 	"strings"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/sparse"
-	"github.com/streamlearner/streamlearner/synth"
+	"github.com/streamlearner/streamlearner/internal/dev/synth"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 func main() {

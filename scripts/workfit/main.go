@@ -21,7 +21,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/codec/dataset"
 	"github.com/streamlearner/streamlearner/learners"
 )
 

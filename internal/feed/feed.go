@@ -1,0 +1,334 @@
+// Package feed loads example files into a topic as JSON records — how
+// users and tests feed streams to the service — and follows a prediction
+// topic back out (Tail).
+package feed
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"strconv"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/codec/dataset"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
+)
+
+// ProduceConfig says what to load where.
+type ProduceConfig struct {
+	Conn  kafkaconn.Config
+	Topic string // required
+	// Data is a LIBSVM or JSON lines file (records, or events: JSON objects
+	// of named fields, sent as they are), or a CSV file with a header row
+	// (its name ends in .csv or .csv.gz), each row sent as an event whose
+	// fields are the header's names; gzip allowed; required.
+	Data string
+	// Rate limits records per second; 0 sends as fast as the broker takes them.
+	Rate float64
+	// Key chooses record keys: "round-robin" (default: no key, records
+	// spread evenly over partitions), "line" (the line number, hashed to a
+	// partition) or the name of a top-level field of JSON input records
+	// (hashed; records without it get no key).
+	Key string
+	// Limit stops after this many records; 0 loads the whole file.
+	Limit int
+	// AutoCreateTopic creates the topic if missing (with the broker's
+	// default partition count). Default false.
+	AutoCreateTopic bool
+	// Progress, if set, is called now and then with the records sent.
+	Progress func(sent int64)
+	// Encode, if set, turns each event (a JSON object) into the bytes
+	// sent, e.g. a record in the wire format; an error stops the load,
+	// naming the line. Indexed records cannot be encoded.
+	Encode func(event []byte) ([]byte, error)
+}
+
+// Produce reads cfg.Data and writes one JSON record per example, in file
+// order, waiting for every batch to be acknowledged by all in-sync
+// replicas. Labels are kept as they are in the file (multi-class labels
+// included); the service maps them. It returns the number of records sent.
+func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
+	if err := cfg.Conn.Validate(); err != nil {
+		return 0, err
+	}
+	if cfg.Topic == "" || cfg.Data == "" {
+		return 0, errors.New("produce needs a topic and a data file")
+	}
+	if cfg.Key == "" {
+		cfg.Key = "round-robin"
+	}
+	f, err := os.Open(cfg.Data)
+	if err != nil {
+		return 0, fmt.Errorf("produce: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<16)
+	var r io.Reader = br
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return 0, fmt.Errorf("produce: gzip: %w", err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	var balancer kafka.Balancer = &kafka.RoundRobin{}
+	if cfg.Key != "round-robin" {
+		balancer = &kafka.Hash{}
+	}
+	key := func(line int, rec []byte) []byte {
+		switch cfg.Key {
+		case "round-robin":
+			return nil
+		case "line":
+			return strconv.AppendInt(nil, int64(line), 10)
+		}
+		return jsonField(rec, cfg.Key)
+	}
+	lines := func(yield func(Message, error) bool) {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 0, 1<<16), 16<<20)
+		lim := codec.Limits{AllowEmpty: true, MaxBytes: 16 << 20}
+		events := false
+		var eventDec *codec.EventDecoder
+		var ev codec.Event
+		n := 0
+		for line := 1; sc.Scan(); line++ {
+			b := bytes.TrimSpace(sc.Bytes())
+			if len(b) == 0 || b[0] == '#' {
+				continue
+			}
+			var msg Message
+			ex, err := codec.Decode(b, lim)
+			var ce *codec.Error
+			if n == 0 && errors.As(err, &ce) && ce.Reason == codec.ReasonMissingFeatures {
+				// The first record is an event: the file is sent as it is,
+				// each line checked to be one JSON object.
+				events = true
+				eventDec, _ = codec.NewEventDecoder(codec.EventConfig{Limits: lim})
+			}
+			if events {
+				err = eventDec.Decode(b, &ev)
+				var ce *codec.Error
+				if errors.As(err, &ce) && (ce.Reason == codec.ReasonBadLabel || ce.Reason == codec.ReasonEmptyFeatures) {
+					err = nil // the consumer's label field and schema decide
+				}
+				msg.Raw = bytes.Clone(b)
+			}
+			if err != nil {
+				yield(Message{}, fmt.Errorf("%s line %d: %w", cfg.Data, line, err))
+				return
+			}
+			msg.Example = ex
+			msg.Key = key(line, b)
+			if !yield(msg, nil) {
+				return
+			}
+			if n++; cfg.Limit > 0 && n >= cfg.Limit {
+				return
+			}
+		}
+		if err := sc.Err(); err != nil {
+			yield(Message{}, fmt.Errorf("read %s: %w", cfg.Data, err))
+		}
+	}
+	if dataset.IsCSV(cfg.Data) {
+		lines = func(yield func(Message, error) bool) {
+			n := 0
+			for row, err := range dataset.CSVEvents(r) {
+				if err != nil {
+					yield(Message{}, fmt.Errorf("%s: %w", cfg.Data, err))
+					return
+				}
+				n++
+				if !yield(Message{Raw: row, Key: key(n+1, row)}, nil) {
+					return
+				}
+				if cfg.Limit > 0 && n >= cfg.Limit {
+					return
+				}
+			}
+		}
+	}
+	return ProduceExamples(ctx, WriterConfig{
+		Conn: cfg.Conn, Topic: cfg.Topic, Rate: cfg.Rate, Balancer: balancer,
+		AutoCreateTopic: cfg.AutoCreateTopic, Progress: cfg.Progress, Encode: cfg.Encode,
+	}, lines)
+}
+
+// WriterConfig says where and how ProduceExamples writes.
+type WriterConfig struct {
+	Conn  kafkaconn.Config
+	Topic string // required
+	// Rate limits records per second; 0 sends as fast as the broker takes them.
+	Rate float64
+	// Balancer chooses each record's partition; nil spreads records
+	// round-robin. Use OnePartition to keep a stream in order.
+	Balancer kafka.Balancer
+	// AutoCreateTopic creates the topic if missing (with the broker's
+	// default partition count). Default false.
+	AutoCreateTopic bool
+	// MaxBatchBytes bounds one produce request's record batch. Default
+	// 1 MiB, just under Kafka's default message.max.bytes (1,048,588):
+	// brokers refuse a larger batch whole, which wide records (a few KB
+	// each, dense data) reach long before BatchSize records.
+	MaxBatchBytes int
+	// Progress, if set, is called now and then with the records sent.
+	Progress func(sent int64)
+	// Encode, if set, turns each event (a JSON object) into the bytes
+	// sent, e.g. a record in the wire format; an error stops the load,
+	// naming the line. Indexed records cannot be encoded.
+	Encode func(event []byte) ([]byte, error)
+}
+
+// Message is one record to produce: the example, written as JSON with
+// codec.AppendJSON, or Raw, sent as it is (an event); and optionally a key
+// and headers.
+type Message struct {
+	Example codec.Example
+	Raw     []byte
+	Key     []byte
+	Headers []kafka.Header
+}
+
+// OnePartition sends every record to partition 0, so that consumers read
+// the stream in the order it was produced: what drift evaluation needs.
+var OnePartition kafka.Balancer = kafka.BalancerFunc(func(kafka.Message, ...int) int { return 0 })
+
+// ProduceExamples writes the messages of msgs, in order, in batches, each
+// acknowledged by all in-sync replicas before the next is sent. It stops at
+// the first error msgs yields, or when ctx is cancelled, and returns the
+// number of records acknowledged.
+func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Message, error]) (int64, error) {
+	if err := cfg.Conn.Validate(); err != nil {
+		return 0, err
+	}
+	if cfg.Topic == "" {
+		return 0, errors.New("produce needs a topic")
+	}
+	transport, err := cfg.Conn.Transport()
+	if err != nil {
+		return 0, err
+	}
+	// After the writer's Close (deferred below): its connections would
+	// otherwise stay open until their idle timeout.
+	defer transport.CloseIdleConnections()
+	balancer := cfg.Balancer
+	if balancer == nil {
+		balancer = &kafka.RoundRobin{}
+	}
+	if cfg.MaxBatchBytes <= 0 {
+		cfg.MaxBatchBytes = 1 << 20
+	}
+	w := &kafka.Writer{
+		Addr: kafka.TCP(cfg.Conn.Brokers...), Topic: cfg.Topic, Balancer: balancer,
+		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 1000,
+		BatchBytes: int64(cfg.MaxBatchBytes), AllowAutoTopicCreation: cfg.AutoCreateTopic, Transport: transport,
+	}
+	defer w.Close()
+
+	batch := make([]kafka.Message, 0, 1000)
+	var sent int64
+	start := time.Now()
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if err := w.WriteMessages(ctx, batch...); err != nil {
+			err = summarize(err)
+			if errors.Is(err, kafka.UnknownTopicOrPartition) && !cfg.AutoCreateTopic {
+				return fmt.Errorf("produce to %s: the topic does not exist: create it, or pass --auto-create: %w", cfg.Topic, err)
+			}
+			return fmt.Errorf("produce to %s: %w", cfg.Topic, err)
+		}
+		sent += int64(len(batch))
+		batch = batch[:0]
+		if cfg.Progress != nil {
+			cfg.Progress(sent)
+		}
+		if cfg.Rate > 0 { // pace: the n-th record goes out no earlier than n/rate
+			if ahead := time.Duration(float64(sent)/cfg.Rate*float64(time.Second)) - time.Since(start); ahead > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(ahead):
+				}
+			}
+		}
+		return nil
+	}
+	batchSize := 1000
+	if cfg.Rate > 0 {
+		batchSize = max(1, min(1000, int(cfg.Rate/10)))
+	}
+	for m, err := range msgs {
+		if err != nil {
+			return sent, err
+		}
+		value := m.Raw
+		if cfg.Encode != nil {
+			if value == nil {
+				return sent, fmt.Errorf("record %d: indexed records (LIBSVM, {\"label\",\"features\"}) cannot be sent in a schema format; those carry named-field events", sent+int64(len(batch))+1)
+			}
+			if value, err = cfg.Encode(value); err != nil {
+				return sent, fmt.Errorf("record %d: %w", sent+int64(len(batch))+1, err)
+			}
+		}
+		if value == nil {
+			value = codec.AppendJSON(nil, m.Example)
+		}
+		batch = append(batch, kafka.Message{Key: m.Key, Value: value, Headers: m.Headers})
+		if len(batch) >= batchSize {
+			if err := flush(); err != nil {
+				return sent, err
+			}
+		}
+	}
+	return sent, flush()
+}
+
+// summarize shortens kafka-go's per-message errors, which repeat one
+// cause for each of up to a thousand records, to a count and the first.
+func summarize(err error) error {
+	var we kafka.WriteErrors
+	if !errors.As(err, &we) {
+		return err
+	}
+	for _, e := range we {
+		if e != nil {
+			return fmt.Errorf("%d of %d records refused, the first: %w", we.Count(), len(we), e)
+		}
+	}
+	return err
+}
+
+// jsonField returns the raw text of a top-level field of a JSON record
+// (strings without their quotes), or nil.
+func jsonField(rec []byte, name string) []byte {
+	if len(rec) == 0 || rec[0] != '{' {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(rec, &m) != nil {
+		return nil
+	}
+	v, ok := m[name]
+	if !ok {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return []byte(s)
+	}
+	return v
+}

@@ -1,0 +1,286 @@
+package feed
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/learners/prequential"
+)
+
+// TailConfig says which prediction topic to follow.
+type TailConfig struct {
+	Conn  kafkaconn.Config
+	Topic string // prediction topic; required, and it must exist
+	// From is where each partition starts (ResolveBound): "earliest"
+	// (default), "latest" (only new predictions), an offset, -N (the last
+	// N records) or an RFC 3339 time.
+	From string
+	// ExitAtEnd stops at the end each partition had when the tail
+	// started, instead of following it.
+	ExitAtEnd bool
+	// Window is the number of labeled predictions in the windowed
+	// accuracy; default 1000.
+	Window int
+	// Limit stops after this many distinct predictions; 0 follows until
+	// ctx ends (or the end, with ExitAtEnd).
+	Limit int
+	// ReadUncommitted reads what a read_uncommitted consumer sees: the
+	// predictions of open and aborted transactions too (exactly-once
+	// output). Default false: read committed, as a downstream consumer of
+	// exactly-once output must; transaction markers are never shown.
+	ReadUncommitted bool
+	// Skipped, if set, is called for each record that is not a
+	// prediction (an input record, say, when the topic is the wrong one),
+	// with the count so far and why it was skipped.
+	Skipped func(n uint64, partition int, offset int64, err error)
+}
+
+// TailStats are the running figures after a prediction. An accuracy over
+// no labeled prediction has no value: it is NaN until one comes (a service
+// with --delayed-labels writes its predictions before their labels).
+type TailStats struct {
+	Predictions uint64  // distinct predictions seen
+	Labeled     uint64  // of which labeled
+	Accuracy    float64 // over all labeled predictions seen
+	Window      float64 // over the last Window labeled predictions
+	Duplicates  uint64  // re-emitted predictions skipped
+	Skipped     uint64  // records that are not predictions
+	// SourceLabeled, SourceAccuracy and SourceWindow are Labeled,
+	// Accuracy and Window over the predictions of the last one's input
+	// partition alone: each input partition has its own model, so mixing
+	// them hides a bad one.
+	SourceLabeled                uint64
+	SourceAccuracy, SourceWindow float64
+	// Sources is every input partition seen, "topic/partition", with its
+	// predictions and accuracy, by topic and then partition number.
+	Sources []SourceStats
+}
+
+// SourceStats is the accuracy of one input partition's predictions.
+type SourceStats struct {
+	Source      string  // topic/partition of the input
+	Predictions uint64  // distinct predictions
+	Labeled     uint64  // of which labeled
+	Accuracy    float64 // over the labeled ones; NaN without any
+
+	topic     string // the order of Sources
+	partition int32
+}
+
+// accuracies are an evaluator's running and windowed accuracy, NaN before
+// its first labeled round (its rates are 0 then, which would read 100 %).
+func accuracies(ev *prequential.Evaluator) (running, window float64) {
+	if ev.Labeled == 0 {
+		return math.NaN(), math.NaN()
+	}
+	return 1 - ev.MistakeRate(), 1 - ev.WindowRate()
+}
+
+// Right reports whether a labeled prediction was right, by the rule every
+// report follows: the prediction is sign(f) with sign(0) = −1, and it is
+// a mistake when it differs from the label. (The learners' update
+// condition y·f ≤ 0 is theirs; at f = 0 with label −1 the prediction −1
+// is right although the learner updates.) ok is false for an unlabeled
+// prediction. With many classes, right is the predicted class being the
+// true class.
+func Right(p codec.Prediction) (right, ok bool) {
+	if p.LabelClass != "" {
+		return p.Class == p.LabelClass, true
+	}
+	if p.Label == 0 {
+		return false, false
+	}
+	return p.Predicted == p.Label, true
+}
+
+// Tail reads every partition of a prediction topic and calls emit for each
+// distinct prediction with the running accuracy; it returns the final
+// figures. Predictions re-emitted after a crash (same input offset) are
+// skipped: a service's output partition holds one input partition's
+// predictions in order, so anything at or below the highest offset seen
+// for that input partition is a duplicate.
+func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailStats) error) (TailStats, error) {
+	var st TailStats
+	if err := cfg.Conn.Validate(); err != nil {
+		return st, err
+	}
+	if cfg.Topic == "" {
+		return st, errors.New("tail needs a topic")
+	}
+	dialer, err := cfg.Conn.Dialer()
+	if err != nil {
+		return st, err
+	}
+	transport, err := cfg.Conn.Transport()
+	if err != nil {
+		return st, err
+	}
+	// Idle connections would otherwise live on, each with a goroutine,
+	// until their timeout; the readers have stopped by then (below).
+	defer transport.CloseIdleConnections()
+	parts, err := Partitions(ctx, dialer, cfg.Conn.Brokers, cfg.Topic)
+	if err != nil {
+		return st, fmt.Errorf("tail: %w", err)
+	}
+	client := &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport}
+	type span struct {
+		partition  int
+		start, end int64 // end −1: follow
+	}
+	var spans []span
+	for _, p := range parts {
+		first, last, _, err := ListOffsets(ctx, client, cfg.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+		if err != nil {
+			return st, fmt.Errorf("tail: %w", err)
+		}
+		start, err := ResolveBound(ctx, client, cfg.Topic, p, cfg.From, first, first, last)
+		if err != nil {
+			return st, fmt.Errorf("tail --from: %w", err)
+		}
+		end := int64(-1)
+		if cfg.ExitAtEnd {
+			if end = last; start >= end {
+				continue
+			}
+		}
+		spans = append(spans, span{p, start, end})
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		// Whatever ends the tail, its readers stop before it returns:
+		// none is left fetching on the closed transport.
+		cancel()
+		wg.Wait()
+	}()
+	type item struct {
+		m   kafka.Message
+		err error
+	}
+	ch := make(chan item, 1024)
+	for _, sp := range spans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Package fetch, not kafka-go's Reader: that one reads
+			// uncommitted and hands transaction markers over as messages.
+			r, err := fetch.NewReader(fetch.Config{Addr: client.Addr, Transport: transport, Topic: cfg.Topic, Partition: sp.partition,
+				ReadUncommitted: cfg.ReadUncommitted, MaxBytes: 4 << 20, ClientID: cfg.Conn.ClientID}, sp.start)
+			if err != nil {
+				select {
+				case ch <- item{err: err}:
+				case <-ctx.Done():
+				}
+				return
+			}
+			for {
+				b, err := r.Fetch(ctx, time.Second)
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil {
+					select { // a broker that answers with errors is not hammered
+					case <-ctx.Done():
+						return
+					case <-time.After(200 * time.Millisecond):
+					}
+					continue
+				}
+				for _, rec := range b.Records {
+					// The record's bytes are the reader's until its next fetch.
+					m := kafka.Message{Topic: cfg.Topic, Partition: sp.partition, Offset: rec.Offset, Time: rec.Time,
+						Key: bytes.Clone(rec.Key), Value: bytes.Clone(rec.Value)}
+					select {
+					case ch <- item{m: m}:
+					case <-ctx.Done():
+						return
+					}
+				}
+				if sp.end >= 0 && b.Next >= sp.end {
+					return
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(ch) }()
+
+	type source struct {
+		topic     string
+		partition int32
+	}
+	high := map[source]int64{}
+	ev := prequential.Evaluator{Window: cfg.Window}
+	type perSource struct {
+		ev prequential.Evaluator
+		i  int // in st.Sources
+	}
+	bySource := map[source]*perSource{}
+	for it := range ch {
+		if it.err != nil {
+			return st, fmt.Errorf("tail %s: %w", cfg.Topic, it.err)
+		}
+		p, err := codec.DecodePrediction(it.m.Value)
+		if err != nil {
+			st.Skipped++
+			if cfg.Skipped != nil {
+				cfg.Skipped(st.Skipped, it.m.Partition, it.m.Offset, err)
+			}
+			continue
+		}
+		src := source{p.Topic, p.Partition}
+		if h, ok := high[src]; ok && p.Offset <= h {
+			st.Duplicates++
+			continue
+		}
+		high[src] = p.Offset
+		right, labeled := Right(p)
+		ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
+		st.Predictions, st.Labeled = ev.Rounds, ev.Labeled
+		st.Accuracy, st.Window = accuracies(&ev)
+		ps := bySource[src]
+		if ps == nil {
+			// Sources stay in order, however the partitions' predictions
+			// interleave: the summary reads as a list, not as a race.
+			i, _ := slices.BinarySearchFunc(st.Sources, src, func(s SourceStats, src source) int {
+				return cmp.Or(cmp.Compare(s.topic, src.topic), cmp.Compare(s.partition, src.partition))
+			})
+			st.Sources = slices.Insert(st.Sources, i, SourceStats{Source: fmt.Sprintf("%s/%d", p.Topic, p.Partition), topic: p.Topic, partition: p.Partition})
+			for _, o := range bySource {
+				if o.i >= i {
+					o.i++
+				}
+			}
+			ps = &perSource{ev: prequential.Evaluator{Window: cfg.Window}, i: i}
+			bySource[src] = ps
+		}
+		ps.ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
+		st.SourceLabeled = ps.ev.Labeled
+		st.SourceAccuracy, st.SourceWindow = accuracies(&ps.ev)
+		s := &st.Sources[ps.i]
+		s.Predictions, s.Labeled, s.Accuracy = ps.ev.Rounds, ps.ev.Labeled, st.SourceAccuracy
+		if err := emit(p, st); err != nil {
+			return st, err
+		}
+		if cfg.Limit > 0 && st.Predictions >= uint64(cfg.Limit) {
+			return st, nil
+		}
+	}
+	if cfg.ExitAtEnd && ctx.Err() == nil {
+		return st, nil
+	}
+	return st, ctx.Err()
+}

@@ -1,0 +1,249 @@
+package autolearn
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/learners/sparse"
+)
+
+// loud is a stream on which a second-order learner on the linear kernel
+// runs away: three dense features of norm ≈ 10⁴, so that k(x, x) ≫ a and
+// every mistake, past three support vectors, rebuilds the inverse, O(B³);
+// the labels are noise, so mistakes are half the rounds.
+func loud(n int, seed uint64) ([]sparse.Vector, []int) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	xs, ys := make([]sparse.Vector, n), make([]int, n)
+	for i := range xs {
+		xs[i] = sparse.Vector{Idx: []uint32{1, 2, 3}, Val: []float64{1e4 * r.Float64(), 1e4 * r.Float64(), 1e4 * r.Float64()}}
+		ys[i] = 2*r.IntN(2) - 1
+	}
+	return xs, ys
+}
+
+// spend plays a on xs, ys and returns the work it reported.
+func spend(a *Auto, xs []sparse.Vector, ys []int) (work uint64) {
+	for i := range xs {
+		work += a.Round(xs[i], ys[i]).Work
+	}
+	return work
+}
+
+// A challenger that costs more than cost= times the champion loses once
+// rung= records tell, not at the end of its duel; without the bound it
+// duels on.
+func TestCostlyChallengerLoses(t *testing.T) {
+	const space = "auto:learners=rbp|rbsop,kernels=linear,scale=off,budget=100,rung=50,window=400,keep=3"
+	xs, ys := loud(500, 1)
+	for _, c := range []struct {
+		cost  string
+		alive bool
+	}{{"", false}, {",cost=1e9", true}} {
+		a := build(t, space+c.cost, 1)
+		if a.Halving() || a.Champion() != "rbp:budget=100 kernel=linear" {
+			t.Fatalf("%s: want two candidates past the halving, rbp champion: %v, %s", c.cost, a.Halving(), a.Champion())
+		}
+		// Warm-up 200, then 50 labeled records that tell: the cost
+		// shows by record 260; the duel itself would end at 600.
+		spend(a, xs[:300], ys[:300])
+		first := false
+		for _, s := range a.Candidates() {
+			if strings.HasPrefix(s.Name, "rbsop") && s.Born == 0 {
+				first = true
+				if s.Work < 50*a.Candidates()[a.champion].Work {
+					t.Fatalf("rbsop costs %.0f a record against rbp's %.0f: the stream should make it run away", s.Work, a.Candidates()[a.champion].Work)
+				}
+			}
+		}
+		if first != c.alive {
+			t.Fatalf("cost bound %q: the first rbsop alive after 300 records is %v, want %v (%+v)", c.cost, first, c.alive, a.Candidates())
+		}
+	}
+}
+
+// At the end of a halving rung, candidates costing more than cost= times
+// the rung's median go before the halving by mistakes: the runaway
+// second-order candidate on the linear kernel never reaches the second
+// rung (without the bound it does: its mistakes are no worse), and the
+// search spends after the rung a fraction of the work it spends without.
+func TestHalvingDropsCostlyCandidates(t *testing.T) {
+	const space = "auto:learners=rbp|forgetron|rbsop,kernels=linear|rbf,gamma=1,scale=off,budget=100,rung=100,width=6,keep=1,drift=none"
+	xs, ys := loud(600, 2)
+	work := map[string]uint64{}
+	for _, cost := range []string{"", ",cost=1e9"} {
+		a := build(t, space+cost, 1)
+		if len(a.cands) != 6 {
+			t.Fatalf("want 6 candidates, got %d", len(a.cands))
+		}
+		spend(a, xs[:100], ys[:100]) // the first rung
+		for _, s := range a.Candidates() {
+			if cost == "" && strings.Contains(s.Name, "rbsop") && strings.Contains(s.Name, "linear") {
+				t.Fatalf("the runaway candidate %s survived the first rung: %+v", s.Name, a.Candidates())
+			}
+		}
+		work[cost] = spend(a, xs[100:], ys[100:])
+	}
+	if 10*work[""] > work[",cost=1e9"] {
+		t.Fatalf("work after the first rung with the bound %d, without %d: want a tenth at most", work[""], work[",cost=1e9"])
+	}
+}
+
+// The work counters are state: a search restored in the middle of a rung
+// or a duel drops the same candidates at the same record.
+func TestRestoreKeepsTheWorkCounted(t *testing.T) {
+	for _, space := range []string{
+		"auto:learners=rbp|rbsop,kernels=linear,scale=off,budget=100,rung=50,window=400,keep=3",
+		"auto:learners=rbp|forgetron|rbsop,kernels=linear|rbf,gamma=1,scale=off,budget=100,rung=100,width=6,keep=1,drift=none",
+	} {
+		xs, ys := loud(600, 3)
+		whole := build(t, space, 1)
+		wantM, wantC := play(whole, xs, ys, 0, len(xs))
+		for _, cut := range []int{60, 230, 255} {
+			a := build(t, space, 1)
+			play(a, xs, ys, 0, cut)
+			r := restored(t, a)
+			m, c := play(r, xs, ys, cut, len(xs))
+			for i := range m {
+				if m[i] != wantM[cut+i] || c[i] != wantC[cut+i] {
+					t.Fatalf("%s, restored at %d: record %d: margin %x champion %s, want %x %s", space, cut, cut+i, m[i], c[i], wantM[cut+i], wantC[cut+i])
+				}
+			}
+			if got, want := r.Candidates(), whole.Candidates(); len(got) != len(want) || got[0] != want[0] {
+				t.Fatalf("%s, restored at %d: candidates %+v, want %+v", space, cut, got, want)
+			}
+		}
+	}
+}
+
+// The first candidates hold two budgets, b and 2b, as far as budget=
+// allows: on a stream whose best budget is larger, the champion grows
+// only once its own budget is full (its copy at 2b must then win a duel).
+func TestFirstCandidatesHoldTwoBudgets(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		want []int
+	}{
+		{"auto", []int{100, 200}},
+		{"auto:budget=50..150", []int{100, 150}},
+		{"auto:budget=100", []int{100}},
+	} {
+		a := build(t, c.spec, 1)
+		seen := map[int]int{}
+		for _, cd := range a.cands {
+			seen[cd.pt.budget]++
+		}
+		if len(seen) != len(c.want) {
+			t.Fatalf("%s: budgets %v, want %v", c.spec, seen, c.want)
+		}
+		for _, b := range c.want {
+			if seen[b] == 0 {
+				t.Fatalf("%s: budgets %v, want %v", c.spec, seen, c.want)
+			}
+		}
+	}
+}
+
+// TestFullChampionGrowsItsBudget: once the champion's active set is full,
+// its next challenger is its own copy at twice the budget, trained as it
+// is (it predicts as the champion does at birth); on a board whose cells
+// need more support vectors than the first budgets hold, the copies win
+// their duels and the champion's budget grows, never past the space's
+// bound; a stop and restore right after each copy's birth continues bit
+// for bit (the copy's duel rule is in the state: with margin=0.2 no
+// stranger wins a duel, and a copy wins with any fewer mistakes).
+func TestFullChampionGrowsItsBudget(t *testing.T) {
+	const spec = "auto:learners=lbp,kernel=given,scale=off,budget=50..800,rung=50,window=300,width=2,keep=2,margin=0.2"
+	xs, ys := board(12000, 4, 10)
+	probe, _ := board(50, 9, 10)
+	a := build(t, spec, 1)
+	var grownAt []int
+	for i := range xs {
+		before := len(a.cands)
+		play(a, xs, ys, i, i+1) // as the runs below play it
+		for _, c := range a.cands {
+			if c.l.Budget() > 800 {
+				t.Fatalf("record %d: %s holds a budget of %d, over 800", i, c.name, c.l.Budget())
+			}
+		}
+		c := a.cands[len(a.cands)-1]
+		if len(a.cands) < before || c.parent == 0 || a.labeled != c.born {
+			continue
+		}
+		p := a.cands[a.champion]
+		if c.parent != p.id+1 || c.pt.budget != 2*p.pt.budget || p.l.Size() != p.l.Budget() {
+			t.Fatalf("record %d: %s grown from %d, champion %s (id %d) holds %d of %d", i, c.name, c.parent, p.name, p.id, p.l.Size(), p.l.Budget())
+		}
+		for _, x := range probe {
+			if f, g := c.l.Predict(x), p.l.Predict(x); math.Float64bits(f) != math.Float64bits(g) {
+				t.Fatalf("record %d: the grown copy predicts %v where the champion predicts %v", i, f, g)
+			}
+		}
+		grownAt = append(grownAt, i)
+	}
+	if len(grownAt) == 0 {
+		t.Fatal("no candidate was grown from a full champion")
+	}
+	if b := a.cands[a.champion].pt.budget; b < 400 {
+		t.Fatalf("the champion's budget is %d after %d records: it did not grow past 200", b, len(xs))
+	}
+
+	whole := build(t, spec, 1)
+	wantM, wantC := play(whole, xs, ys, 0, len(xs))
+	for _, at := range grownAt {
+		r := build(t, spec, 1)
+		m1, c1 := play(r, xs, ys, 0, at+1)
+		m2, c2 := play(restored(t, r), xs, ys, at+1, len(xs))
+		if !slices.Equal(append(m1, m2...), wantM) || !slices.Equal(append(c1, c2...), wantC) {
+			t.Fatalf("restored after the copy's birth at %d: margins or champions differ from the run without a stop", at)
+		}
+	}
+}
+
+// TestGroupGrowsEachClassFromItsOwnChampion: in a many-class search every
+// class grows its copy from its own champion's learner, not an untrained
+// one: at each copy's birth, each class's copy predicts as that class's
+// champion.
+func TestGroupGrowsEachClassFromItsOwnChampion(t *testing.T) {
+	const spec = "auto:learners=lbp,kernel=given,scale=off,budget=50..800,rung=50,window=300,width=2,keep=2"
+	xs, _ := board(6000, 5, 10)
+	probe, _ := board(30, 9, 10)
+	as := []*Auto{build(t, spec, 1), build(t, spec, 2), build(t, spec, 3)}
+	ls := []learners.Learner{as[0], as[1], as[2]}
+	if err := Group(ls); err != nil {
+		t.Fatal(err)
+	}
+	births := 0
+	for _, x := range xs {
+		class := (int(x.Val[0]*4/10) + int(x.Val[1]*4/10)) % 3
+		for k, l := range ls {
+			y := -1
+			if k == class {
+				y = 1
+			}
+			l.Round(x, y)
+		}
+		if err := Settle(ls, 3, x, class); err != nil {
+			t.Fatal(err)
+		}
+		lead := as[0]
+		if c := lead.cands[len(lead.cands)-1]; c.parent == 0 || c.born != lead.labeled {
+			continue
+		}
+		births++
+		for k, a := range as {
+			c, ch := a.cands[len(a.cands)-1], a.cands[a.champion]
+			for _, p := range probe {
+				if f, g := c.l.Predict(p), ch.l.Predict(p); math.Float64bits(f) != math.Float64bits(g) || ch.l.Size() == 0 {
+					t.Fatalf("class %d: the copy %s predicts %v, its champion %s (%d support vectors) %v", k, c.name, f, ch.name, ch.l.Size(), g)
+				}
+			}
+		}
+	}
+	if births == 0 {
+		t.Fatal("no copy was grown: the test shows nothing")
+	}
+}

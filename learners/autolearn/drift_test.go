@@ -1,0 +1,162 @@
+package autolearn
+
+import (
+	"encoding/binary"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/learners/drift"
+	"github.com/streamlearner/streamlearner/learners/sparse"
+)
+
+// flipped is the board stream whose labels all flip from record at on: a
+// shift of the target, as the Reuters chunks make (docs/auto.md).
+func flipped(n, at int, seed uint64) ([]sparse.Vector, []int) {
+	xs, ys := board(n, seed, 10)
+	for i := at; i < n; i++ {
+		ys[i] = -ys[i]
+	}
+	return xs, ys
+}
+
+func TestSearchReopensAtAShift(t *testing.T) {
+	const n, at, after = 6000, 4000, 1000
+	var with, without int
+	for seed := uint64(1); seed <= 3; seed++ {
+		xs, ys := flipped(n, at, seed)
+		for _, d := range []string{"adwin", "none"} {
+			a := build(t, quick+",drift="+d, seed)
+			mistakes, first := 0, -1
+			for i := range n {
+				o := a.Round(xs[i], ys[i])
+				if i >= at && i < at+after && o.Mistake {
+					mistakes++
+				}
+				if a.Reopens() > 0 && first < 0 {
+					first = i
+				}
+			}
+			switch {
+			case d == "none":
+				without += mistakes
+				if a.Reopens() != 0 {
+					t.Fatalf("seed %d: drift=none reopened the search", seed)
+				}
+				continue
+			case first < at:
+				t.Fatalf("seed %d: the search reopened at record %d, before the shift at %d", seed, first, at)
+			case first > at+200:
+				t.Fatalf("seed %d: the search reopened at record %d, %d after the shift", seed, first, first-at)
+			}
+			with += mistakes
+		}
+	}
+	// Measured: 756 against 922 over the three streams.
+	if float64(with) > 0.9*float64(without) {
+		t.Fatalf("mistakes in the %d records after the shift: %d reopening, %d not: want 10 %% fewer", after, with, without)
+	}
+}
+
+// The state of a search reopened, mid-rung, restores bit for bit.
+func TestRestoreAfterAReopening(t *testing.T) {
+	const n, at = 5000, 3000
+	xs, ys := flipped(n, at, 4)
+	whole := build(t, quick, 2)
+	wantM, wantC := play(whole, xs, ys, 0, n)
+	if whole.Reopens() == 0 {
+		t.Fatal("the shift should reopen the search")
+	}
+	// Find the reopening, then stop in the rung it opened.
+	a := build(t, quick, 2)
+	cut := 0
+	for ; a.Reopens() == 0; cut++ {
+		play(a, xs, ys, cut, cut+1)
+	}
+	for _, c := range []int{cut, cut + 20} {
+		a := build(t, quick, 2)
+		m1, c1 := play(a, xs, ys, 0, c)
+		if !a.Halving() {
+			t.Fatalf("record %d: want a stop inside the reopened halving", c)
+		}
+		r := restored(t, a)
+		m2, c2 := play(r, xs, ys, c, n)
+		if !slices.Equal(append(m1, m2...), wantM) || !slices.Equal(append(c1, c2...), wantC) {
+			t.Fatalf("cut %d: margins or champions differ from the run without a stop", c)
+		}
+		if r.Reopens() != whole.Reopens() {
+			t.Fatalf("cut %d: %d reopenings, want %d", c, r.Reopens(), whole.Reopens())
+		}
+	}
+}
+
+// States of versions 1 (before the drift detector), 2 (before the work
+// counters), 3 (before candidates grown from the champion) and 4 (before
+// the vote) decode: version 1 with no reopening yet and a fresh detector,
+// 1 and 2 with no work counted yet, 1 to 3 with no grown candidate, all
+// with every candidate a newborn of the vote; each continues and encodes
+// as the current version.
+func TestOlderStatesDecode(t *testing.T) {
+	xs, ys := flipped(3000, 2000, 5)
+	for _, v := range []uint64{1, 2, 3, 4} {
+		a := build(t, quick, 1)
+		play(a, xs, ys, 0, 1000)
+		old, err := a.appendVersion(nil, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := learners.Unmarshal(old)
+		if err != nil {
+			t.Fatalf("a version %d state: %v", v, err)
+		}
+		r := l.(*Auto)
+		if r.watch == nil || (v == 1 && r.Reopens() != 0) || (v >= 2 && r.Reopens() != a.Reopens()) {
+			t.Fatalf("version %d: reopenings %d, detector %v", v, r.Reopens(), r.watch)
+		}
+		for i, c := range r.cands {
+			if v < 3 && (c.spent != 0 || c.rungWork != 0 || c.mineWork != 0 || c.champWork != 0) {
+				t.Fatalf("version %d: candidate %d has work counted: %+v", v, i, *c)
+			}
+			if v >= 3 && c.spent != a.cands[i].spent || v <= 3 && c.parent != 0 || v == 4 && c.parent != a.cands[i].parent {
+				t.Fatalf("version %d: candidate %d: work %d (want %d), parent %d", v, i, c.spent, a.cands[i].spent, c.parent)
+			}
+			if c.w != 0 || a.cands[i].w == 0 {
+				t.Fatalf("version %d: candidate %d: vote weight %v decoded, %v encoded (want a newborn's)", v, i, c.w, a.cands[i].w)
+			}
+			if a.cands[i].spent == 0 {
+				t.Fatalf("candidate %d counted no work in 1,000 records", i)
+			}
+		}
+		play(r, xs, ys, 1000, 3000)
+		if r.Reopens() == 0 {
+			t.Fatalf("version %d: the decoded search does not watch for drift", v)
+		}
+		if b2, _ := r.MarshalBinary(); b2[len(magic)] != version {
+			t.Fatalf("a decoded version %d state encodes as version %d", v, b2[len(magic)])
+		}
+	}
+}
+
+func TestDriftParameter(t *testing.T) {
+	for _, d := range []string{"adwin", "ddm", "page-hinkley", "none"} {
+		a := build(t, "auto:drift="+d, 1)
+		if !strings.Contains(a.Spec(), "drift="+d+",") || (a.watch == nil) != (d == "none") {
+			t.Fatalf("drift=%s: spec %s, detector %v", d, a.Spec(), a.watch)
+		}
+	}
+	if _, err := learners.New("auto:drift=adwin:delta=0.1", learners.Kernel{Kind: learners.Linear}, 1); err == nil ||
+		!strings.Contains(err.Error(), "want adwin, ddm, page-hinkley or none") {
+		t.Fatalf("a detector with parameters: %v", err)
+	}
+	// A state whose detector is not the spec's is corrupt.
+	a := build(t, "auto:drift=none", 1)
+	b, _ := a.MarshalBinary()
+	d := build(t, "auto:drift=ddm", 1)
+	w, _ := drift.Marshal(d.watch)
+	forged := append(slices.Clone(b[:len(b)-1]), binary.AppendUvarint(nil, uint64(len(w)))...)
+	forged = append(forged, w...)
+	if _, err := learners.Unmarshal(forged); err == nil || !strings.Contains(err.Error(), "drift=none") {
+		t.Fatalf("a detector with drift=none: %v", err)
+	}
+}

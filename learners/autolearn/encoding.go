@@ -1,0 +1,340 @@
+package autolearn
+
+import (
+	"encoding"
+	"encoding/binary"
+
+	"fmt"
+	"math"
+
+	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/learners/drift"
+	"github.com/streamlearner/streamlearner/learners/rng"
+)
+
+// The encoded state:
+//
+//	magic "SLAU" | version (uvarint) | spec (string) | kernel given (string)
+//	| seed | generator (bytes) | counters | scaler | history | losers
+//	| candidates: count, then each its number, point, counters, work
+//	  counters, parent, vote weight and learner state (bytes,
+//	  learners.Unmarshal's)
+//	| reopens | drift detector (bytes, drift.Marshal's; empty: none)
+//
+// Version 1 ended with the candidates: it decodes with no reopening yet
+// and a fresh detector. Versions 1 and 2 had no work counters: they
+// decode with none spent yet. Versions 1 to 3 had no parents: no
+// candidate was grown from another. Versions 1 to 4 had no vote weights:
+// every candidate decodes as a newborn of the vote (equal weights).
+// Integers are uvarints, floats their 8 bytes little-endian, strings and
+// byte sections a uvarint length and the bytes.
+const (
+	magic   = "SLAU"
+	version = 5
+)
+
+// errCorrupt is wrapped by every error of malformed state.
+var errCorrupt = learners.ErrCorrupt
+
+type enc struct{ b []byte }
+
+func (e *enc) u(v uint64)     { e.b = binary.AppendUvarint(e.b, v) }
+func (e *enc) f(v float64)    { e.b = binary.LittleEndian.AppendUint64(e.b, math.Float64bits(v)) }
+func (e *enc) bytes(p []byte) { e.u(uint64(len(p))); e.b = append(e.b, p...) }
+func (e *enc) str(s string)   { e.u(uint64(len(s))); e.b = append(e.b, s...) }
+func (e *enc) flag(v bool)    { e.u(map[bool]uint64{false: 0, true: 1}[v]) }
+func (e *enc) point(p point) {
+	e.str(p.learner)
+	e.u(uint64(p.budget))
+	e.str(p.kernel.String())
+	e.flag(p.scale)
+}
+func (d *dec) point() (p point) {
+	return point{learner: d.str(), budget: int(d.u()), kernel: d.kernel(), scale: d.flag()}
+}
+func (d *dec) flag() bool       { return d.u() == 1 }
+func (d *dec) str() string      { return string(d.bytes()) }
+func (d *dec) fail(what string) { d.failf("%s", what) }
+func (d *dec) failf(f string, a ...any) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: auto: "+f, append([]any{errCorrupt}, a...)...)
+	}
+}
+
+type dec struct {
+	b   []byte
+	err error
+}
+
+func (d *dec) u() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("truncated")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) f() float64 {
+	if d.err != nil || len(d.b) < 8 {
+		d.fail("truncated")
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(d.b))
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *dec) bytes() []byte {
+	n := d.u()
+	if d.err != nil || n > uint64(len(d.b)) {
+		d.fail("truncated")
+		return nil
+	}
+	p := d.b[:n:n]
+	d.b = d.b[n:]
+	return p
+}
+
+// count reads a length of items of at least min bytes each.
+func (d *dec) count(min int) int {
+	n := d.u()
+	if d.err == nil && n > uint64(len(d.b)/min) {
+		d.fail("count exceeds the data")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *dec) kernel() learners.Kernel {
+	s := d.str()
+	if d.err != nil {
+		return learners.Kernel{}
+	}
+	k, err := learners.ParseKernel(s)
+	if err != nil {
+		d.failf("kernel: %v", err)
+	}
+	return k
+}
+
+// MarshalBinary encodes the whole search: every candidate's learner and
+// the search's state.
+func (a *Auto) MarshalBinary() ([]byte, error) { return a.AppendBinary(nil) }
+
+// AppendBinary appends MarshalBinary's bytes to b, each candidate's
+// learner encoded in place (a snapshot then holds one buffer, not each
+// candidate's beside it, copied).
+func (a *Auto) AppendBinary(b []byte) ([]byte, error) { return a.appendVersion(b, version) }
+
+// appendVersion appends the state in format version v (tests write the
+// older ones, to check that they still decode).
+func (a *Auto) appendVersion(b []byte, v uint64) ([]byte, error) {
+	e := &enc{b: append(b, magic...)}
+	e.u(v)
+	e.str(a.spec)
+	e.str(a.kernel.String())
+	e.u(a.seed)
+	g, err := a.src.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("auto: %w", err)
+	}
+	e.bytes(g)
+	for _, v := range []uint64{uint64(a.champion), a.nextID, a.labeled, a.rounds, a.nnz, uint64(a.maxIdx),
+		uint64(map[bool]int{false: 0, true: 1}[a.halving]), a.rungEnd, a.rungLen, a.switches} {
+		e.u(v)
+	}
+	e.u(uint64(len(a.stats)))
+	for _, v := range a.stats {
+		e.f(v)
+	}
+	e.u(uint64(len(a.history)))
+	for _, h := range a.history {
+		e.u(h.After)
+		e.str(h.Name)
+	}
+	e.u(uint64(len(a.losers)))
+	for _, l := range a.losers {
+		e.str(l)
+	}
+	e.u(uint64(len(a.cands)))
+	for _, c := range a.cands {
+		e.u(c.id)
+		e.point(c.pt)
+		for _, n := range []uint64{c.born, c.total, c.rung, c.from, c.mine, c.champ} {
+			e.u(n)
+		}
+		if v >= 3 {
+			for _, n := range []uint64{c.spent, c.rungWork, c.mineWork, c.champWork} {
+				e.u(n)
+			}
+		}
+		if v >= 4 {
+			e.u(c.parent)
+		}
+		if v >= 5 {
+			e.f(c.w)
+		}
+		if ap, ok := c.l.(encoding.BinaryAppender); ok {
+			e.b, err = learners.AppendSized(e.b, ap.AppendBinary)
+		} else {
+			var l []byte
+			l, err = c.l.MarshalBinary()
+			e.bytes(l)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("auto: candidate %s: %w", c.name, err)
+		}
+	}
+	if v < 2 {
+		return e.b, nil
+	}
+	e.u(a.reopens)
+	var w []byte
+	if a.watch != nil {
+		if w, err = drift.Marshal(a.watch); err != nil {
+			return nil, fmt.Errorf("auto: %w", err)
+		}
+	}
+	e.bytes(w)
+	return e.b, nil
+}
+
+// Unmarshal restores a search from MarshalBinary's bytes; it continues
+// with bit-identical margins and the same choices.
+func Unmarshal(b []byte) (*Auto, error) {
+	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
+		return nil, fmt.Errorf("%w: not an auto state", errCorrupt)
+	}
+	d := &dec{b: b[len(magic):]}
+	v := d.u()
+	if d.err == nil && (v < 1 || v > version) {
+		return nil, fmt.Errorf("auto state format version %d not supported (this build reads 1 to %d)", v, version)
+	}
+	spec := d.str()
+	k := d.kernel()
+	seed := d.u()
+	g := d.bytes()
+	if d.err != nil {
+		return nil, d.err
+	}
+	sp, err := learners.ParseSpec(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: auto: %v", errCorrupt, err)
+	}
+	cfg, err := Parse(sp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	a := &Auto{cfg: cfg, spec: cfg.Spec(), kernel: k, seed: seed, src: rng.New(0, 0)}
+	if err := a.src.UnmarshalBinary(g); err != nil {
+		return nil, fmt.Errorf("%w: auto: %v", errCorrupt, err)
+	}
+	var champion, halving uint64
+	var maxIdx uint64
+	for _, p := range []*uint64{&champion, &a.nextID, &a.labeled, &a.rounds, &a.nnz, &maxIdx, &halving, &a.rungEnd, &a.rungLen, &a.switches} {
+		*p = d.u()
+	}
+	a.maxIdx, a.halving = uint32(min(maxIdx, math.MaxUint32)), halving == 1
+	a.stats = make([]float64, d.count(8))
+	for i := range a.stats {
+		a.stats[i] = d.f()
+	}
+	if len(a.stats)%2 != 0 {
+		d.fail("scaler statistics")
+	}
+	a.history = make([]Change, d.count(2))
+	for i := range a.history {
+		a.history[i] = Change{After: d.u(), Name: d.str()}
+	}
+	a.losers = make([]string, d.count(1))
+	for i := range a.losers {
+		a.losers[i] = d.str()
+	}
+	n := d.count(8)
+	for range n {
+		c := &cand{id: d.u(), pt: d.point()}
+		for _, p := range []*uint64{&c.born, &c.total, &c.rung, &c.from, &c.mine, &c.champ} {
+			*p = d.u()
+		}
+		if v >= 3 {
+			for _, p := range []*uint64{&c.spent, &c.rungWork, &c.mineWork, &c.champWork} {
+				*p = d.u()
+			}
+		}
+		if v >= 4 {
+			c.parent = d.u()
+		}
+		if v >= 5 {
+			if c.w = d.f(); !(c.w >= 0 && c.w <= 1) {
+				d.failf("vote weight %v", c.w)
+			}
+		}
+		state := d.bytes()
+		if d.err != nil {
+			return nil, d.err
+		}
+		l, err := learners.Unmarshal(state)
+		if err != nil {
+			return nil, fmt.Errorf("auto: candidate %d: %w", c.id, err)
+		}
+		if _, isAuto := l.(*Auto); isAuto {
+			return nil, fmt.Errorf("%w: auto: a candidate is itself auto", errCorrupt)
+		}
+		c.l, c.name = l, c.pt.String()
+		a.cands = append(a.cands, c)
+	}
+	var w []byte
+	if v >= 2 {
+		a.reopens = d.u()
+		w = d.bytes()
+	}
+	if d.err == nil {
+		if err := a.restoreWatch(w); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case d.err != nil:
+		return nil, d.err
+	case len(d.b) != 0:
+		return nil, fmt.Errorf("%w: auto: %d trailing bytes", errCorrupt, len(d.b))
+	case len(a.cands) == 0 || champion >= uint64(len(a.cands)):
+		return nil, fmt.Errorf("%w: auto: champion %d of %d candidates", errCorrupt, champion, len(a.cands))
+	case a.rungLen == 0 || a.rungLen > 1<<62:
+		return nil, fmt.Errorf("%w: auto: rung length %d", errCorrupt, a.rungLen)
+	}
+	a.champion = int(champion)
+	return a, nil
+}
+
+// restoreWatch sets the drift detector from its encoding w, or a fresh
+// one from the configuration when w is empty (a version 1 state).
+func (a *Auto) restoreWatch(w []byte) error {
+	switch {
+	case a.cfg.Drift == "none" && len(w) == 0:
+		return nil
+	case a.cfg.Drift == "none":
+		return fmt.Errorf("%w: auto: a drift detector with drift=none", errCorrupt)
+	case len(w) == 0:
+		d, err := drift.New(a.cfg.Drift)
+		if err != nil {
+			return fmt.Errorf("auto: %w", err)
+		}
+		a.watch = d
+		return nil
+	}
+	d, err := drift.Unmarshal(w)
+	if err != nil {
+		return fmt.Errorf("%w: auto: %v", errCorrupt, err)
+	}
+	if d.Name() != a.cfg.Drift {
+		return fmt.Errorf("%w: auto: detector %s with drift=%s", errCorrupt, d.Name(), a.cfg.Drift)
+	}
+	a.watch = d
+	return nil
+}
