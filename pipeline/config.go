@@ -12,7 +12,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/codec/features"
 	"github.com/streamlearner/streamlearner/codec/schemareg"
-	"github.com/streamlearner/streamlearner/internal/feed"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/internal/pending"
@@ -541,7 +541,7 @@ func (c *Config) Validate() error {
 			c.PendingMaxRecords, c.PendingMaxAge, c.PendingMaxBytes, c.PendingMaxKeyBytes)
 	}
 	if c.ResetOffsets != "" {
-		if _, err := feed.ParseBound(c.ResetOffsets); err != nil {
+		if _, err := fetch.ParseBound(c.ResetOffsets); err != nil {
 			return fmt.Errorf("--reset-offsets: %w", err)
 		}
 		if _, err := strconv.ParseInt(c.ResetOffsets, 10, 64); err == nil && c.LabelTopic != "" {

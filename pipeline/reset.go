@@ -6,8 +6,7 @@ import (
 	"strings"
 
 	kafka "github.com/segmentio/kafka-go"
-
-	"github.com/streamlearner/streamlearner/internal/feed"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 )
 
 // A committed offset's metadata names the partition's snapshot and, once
@@ -42,11 +41,11 @@ func joinMeta(snapshot, reset string) string {
 // earliest, latest, an offset (clamped to the log), -N (N before the end)
 // or an RFC 3339 time (the first record at or after it).
 func (m *member) resetTarget(ctx context.Context, topic string, p int, spec string) (int64, error) {
-	first, last, _, err := feed.ListOffsets(ctx, m.client, topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+	first, last, _, err := fetch.ListOffsets(ctx, m.client, topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
 	if err != nil {
 		return 0, err
 	}
-	off, err := feed.ResolveBound(ctx, m.client, topic, p, spec, first, first, last)
+	off, err := fetch.ResolveBound(ctx, m.client, topic, p, spec, first, first, last)
 	if err != nil {
 		return 0, fmt.Errorf("--reset-offsets %s for %s/%d: %w", spec, topic, p, err)
 	}

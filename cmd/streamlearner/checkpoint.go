@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/streamlearner/streamlearner/checkpoint"
-	"github.com/streamlearner/streamlearner/internal/feed"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/internal/offline"
 	"github.com/streamlearner/streamlearner/learners"
@@ -59,7 +59,7 @@ func (f *storeFlags) open(ctx context.Context) (checkpoint.Store, func(), error)
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := feed.Partitions(ctx, dialer, conn.Brokers, f.CheckpointTopic); err != nil {
+	if _, err := fetch.Partitions(ctx, dialer, conn.Brokers, f.CheckpointTopic); err != nil {
 		return nil, nil, fmt.Errorf("checkpoint topic: %w", err)
 	}
 	ts := &checkpoint.TopicStore{Brokers: conn.Brokers, Topic: f.CheckpointTopic, Transport: transport}

@@ -21,6 +21,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec/schemareg"
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 	"github.com/streamlearner/streamlearner/internal/feed"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 	"github.com/streamlearner/streamlearner/internal/progress"
 	"github.com/streamlearner/streamlearner/internal/replay"
@@ -418,7 +419,7 @@ func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger, reg *schemar
 	for {
 		kind, decided, err = replay.DetectKind(dctx, replay.Source{Conn: c.config(), Topic: c.Topic,
 			Limits: codec.Limits{MaxBytes: c.MaxRecordBytes}, IdleTimeout: 5 * time.Second, Registry: reg}, c.DelayedLabels)
-		if err == nil || errors.Is(err, feed.ErrNoTopic) || dctx.Err() != nil {
+		if err == nil || errors.Is(err, fetch.ErrNoTopic) || dctx.Err() != nil {
 			break
 		}
 		select {
@@ -426,7 +427,7 @@ func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger, reg *schemar
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	if err != nil && !errors.Is(err, feed.ErrNoTopic) {
+	if err != nil && !errors.Is(err, fetch.ErrNoTopic) {
 		return replay.KindRecords, fmt.Errorf("--input auto: looking at the first records of %s: %w (or set --input records or events)", c.Topic, err)
 	}
 	events := kind != replay.KindRecords

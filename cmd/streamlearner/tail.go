@@ -11,6 +11,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/internal/feed"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 )
 
 type tailCmd struct {
@@ -29,7 +30,7 @@ type tailCmd struct {
 }
 
 func (c *tailCmd) Validate() error {
-	if _, err := feed.ParseBound(c.From); err != nil {
+	if _, err := fetch.ParseBound(c.From); err != nil {
 		return fmt.Errorf("--from: %w", err)
 	}
 	cfg := c.withBrokers(c.Brokers)

@@ -131,7 +131,7 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 	// Idle connections would otherwise live on, each with a goroutine,
 	// until their timeout; the readers have stopped by then (below).
 	defer transport.CloseIdleConnections()
-	parts, err := Partitions(ctx, dialer, cfg.Conn.Brokers, cfg.Topic)
+	parts, err := fetch.Partitions(ctx, dialer, cfg.Conn.Brokers, cfg.Topic)
 	if err != nil {
 		return st, fmt.Errorf("tail: %w", err)
 	}
@@ -142,11 +142,11 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 	}
 	var spans []span
 	for _, p := range parts {
-		first, last, _, err := ListOffsets(ctx, client, cfg.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+		first, last, _, err := fetch.ListOffsets(ctx, client, cfg.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
 		if err != nil {
 			return st, fmt.Errorf("tail: %w", err)
 		}
-		start, err := ResolveBound(ctx, client, cfg.Topic, p, cfg.From, first, first, last)
+		start, err := fetch.ResolveBound(ctx, client, cfg.Topic, p, cfg.From, first, first, last)
 		if err != nil {
 			return st, fmt.Errorf("tail --from: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn/kafkaconntest"
 )
@@ -141,7 +142,7 @@ func TestTailDoesNotCreateAMissingTopic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = Tail(ctx, TailConfig{Conn: conn, Topic: "nosuchtopic"}, func(codec.Prediction, TailStats) error { return nil })
-	if !errors.Is(err, ErrNoTopic) || !strings.Contains(err.Error(), "nosuchtopic") {
+	if !errors.Is(err, fetch.ErrNoTopic) || !strings.Contains(err.Error(), "nosuchtopic") {
 		t.Fatalf("got %v, want a no-such-topic error", err)
 	}
 	d, _ := conn.Dialer()
@@ -157,19 +158,6 @@ func TestTailDoesNotCreateAMissingTopic(t *testing.T) {
 	for _, p := range ps {
 		if p.Topic == "nosuchtopic" {
 			t.Fatal("the tail created the topic")
-		}
-	}
-}
-
-func TestParseBound(t *testing.T) {
-	for _, ok := range []string{"", "earliest", "latest", "0", "17", "-5", "2026-01-02T15:04:05Z"} {
-		if _, err := ParseBound(ok); err != nil {
-			t.Errorf("%q: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"middle", "-x", "--5", "5s", "2026-01-02"} {
-		if _, err := ParseBound(bad); err == nil || !strings.Contains(err.Error(), "-N (the last N records)") {
-			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/streamlearner/streamlearner/codec/features"
 	"github.com/streamlearner/streamlearner/codec/schemareg"
 	"github.com/streamlearner/streamlearner/internal/dev/synth"
-	"github.com/streamlearner/streamlearner/internal/feed"
 	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 	"github.com/streamlearner/streamlearner/internal/pending"
@@ -31,7 +30,7 @@ type Source struct {
 	// Partitions to replay; nil means all of the topic's. Each is its own
 	// stream, replayed one after the other.
 	Partitions []int
-	// From and To bound the replay (feed.ResolveBound): "earliest",
+	// From and To bound the replay (fetch.ResolveBound): "earliest",
 	// "latest", an offset, -N (the last N records) or an RFC 3339 time
 	// (the first record at or after it). From is inclusive,
 	// To exclusive. Defaults "earliest" and "latest" (the end of the
@@ -209,13 +208,13 @@ func resolve(ctx context.Context, src Source) ([]span, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := feed.Partitions(ctx, dialer, src.Conn.Brokers, src.Topic)
+	all, err := fetch.Partitions(ctx, dialer, src.Conn.Brokers, src.Topic)
 	if err != nil {
 		return nil, err
 	}
 	var labelParts []int
 	if src.LabelTopic != "" {
-		if labelParts, err = feed.Partitions(ctx, dialer, src.Conn.Brokers, src.LabelTopic); err != nil {
+		if labelParts, err = fetch.Partitions(ctx, dialer, src.Conn.Brokers, src.LabelTopic); err != nil {
 			return nil, err
 		}
 		if len(labelParts) != len(all) {
@@ -234,14 +233,14 @@ func resolve(ctx context.Context, src Source) ([]span, error) {
 	}
 	client := &kafka.Client{Addr: kafka.TCP(src.Conn.Brokers...), Transport: src.transport}
 	bounds := func(topic string, p int) (start, end int64, err error) {
-		first, last, _, err := feed.ListOffsetsAt(ctx, client, src.isolation(), topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+		first, last, _, err := fetch.ListOffsetsAt(ctx, client, src.isolation(), topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
 		if err != nil {
 			return 0, 0, fmt.Errorf("replay: %w", err)
 		}
-		if start, err = feed.ResolveBound(ctx, client, topic, p, src.From, first, first, last); err != nil {
+		if start, err = fetch.ResolveBound(ctx, client, topic, p, src.From, first, first, last); err != nil {
 			return 0, 0, fmt.Errorf("replay: %w", err)
 		}
-		if end, err = feed.ResolveBound(ctx, client, topic, p, src.To, last, first, last); err != nil {
+		if end, err = fetch.ResolveBound(ctx, client, topic, p, src.To, last, first, last); err != nil {
 			return 0, 0, fmt.Errorf("replay: %w", err)
 		}
 		return start, max(end, start), nil
