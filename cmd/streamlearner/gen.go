@@ -23,6 +23,7 @@ import (
 	"github.com/streamlearner/streamlearner/internal/dev/synth"
 	"github.com/streamlearner/streamlearner/internal/feed"
 	"github.com/streamlearner/streamlearner/internal/progress"
+	"github.com/streamlearner/streamlearner/internal/replay"
 	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
@@ -184,7 +185,7 @@ func (g *genStream) messages() iter.Seq2[feed.Message, error] {
 	return func(yield func(feed.Message, error) bool) {
 		for i := range g.len() {
 			ex, seg := g.record(i)
-			h := []kafka.Header{{Key: synth.SegmentHeader, Value: strconv.AppendInt(nil, int64(seg), 10)}}
+			h := []kafka.Header{{Key: replay.SegmentHeader, Value: strconv.AppendInt(nil, int64(seg), 10)}}
 			if !yield(feed.Message{Example: ex, Headers: h}, nil) {
 				return
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 	"github.com/streamlearner/streamlearner/internal/dev/synth"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkatest"
+	"github.com/streamlearner/streamlearner/internal/replay"
 )
 
 func readSidecar(t *testing.T, path string) synth.ShiftsFile {
@@ -221,7 +222,7 @@ func TestGenToTopic(t *testing.T) {
 		}
 		var seg []string
 		for _, h := range m.Headers {
-			if h.Key == synth.SegmentHeader {
+			if h.Key == replay.SegmentHeader {
 				seg = append(seg, string(h.Value))
 			}
 		}

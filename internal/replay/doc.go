@@ -57,3 +57,8 @@
 //   - Everything here but [Read] is pure: no I/O, no clocks except the
 //     examples/s figure, deterministic given the records and Seed.
 package replay
+
+// SegmentHeader is the Kafka record header that carries, as a decimal
+// number, the segment (concept) of the point a record holds: gen writes it
+// and replay reads it to find where the concept changed.
+const SegmentHeader = "streamlearner.segment"

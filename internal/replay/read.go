@@ -16,7 +16,6 @@ import (
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/codec/features"
 	"github.com/streamlearner/streamlearner/codec/schemareg"
-	"github.com/streamlearner/streamlearner/internal/dev/synth"
 	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 	"github.com/streamlearner/streamlearner/internal/pending"
@@ -513,7 +512,7 @@ func (d *decoder) decode(m kafka.Message) Record {
 		rec.Key, rec.Time = bytes.Clone(m.Key), m.Time.UnixMilli()
 	}
 	for _, h := range m.Headers {
-		if h.Key == synth.SegmentHeader {
+		if h.Key == SegmentHeader {
 			if s, err := strconv.Atoi(string(h.Value)); err == nil && s >= 0 {
 				rec.Segment = s
 			}

@@ -5,11 +5,6 @@ import (
 	"math"
 )
 
-// SegmentHeader is the Kafka record header that carries, as a decimal
-// number, the Segment of the point a record holds. gen writes it and replay
-// reads it to find where the concept changed.
-const SegmentHeader = "streamlearner.segment"
-
 // ShiftsSuffix is appended to a generated LIBSVM file's name to name its
 // sidecar, a [ShiftsFile] in JSON.
 const ShiftsSuffix = ".shifts.json"
