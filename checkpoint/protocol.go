@@ -14,10 +14,10 @@ import (
 	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/learners/prequential"
-	"github.com/streamlearner/streamlearner/pipeline"
 )
 
-// Protocol is the pipeline's Checkpointer backed by a Store.
+// Protocol is the service's checkpoint protocol (pipeline.Checkpointer)
+// backed by a Store.
 type Protocol struct {
 	Store Store
 	// Model is the configured model of a partition (pipeline.Config's
@@ -34,17 +34,15 @@ type Protocol struct {
 	// OnReset, if set, is told each time ResetModel starts a new model in
 	// place of a stored one, with the reason: "mismatch" (another learner
 	// or kernel) or "unreadable" (no intact snapshot).
-	OnReset func(p pipeline.Partition, reason string)
+	OnReset func(p Partition, reason string)
 	// Now stamps snapshots; default time.Now.
 	Now func() time.Time
 
 	mu    sync.Mutex
-	seq   map[pipeline.Partition]uint64
-	size  map[pipeline.Partition]int      // the last snapshot's bytes
-	known map[pipeline.Partition][]string // snapshots in the store, oldest first, as far as this member knows
+	seq   map[Partition]uint64
+	size  map[Partition]int      // the last snapshot's bytes
+	known map[Partition][]string // snapshots in the store, oldest first, as far as this member knows
 }
-
-var _ pipeline.Checkpointer = (*Protocol)(nil)
 
 // ErrMismatch is wrapped when a snapshot belongs to another model
 // configuration (learner, kernel, input, classes, challengers, delayed
@@ -58,11 +56,11 @@ func (p *Protocol) keep() int {
 	return p.Keep
 }
 
-func (p *Protocol) setSeq(part pipeline.Partition, seq uint64) {
+func (p *Protocol) setSeq(part Partition, seq uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.seq == nil {
-		p.seq = map[pipeline.Partition]uint64{}
+		p.seq = map[Partition]uint64{}
 	}
 	p.seq[part] = max(p.seq[part], seq)
 }
@@ -71,11 +69,11 @@ func (p *Protocol) setSeq(part pipeline.Partition, seq uint64) {
 // missing snapshot is reported loudly and the newest older snapshot of the
 // partition that is intact is used instead (the stream is replayed from
 // its offset, which rebuilds the same model); with none, Restore fails
-// (pipeline.ErrNeedsOperator) and the partition is not served — never
+// (ErrNeedsOperator) and the partition is not served — never
 // silently an empty model. A store that does not answer concludes
 // nothing about the snapshot: Restore fails without looking further, and
 // the worker asks again.
-func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committed int64, metadata string) (*pipeline.State, error) {
+func (p *Protocol) Restore(ctx context.Context, part Partition, committed int64, metadata string) (*State, error) {
 	// What the store holds for the partition, once per assignment: later
 	// collections work from this list plus this member's own saves,
 	// without reading the store again.
@@ -86,7 +84,7 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 	}
 	p.mu.Lock()
 	if p.known == nil {
-		p.known = map[pipeline.Partition][]string{}
+		p.known = map[Partition][]string{}
 	}
 	p.known[part] = names
 	p.mu.Unlock()
@@ -127,7 +125,7 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 		}
 		return p.reset(part, committed, metadata, "mismatch", err)
 	}
-	st := &pipeline.State{Model: m, NextOffset: snap.NextOffset, LabelTopic: snap.LabelTopic, LabelOffset: snap.LabelOffset,
+	st := &State{Model: m, NextOffset: snap.NextOffset, LabelTopic: snap.LabelTopic, LabelOffset: snap.LabelOffset,
 		Snapshot: snap.Name(), SnapshotBytes: len(snap.Model)}
 	p.setSeq(part, snap.Seq)
 	ev := log.Info().Str("snapshot", snap.Name()).Int64("offset", snap.NextOffset).Int("support", m.Support())
@@ -143,7 +141,7 @@ func (p *Protocol) Restore(ctx context.Context, part pipeline.Partition, committ
 // reset gives up the stored model under ResetModel, loudly: a new model
 // starts at the committed offset (nil State), and snapshot numbers go on
 // after the committed one.
-func (p *Protocol) reset(part pipeline.Partition, committed int64, metadata, reason string, cause error) (*pipeline.State, error) {
+func (p *Protocol) reset(part Partition, committed int64, metadata, reason string, cause error) (*State, error) {
 	p.logFor(part).Error().Err(cause).Str("reason", reason).Str("snapshot", metadata).Int64("offset", committed).
 		Msg("reset-model: DISCARDING the stored model and starting a new one at the committed offset")
 	if p.OnReset != nil {
@@ -154,7 +152,7 @@ func (p *Protocol) reset(part pipeline.Partition, committed int64, metadata, rea
 }
 
 // logFor tags the log with the partition, as every line about one is.
-func (p *Protocol) logFor(part pipeline.Partition) *zerolog.Logger {
+func (p *Protocol) logFor(part Partition) *zerolog.Logger {
 	l := p.Log.With().Str("topic", part.Topic).Int("partition", part.ID).Logger()
 	return &l
 }
@@ -165,11 +163,11 @@ func seqOf(name string) uint64 {
 }
 
 // needsOperator marks a Restore error no retry cures
-// (pipeline.ErrNeedsOperator), its message unchanged.
+// (ErrNeedsOperator), its message unchanged.
 type needsOperator struct{ error }
 
 func (e needsOperator) Unwrap() error        { return e.error }
-func (e needsOperator) Is(target error) bool { return target == pipeline.ErrNeedsOperator }
+func (e needsOperator) Is(target error) bool { return target == ErrNeedsOperator }
 
 // unavailable wraps a store's failure to answer (not a snapshot it
 // reports missing or damaged): a broker between leaders, a coordinator
@@ -302,7 +300,7 @@ func (p *Protocol) decodeModel(snap *Snapshot) (*model.Model, error) {
 
 // fallback returns the newest snapshot of the partition older than bad
 // that loads and decodes, with its model.
-func (p *Protocol) fallback(ctx context.Context, part pipeline.Partition, bad string) (*Snapshot, *model.Model, error) {
+func (p *Protocol) fallback(ctx context.Context, part Partition, bad string) (*Snapshot, *model.Model, error) {
 	names, err := p.Store.List(ctx, fmt.Sprintf("%s/%d/", part.Topic, part.ID))
 	if err != nil {
 		return nil, nil, unavailable{fmt.Errorf("list the snapshots of partition %d: %w", part.ID, err)}
@@ -343,7 +341,7 @@ var verifyState = func(state []byte) error {
 
 // Save writes a new snapshot of st and returns its name for the commit
 // and its encoded size.
-func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation int32, st *pipeline.State) (string, int, error) {
+func (p *Protocol) Save(ctx context.Context, part Partition, generation int32, st *State) (string, int, error) {
 	p.mu.Lock()
 	seq := p.seq[part] + 1
 	// The model is encoded straight into the snapshot, in a buffer sized
@@ -376,7 +374,7 @@ func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation
 	p.setSeq(part, seq)
 	p.mu.Lock()
 	if p.size == nil {
-		p.size = map[pipeline.Partition]int{}
+		p.size = map[Partition]int{}
 	}
 	p.size[part] = len(data)
 	p.mu.Unlock()
@@ -385,7 +383,7 @@ func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation
 	}
 	p.mu.Lock()
 	if p.known == nil {
-		p.known = map[pipeline.Partition][]string{}
+		p.known = map[Partition][]string{}
 	}
 	p.known[part] = append(p.known[part], snap.Name())
 	p.mu.Unlock()
@@ -394,7 +392,7 @@ func (p *Protocol) Save(ctx context.Context, part pipeline.Partition, generation
 
 // Committed deletes the partition's snapshots older than the Keep newest
 // up to the committed one.
-func (p *Protocol) Committed(ctx context.Context, part pipeline.Partition, name string) {
+func (p *Protocol) Committed(ctx context.Context, part Partition, name string) {
 	p.mu.Lock()
 	names := slices.Clone(p.known[part])
 	p.mu.Unlock()

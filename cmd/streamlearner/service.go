@@ -255,12 +255,6 @@ func (c *runCmd) Run(ctx context.Context) error {
 		}
 		store = ts
 	}
-	var cp pipeline.Checkpointer
-	if store != nil {
-		cp = &checkpoint.Protocol{Store: store, ResetModel: c.ResetModel, Log: log}
-	} else {
-		log.Warn().Msg("no --checkpoint-dir or --checkpoint-topic: a partition that moves to another member, or a restart, starts a new model")
-	}
 	cfg := pipeline.Config{
 		Conn: c.config(), Topic: c.Topic, Group: c.Group, OutputTopic: c.OutputTopic, DLQTopic: c.DLQTopic,
 		Learner: c.Learner, Kernel: kern, Seed: c.Seed, Labels: labels, StartOffset: c.Start,
@@ -269,7 +263,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		MaxKeyBytes: c.MaxKeyBytes, StuckAfter: c.StuckAfter, MaxModelBytes: c.MaxModelBytes, ExpectedNonZeros: c.ExpectedNonZeros,
 		FlushRecords: c.FlushRecords, FlushInterval: c.FlushInterval, AutoCreateTopics: c.AutoCreate,
 		FlushMaxBytes: c.FlushMaxBytes, FetchMaxBytes: c.FetchMaxBytes, FetchPartitionMaxBytes: c.FetchPartitionMaxBytes, FetchMaxWait: c.FetchMaxWait,
-		CheckpointEvery: c.CheckpointEvery, CheckpointInterval: c.CheckpointInterval, Checkpoints: cp,
+		CheckpointEvery: c.CheckpointEvery, CheckpointInterval: c.CheckpointInterval,
 		HeartbeatInterval: c.HeartbeatInterval, SessionTimeout: c.SessionTimeout, RebalanceTimeout: c.RebalanceTimeout,
 		DelayedLabels: c.DelayedLabels, LabelTopic: c.LabelTopic, PendingMaxRecords: c.PendingMaxRecords, PendingMaxAge: c.PendingMaxAge,
 		PendingMaxBytes: c.PendingMaxBytes, PendingMaxKeyBytes: c.PendingMaxKeyBytes,
@@ -279,6 +273,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		DisableIdempotence: !c.Idempotence, Compression: c.Compression,
 		Log: log,
 	}
+	cfg.Checkpoints = c.checkpoints(store, &cfg, log)
 	mc, err := c.modelConfig(c.fieldFlags, labels)
 	if err != nil {
 		return err
@@ -302,17 +297,11 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if p, ok := cp.(*checkpoint.Protocol); ok {
-		p.Model = cfg.ModelConfig
-	}
 	ctx, stop := context.WithCancel(ctx) // also stops the metrics server
 	defer stop()
 	if c.MetricsAddr != "" {
 		reg := newRegistry()
 		cfg.Metrics = pipeline.NewMetrics(reg)
-		if p, ok := cp.(*checkpoint.Protocol); ok {
-			p.OnReset = func(_ pipeline.Partition, reason string) { cfg.Metrics.ModelResets.WithLabelValues(reason).Inc() }
-		}
 		if err := serveOps(ctx, c.MetricsAddr, reg, cfg.Metrics, log); err != nil {
 			return err
 		}
@@ -392,6 +381,22 @@ func logSummary(log zerolog.Logger, m *pipeline.Metrics, elapsed time.Duration) 
 }
 
 func round2(x float64) float64 { return math.Round(100*x) / 100 }
+
+// checkpoints is the checkpoint protocol over store (none without one).
+// It reads the partition models and the metrics from cfg when it runs, so
+// it sees cfg as the rest of Run completes it.
+func (c *runCmd) checkpoints(store checkpoint.Store, cfg *pipeline.Config, log zerolog.Logger) pipeline.Checkpointer {
+	if store == nil {
+		log.Warn().Msg("no --checkpoint-dir or --checkpoint-topic: a partition that moves to another member, or a restart, starts a new model")
+		return nil
+	}
+	return &checkpoint.Protocol{Store: store, ResetModel: c.ResetModel, Log: log, Model: cfg.ModelConfig,
+		OnReset: func(_ checkpoint.Partition, reason string) {
+			if cfg.Metrics != nil {
+				cfg.Metrics.ModelResets.WithLabelValues(reason).Inc()
+			}
+		}}
+}
 
 // inputKind decides whether the input topic holds named-field events:
 // --input says so, or (auto) the topic's first records do, as replay
