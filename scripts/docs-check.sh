@@ -2,7 +2,7 @@
 # Runs the commands of the README and the docs, as written, in a fresh
 # clone of the committed tree, so that they cannot go stale.
 #
-# Every ```sh block of README.md and docs/{sop,drift,events,delayed,selection,auto}.md runs, in
+# Every ```sh block of README.md and docs/{eval,deploy,sop,drift,events,delayed,selection,auto}.md runs, in
 # document order, in one clone (a block may use what an earlier one built),
 # under bash -e -o pipefail with a time limit; jobs a block starts with &
 # are stopped when it ends. An HTML comment right before a block adjusts
@@ -23,15 +23,16 @@
 # developer's own broker.
 #
 # docs/performance.md and docs/reproduction*.md are not run here: they run
-# the full data sets for minutes to hours (`make bench`, `make reproduce`).
+# the full data sets for minutes to hours (`make bench`, `make reproduce`);
+# docs/history/ records what was run then.
 #
-# Usage: scripts/docs-check.sh [FILE.md ...]   (default: the seven above)
+# Usage: scripts/docs-check.sh [FILE.md ...]   (default: the nine above)
 # DOCS_CHECK_LOGS=DIR keeps each block's output; DOCS_CHECK_TIMEOUT is the
 # limit per block in seconds (default 300).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(README.md docs/sop.md docs/drift.md docs/events.md docs/delayed.md docs/selection.md docs/auto.md)
+[ ${#files[@]} -gt 0 ] || files=(README.md docs/eval.md docs/deploy.md docs/sop.md docs/drift.md docs/events.md docs/delayed.md docs/selection.md docs/auto.md)
 limit=${DOCS_CHECK_TIMEOUT:-300}
 logs=${DOCS_CHECK_LOGS:-}   # keep each block's output there
 
