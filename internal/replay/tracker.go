@@ -259,7 +259,7 @@ func NewStream(cfg Config, partition int) (*Stream, error) {
 			return nil, fmt.Errorf("replay: %w", err)
 		}
 		ln := &lane{spec: def.name, seed: seed, m: m,
-			post: make([]bool, 0, cfg.RecoveryWindow), traceCap: cfg.TracePoints, stride: 1}
+			post: prequential.NewWindow(cfg.RecoveryWindow), traceCap: cfg.TracePoints, stride: 1}
 		if cfg.Delay > 0 {
 			if ln.delayer, err = model.NewDelayer(m, cfg.Delay); err != nil {
 				return nil, fmt.Errorf("replay: %w", err)
@@ -442,11 +442,9 @@ type lane struct {
 
 	// Recovery: the pre-shift level and the last RecoveryWindow labeled
 	// post-shift mistakes (a ring once full).
-	recovery  []Recovery
-	post      []bool
-	postNext  int
-	postWrong int
-	waiting   bool // the last shift's recovery is still open
+	recovery []Recovery
+	post     prequential.Window
+	waiting  bool // the last shift's recovery is still open
 
 	dets     []drift.Detector
 	detected [][]int64
@@ -589,7 +587,7 @@ func (ln *lane) shift(round int64, r *Record) {
 		pre = ev.WindowRate()
 	}
 	ln.recovery = append(ln.recovery, Recovery{ShiftRound: round, PreRate: pre})
-	ln.post, ln.postNext, ln.postWrong = ln.post[:0], 0, 0
+	ln.post.Reset()
 	ln.waiting = !math.IsNaN(pre)
 }
 
@@ -597,26 +595,13 @@ func (ln *lane) observePost(cfg Config, round int64, mistake bool) {
 	if !ln.waiting {
 		return
 	}
-	first := false // the window fills with this round
-	if len(ln.post) < cap(ln.post) {
-		ln.post = append(ln.post, mistake)
-		first = len(ln.post) == cap(ln.post)
-	} else {
-		if ln.post[ln.postNext] {
-			ln.postWrong--
-		}
-		ln.post[ln.postNext] = mistake
-		ln.postNext = (ln.postNext + 1) % len(ln.post)
-	}
-	if mistake {
-		ln.postWrong++
-	}
-	if len(ln.post) < cap(ln.post) {
+	first := !ln.post.Full() // the window may fill with this round
+	ln.post.Add(mistake)
+	if !ln.post.Full() {
 		return
 	}
 	rec := &ln.recovery[len(ln.recovery)-1]
-	rate := float64(ln.postWrong) / float64(len(ln.post))
-	if rate <= rec.PreRate+cfg.Tolerance {
+	if ln.post.Rate() <= rec.PreRate+cfg.Tolerance {
 		n := round - rec.ShiftRound + 1
 		rec.Records, rec.AtMost = &n, first
 		ln.waiting = false

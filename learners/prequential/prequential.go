@@ -50,9 +50,7 @@ type Evaluator struct {
 	// column in the confusion matrix.
 	Unanswered uint64
 
-	ring     []bool // mistakes of the last Window labeled rounds
-	next     int
-	inWindow int // mistakes currently in ring
+	window Window // mistakes of the last Window labeled rounds
 
 	k         int      // classes in the matrix
 	confusion []uint64 // k×k, row = true class, column = predicted class
@@ -138,25 +136,14 @@ func (e *Evaluator) labeled(mistake bool) {
 	if mistake {
 		e.Mistakes++
 	}
-	if e.ring == nil {
+	if e.window.Cap() == 0 {
 		w := e.Window
 		if w <= 0 {
 			w = DefaultWindow
 		}
-		e.ring = make([]bool, 0, w)
+		e.window = NewWindow(w)
 	}
-	if len(e.ring) < cap(e.ring) {
-		e.ring = append(e.ring, mistake)
-	} else {
-		if e.ring[e.next] {
-			e.inWindow--
-		}
-		e.ring[e.next] = mistake
-		e.next = (e.next + 1) % len(e.ring)
-	}
-	if mistake {
-		e.inWindow++
-	}
+	e.window.Add(mistake)
 }
 
 // grow makes room for k classes, keeping the counts.
@@ -184,12 +171,7 @@ func (e *Evaluator) MistakeRate() float64 {
 
 // WindowRate is the mistake rate over the last Window labeled rounds (or
 // fewer, before the window has filled).
-func (e *Evaluator) WindowRate() float64 {
-	if len(e.ring) == 0 {
-		return 0
-	}
-	return float64(e.inWindow) / float64(len(e.ring))
-}
+func (e *Evaluator) WindowRate() float64 { return e.window.Rate() }
 
 // Scored is the number of labeled rounds recorded with their label
 // (through Binary or Class): those the baseline and the matrix cover.

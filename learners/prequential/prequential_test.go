@@ -40,8 +40,8 @@ func TestZeroValue(t *testing.T) {
 	for i := range 2500 {
 		e.Observe(learners.Outcome{Mistake: i%5 == 0}, true, 0)
 	}
-	if len(e.ring) != DefaultWindow || e.WindowRate() != 0.2 {
-		t.Fatalf("default window: len %d rate %v", len(e.ring), e.WindowRate())
+	if e.window.Len() != DefaultWindow || e.WindowRate() != 0.2 {
+		t.Fatalf("default window: len %d rate %v", e.window.Len(), e.WindowRate())
 	}
 }
 

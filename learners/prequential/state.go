@@ -20,13 +20,13 @@ const maxStateClasses = 1 << 12
 // (checkpoints carry it with the model).
 func (e *Evaluator) MarshalBinary() ([]byte, error) {
 	b := []byte{stateVersion}
-	for _, v := range []uint64{e.Rounds, e.Labeled, e.Mistakes, e.Updates, uint64(e.Support), uint64(e.SupportMax), uint64(e.Window), uint64(len(e.ring)), uint64(cap(e.ring)), uint64(e.next)} {
+	for _, v := range []uint64{e.Rounds, e.Labeled, e.Mistakes, e.Updates, uint64(e.Support), uint64(e.SupportMax), uint64(e.Window), uint64(len(e.window.ring)), uint64(cap(e.window.ring)), uint64(e.window.next)} {
 		b = binary.AppendUvarint(b, v)
 	}
-	for i := 0; i < len(e.ring); i += 8 {
+	for i := 0; i < len(e.window.ring); i += 8 {
 		var bits byte
-		for j := i; j < min(i+8, len(e.ring)); j++ {
-			if e.ring[j] {
+		for j := i; j < min(i+8, len(e.window.ring)); j++ {
+			if e.window.ring[j] {
 				bits |= 1 << (j - i)
 			}
 		}
@@ -70,13 +70,13 @@ func (e *Evaluator) UnmarshalBinary(b []byte) error {
 		(version == 1 && uint64(len(b)) != ringBytes) {
 		return fmt.Errorf("evaluator state: window %d/%d at %d with %d bytes", length, capacity, next, len(b))
 	}
-	r := Evaluator{Window: int(v[6]), Rounds: v[0], Labeled: v[1], Mistakes: v[2], Updates: v[3], Support: int(v[4]), SupportMax: int(v[5]), next: int(next)}
+	r := Evaluator{Window: int(v[6]), Rounds: v[0], Labeled: v[1], Mistakes: v[2], Updates: v[3], Support: int(v[4]), SupportMax: int(v[5])}
 	if capacity > 0 {
-		r.ring = make([]bool, length, capacity)
-		for i := range r.ring {
-			r.ring[i] = b[i/8]&(1<<(i%8)) != 0
-			if r.ring[i] {
-				r.inWindow++
+		r.window = Window{ring: make([]bool, length, capacity), next: int(next)}
+		for i := range r.window.ring {
+			r.window.ring[i] = b[i/8]&(1<<(i%8)) != 0
+			if r.window.ring[i] {
+				r.window.wrong++
 			}
 		}
 	}
