@@ -1,0 +1,275 @@
+package learners
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/dataset"
+	"github.com/streamlearner/streamlearner/sparse"
+)
+
+// primalSpecs are the learners that take the primal form, with a large
+// Shifting Perceptron decay so that its scale folds into w (primalFloor)
+// within a short stream.
+var primalSpecs = []string{"perceptron", "pa1:c=1", "pa1:c=0.01", "spa:lambda=0.7", "spa:lambda=1000"}
+
+var affineKernels = []string{"linear", "linear:bias=1", "poly:degree=1,coef0=0.5,scale=2"}
+
+// newDual builds spec in the dual form, whatever its kernel: the form
+// every learner had before the primal one, which the primal must match.
+func newDual(t testing.TB, spec string, k Kernel) Learner {
+	t.Helper()
+	l := mustNew(t, spec, k, 3)
+	l.(*model).primal = nil
+	return l
+}
+
+// loadTestdata reads the first n records of a file of the repository's
+// testdata, pos naming the positive label.
+func loadTestdata(t testing.TB, file, pos string, n int) ([]sparse.Vector, []int) {
+	t.Helper()
+	s, err := dataset.Load(context.Background(), "../testdata/"+file,
+		dataset.Options{Labels: codec.LabelMap{Positive: []string{pos}}, Limit: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.X, s.Y
+}
+
+// closeMargins reports whether a primal margin is the dual's to 1e-9,
+// relative to the larger of the margin and 1 (a margin near zero is a sum
+// of terms of about unit size that cancel).
+func closeMargins(primal, dual float64) bool {
+	return math.Abs(primal-dual) <= 1e-9*math.Max(1, math.Abs(dual))
+}
+
+// playPrimalAndDual plays one stream through the primal and the dual
+// form of spec and fails unless every margin agrees to 1e-9 and every
+// round makes the same mistake and update; it returns the mistakes.
+func playPrimalAndDual(t *testing.T, spec string, k Kernel, xs []sparse.Vector, ys []int) int {
+	t.Helper()
+	p, d := mustNew(t, spec, k, 3), newDual(t, spec, k)
+	if Form(p) != FormPrimal || Form(d) != FormDual {
+		t.Fatalf("%s with %s: forms %s and %s", spec, k, Form(p), Form(d))
+	}
+	mistakes := 0
+	for i := range xs {
+		a, b := p.Round(xs[i], ys[i]), d.Round(xs[i], ys[i])
+		if !closeMargins(a.Margin, b.Margin) || a.Mistake != b.Mistake || a.Updated != b.Updated {
+			t.Fatalf("%s with %s, round %d: primal %+v, dual %+v", spec, k, i, a, b)
+		}
+		if a.Mistake {
+			mistakes++
+		}
+	}
+	if p.Size() != d.Size() {
+		t.Fatalf("%s with %s: primal folded %d vectors, the dual holds %d", spec, k, p.Size(), d.Size())
+	}
+	return mistakes
+}
+
+// TestPrimalMatchesDual: the primal form plays as the dual form on a9a
+// (sparse, 123 binary features), USPS (dense, 256 features) and the
+// synthetic stream, for every learner that takes it and every affine
+// kernel.
+func TestPrimalMatchesDual(t *testing.T) {
+	a9aX, a9aY := loadTestdata(t, "a9a.gz", "1", 4000)
+	uspsX, uspsY := loadTestdata(t, "usps-2000.gz", "1", 1000)
+	synX, synY := stream(21, 1500)
+	for _, ks := range affineKernels {
+		k := mustKernel(t, ks)
+		for _, spec := range primalSpecs {
+			m1 := playPrimalAndDual(t, spec, k, a9aX, a9aY)
+			m2 := playPrimalAndDual(t, spec, k, uspsX, uspsY)
+			m3 := playPrimalAndDual(t, spec, k, synX, synY)
+			t.Logf("%-16s %-32s mistakes a9a %d, usps %d, synthetic %d", spec, ks, m1, m2, m3)
+		}
+	}
+}
+
+// TestPrimalFolds: the Shifting Perceptron's decay folds its scale into
+// w once it falls below primalFloor, and the model plays on as the dual.
+func TestPrimalFolds(t *testing.T) {
+	xs, ys := stream(22, 1500)
+	k := mustKernel(t, "linear")
+	l := mustNew(t, "spa:lambda=1000", k, 1)
+	for i := range xs {
+		l.Round(xs[i], ys[i])
+	}
+	p := l.(*model).primal
+	if p.s == 1 && p.n < 100 {
+		t.Fatalf("the test does not shrink the scale: s = %v after %d mistakes", p.s, p.n)
+	}
+	folded := false
+	l = mustNew(t, "spa:lambda=1000", k, 1)
+	for i := range xs {
+		before := l.(*model).primal.s
+		l.Round(xs[i], ys[i])
+		folded = folded || (before != 1 && l.(*model).primal.s == 1)
+	}
+	if !folded {
+		t.Fatal("the scale never folded into w")
+	}
+}
+
+// TestPrimalForm: which learners and kernels take the primal form.
+func TestPrimalForm(t *testing.T) {
+	for _, c := range []struct {
+		spec, kernel string
+		primal       bool
+	}{
+		{"perceptron", "linear", true},
+		{"pa1:c=0.01", "linear:bias=1", true},
+		{"spa", "poly:degree=1,coef0=1", true},
+		{"perceptron", "poly:degree=2", false},
+		{"perceptron", "rbf", false},
+		{"perceptron", "linear:normalize=true", false},
+		{"perceptron:max=10", "linear", false},
+		{"pa1:max=10", "linear", false},
+		{"rbp:budget=10", "linear", false},
+		{"forgetron:budget=10", "linear", false},
+		{"sop", "linear", false},
+		{"projectron", "linear", false},
+		{"nosuch", "linear", false},
+	} {
+		k := mustKernel(t, c.kernel)
+		if got := Primal(c.spec, k); got != c.primal {
+			t.Errorf("Primal(%s, %s) = %v, want %v", c.spec, c.kernel, got, c.primal)
+		}
+		if c.spec == "nosuch" {
+			continue
+		}
+		want := FormDual
+		if c.primal {
+			want = FormPrimal
+		}
+		if got := Form(mustNew(t, c.spec, k, 1)); got != want {
+			t.Errorf("%s with %s: form %s, want %s", c.spec, c.kernel, got, want)
+		}
+	}
+}
+
+// TestLinearBias: linear:bias=C is poly:degree=1,coef0=C bit for bit in
+// the dual form, reads back from its canonical spec, and refuses a
+// negative bias.
+func TestLinearBias(t *testing.T) {
+	k := mustKernel(t, "linear:bias=1")
+	if k.String() != "linear:bias=1" || mustKernel(t, k.String()) != k {
+		t.Fatalf("linear:bias=1 reads as %+v, spec %q", k, k)
+	}
+	if s := mustKernel(t, "linear:bias=0.5,normalize=true").String(); s != "linear:bias=0.5,normalize=true" {
+		t.Fatalf("canonical spec %q", s)
+	}
+	if _, err := ParseKernel("linear:bias=-1"); err == nil {
+		t.Fatal("a negative bias parsed")
+	}
+	xs, ys := stream(23, 800)
+	playsLikeButNotLike(t, xs, ys, mustNew(t, "rbp:budget=20", k, 1),
+		mustNew(t, "rbp:budget=20", mustKernel(t, "poly:degree=1,coef0=1"), 1),
+		mustNew(t, "rbp:budget=20", mustKernel(t, "linear"), 1))
+}
+
+// TestPrimalStateRoundTrip: a primal state restores and continues bit
+// for bit, and its size follows the features, not the stream.
+func TestPrimalStateRoundTrip(t *testing.T) {
+	xs, ys := loadTestdata(t, "a9a.gz", "1", 6000)
+	for _, ks := range affineKernels {
+		for _, spec := range primalSpecs {
+			l := mustNew(t, spec, mustKernel(t, ks), 1)
+			var sizes []int
+			for i := range xs {
+				if i == 2000 || i == 4000 {
+					b, err := l.MarshalBinary()
+					if err != nil {
+						t.Fatal(err)
+					}
+					sizes = append(sizes, len(b))
+					c, err := Unmarshal(b)
+					if err != nil {
+						t.Fatalf("%s with %s: %v", spec, ks, err)
+					}
+					if Form(c) != FormPrimal || c.Size() != l.Size() || c.Spec() != l.Spec() {
+						t.Fatalf("%s with %s: restored %s, size %d, spec %s", spec, ks, Form(c), c.Size(), c.Spec())
+					}
+					l = c
+				}
+				l.Round(xs[i], ys[i])
+			}
+			// 123 features: at most 123 entries of 9 or 10 bytes.
+			if sizes[1] > 1500 || sizes[1] > sizes[0]+150 {
+				t.Errorf("%s with %s: state of %d then %d bytes", spec, ks, sizes[0], sizes[1])
+			}
+		}
+	}
+}
+
+// TestPrimalStateContinuesExactly: the restored learner's margins are the
+// original's, bit for bit.
+func TestPrimalStateContinuesExactly(t *testing.T) {
+	xs, ys := stream(24, 1200)
+	for _, spec := range primalSpecs {
+		l := mustNew(t, spec, mustKernel(t, "linear:bias=1"), 1)
+		for i := range 600 {
+			l.Round(xs[i], ys[i])
+		}
+		b, _ := l.MarshalBinary()
+		c, err := Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 600; i < len(xs); i++ {
+			if a, b := l.Round(xs[i], ys[i]), c.Round(xs[i], ys[i]); !sameBits(a.Margin, b.Margin) {
+				t.Fatalf("%s round %d: margin %v, restored %v", spec, i, a.Margin, b.Margin)
+			}
+		}
+	}
+}
+
+// TestDualStateLoadsAsPrimal: the state of a learner saved in the dual
+// form (format version 1, as every state was before the primal form)
+// loads into the primal form, which plays on as the dual would.
+func TestDualStateLoadsAsPrimal(t *testing.T) {
+	xs, ys := loadTestdata(t, "a9a.gz", "1", 4000)
+	for _, spec := range primalSpecs {
+		k := mustKernel(t, "linear")
+		d := newDual(t, spec, k)
+		for i := range 2000 {
+			d.Round(xs[i], ys[i])
+		}
+		b, _ := d.MarshalBinary()
+		if !strings.HasPrefix(string(b), stateMagic+"\x01") {
+			t.Fatalf("%s: the dual state is not format version 1", spec)
+		}
+		c, err := Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Form(c) != FormPrimal || c.Size() != d.Size() {
+			t.Fatalf("%s: loaded in the %s form with %d vectors, saved with %d", spec, Form(c), c.Size(), d.Size())
+		}
+		for i := 2000; i < len(xs); i++ {
+			a, b := c.Round(xs[i], ys[i]), d.Round(xs[i], ys[i])
+			if !closeMargins(a.Margin, b.Margin) || a.Mistake != b.Mistake {
+				t.Fatalf("%s round %d: converted %+v, dual %+v", spec, i, a, b)
+			}
+		}
+	}
+}
+
+// TestPrimalStateRejectedForDualLearner: a primal state whose spec keeps
+// support vectors is corrupt, not a model.
+func TestPrimalStateRejectedForDualLearner(t *testing.T) {
+	l := mustNew(t, "perceptron", mustKernel(t, "linear"), 1)
+	l.Round(sparse.Vector{Idx: []uint32{1}, Val: []float64{1}}, 1)
+	b, _ := l.(*model).AppendBinary(nil)
+	bad := l.(*model).appendState(nil, "perceptron:max=5")
+	if _, err := Unmarshal(bad); err == nil || !strings.Contains(err.Error(), "primal") {
+		t.Fatalf("a primal state for a capped perceptron: %v", err)
+	}
+	if _, err := Unmarshal(b); err != nil {
+		t.Fatal(err)
+	}
+}
