@@ -273,3 +273,35 @@ func TestPrimalStateRejectedForDualLearner(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEstimateMemoryPrimal: a model in primal form is estimated by the
+// width of its records, not by its stream: the estimate matches the heap
+// it holds after the whole stream, and the snapshot its encoding.
+func TestEstimateMemoryPrimal(t *testing.T) {
+	k := mustKernel(t, "linear:bias=1")
+	for _, d := range []Data{{NNZ: 20, Dim: 5000}, {NNZ: 40, Dim: 400}} {
+		xs, ys := memData(d, 3000, 3)
+		for _, spec := range []string{"perceptron", "pa1", "spa"} {
+			m, err := EstimateMemory(spec, k, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !m.Primal || m.Vectors != 1 || m.At(10) != m.At(100000) || !strings.Contains(m.String(), "primal") {
+				t.Fatalf("%s: estimate %+v, %q", spec, m, m)
+			}
+			got, l := heldBytes(t, spec, k, xs, ys)
+			enc, _ := l.MarshalBinary()
+			r, rs := float64(m.Held)/float64(got), float64(m.Snapshot)/float64(len(enc))
+			t.Logf("%-24s dim %5d, %d vectors folded: held %7d estimate %7d (%.2f); snapshot %6d estimate %6d (%.2f)",
+				spec, d.Dim, l.Size(), got, m.Held, r, len(enc), m.Snapshot, rs)
+			if r < memLow || r > memHigh || rs < 1 || rs > 1.5 {
+				t.Errorf("%s, dim %d: held %d estimated %d (%.2f), snapshot %d estimated %d (%.2f)",
+					spec, d.Dim, got, m.Held, r, len(enc), m.Snapshot, rs)
+			}
+		}
+	}
+	// A capped perceptron keeps its vectors: the dual estimate.
+	if m, _ := EstimateMemory("perceptron:max=50", k, Data{NNZ: 20}); m.Primal || m.Vectors != 50 {
+		t.Fatalf("perceptron:max=50: %+v", m)
+	}
+}
