@@ -23,8 +23,8 @@ import (
 //
 // A learner in primal form (see primalForm) writes format version
 // statePrimal, whose support set is replaced by: the count of vectors
-// folded in (uvarint), the scale s of w = s·v and the constant's weight β
-// (float64 bits each), and v's non-zeros as a vector. A version-1 state
+// folded in (uvarint), the constant's weight β (float64 bits), and w's
+// non-zeros as a vector. A version-1 state
 // of such a learner still decodes: its vectors fold into w. Integrity (checksums) is the
 // checkpoint store's job; decoding only guarantees that corrupt input gives
 // an error, never a panic or an allocation larger than the input implies.

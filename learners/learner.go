@@ -255,15 +255,6 @@ func (m *model) add(q query, y int, alpha float64) {
 	m.sv.add(q, y, alpha, m.rounds)
 }
 
-// scale multiplies every weight of the model by c.
-func (m *model) scale(c float64) {
-	if m.primal != nil {
-		m.primal.rescale(c)
-		return
-	}
-	m.sv.scale(c)
-}
-
 // Size is the support size; in the primal form, the number of vectors
 // folded into w, which is what the dual form would hold.
 func (m *model) Size() int {

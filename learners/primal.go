@@ -11,30 +11,25 @@ import (
 // The primal form. Under an affine kernel k(x,y) = S·x·y + C (linear,
 // linear:bias=C, or poly of degree 1 with scale S and coef0 C, not
 // normalized) the expansion Σ_j α_j k(x_j, x) is S·(w·x) + C·β with
-// w = Σ_j α_j x_j and β = Σ_j α_j. A learner that only adds vectors and
-// rescales all weights at once (the Perceptron, PA-I, the Shifting
-// Perceptron, without max=) then needs w and β, not its support vectors:
-// a round costs O(nnz(x)) instead of O(support·nnz(x)), and the model and
-// its snapshot follow the feature space, not the stream.
+// w = Σ_j α_j x_j and β = Σ_j α_j. A learner that only adds vectors (the
+// Perceptron and PA-I, without max=) then needs w and β, not its support
+// vectors: a round costs O(nnz(x)) instead of O(support·nnz(x)), and the
+// model and its snapshot follow the feature space, not the stream.
 //
 // The learners that remove chosen vectors (the budget Perceptrons, the
-// Forgetron, CKS, a max= cap) or that weigh them by a kernel matrix (the
-// Projectrons, SOP and their budget forms) stay in the dual form: see
-// docs/architecture.md, "Primal and dual form".
+// Forgetron, CKS, a max= cap), that rescale them (the Shifting
+// Perceptron, whose rescaled w rounds otherwise than its rescaled
+// weights and so breaks a tie the dual breaks the other way) or that
+// weigh them by a kernel matrix (the Projectrons, SOP and their budget
+// forms) stay in the dual form: see docs/architecture.md, "Primal and
+// dual form".
 
-// primalFloor is the smallest scale s of w = s·v kept before it is folded
-// into v: the Shifting Perceptron's decay multiplies s at every mistake,
-// and folding it in (O(d)) only when it gets this small keeps a decay
-// O(1) without letting s underflow.
-const primalFloor = 1e-150
-
-// primalForm is w = s·v and β, with v dense below scatterLimit and in a
-// map beyond it (hashed features stay below; the map keeps an odd index
-// from allocating a huge array).
+// primalForm is w and β, with w dense below scatterLimit and in a map
+// beyond it (hashed features stay below; the map keeps an odd index from
+// allocating a huge array).
 type primalForm struct {
-	v     []float64
+	v     []float64 // w below scatterLimit
 	far   map[uint32]float64
-	s     float64 // the scale of v; 1 unless the weights were shrunk
 	beta  float64 // Σ_j α_j, the weight of the kernel's constant C
 	n     int     // vectors folded in: the dual form's support size
 	scale float64 // S
@@ -55,12 +50,11 @@ func (k Kernel) affine() (s, c float64, ok bool) {
 }
 
 // primalAlgorithm is an algorithm whose updates are all additions of a
-// vector and rescalings of every weight, which the primal form keeps.
+// vector, which the primal form keeps.
 type primalAlgorithm interface{ primal() bool }
 
 func (a *perceptron) primal() bool { return a.policy == evictNone }
 func (a *pa1) primal() bool        { return true }
-func (a *spa) primal() bool        { return true }
 
 // newPrimal returns the primal form for m, or nil when m must keep its
 // support vectors.
@@ -69,10 +63,10 @@ func newPrimal(m *model) *primalForm {
 	if a, isP := m.alg.(primalAlgorithm); !ok || !isP || !a.primal() || m.budget != 0 {
 		return nil
 	}
-	return &primalForm{s: 1, scale: s, coef0: c}
+	return &primalForm{scale: s, coef0: c}
 }
 
-// dot is v·x, one running sum in increasing index order.
+// dot is w·x, one running sum in increasing index order.
 func (p *primalForm) dot(x sparse.Vector) float64 {
 	d := 0.0
 	n := uint32(len(p.v))
@@ -89,7 +83,7 @@ func (p *primalForm) dot(x sparse.Vector) float64 {
 
 // margin is f(x) = S·(w·x) + C·β.
 func (p *primalForm) margin(x sparse.Vector) float64 {
-	f := p.scale * (p.s * p.dot(x))
+	f := p.scale * p.dot(x)
 	if p.coef0 != 0 {
 		f += p.coef0 * p.beta
 	}
@@ -98,7 +92,6 @@ func (p *primalForm) margin(x sparse.Vector) float64 {
 
 // add folds α·x into w.
 func (p *primalForm) add(x sparse.Vector, alpha float64) {
-	a := alpha / p.s
 	if k := len(x.Idx); k > 0 {
 		if top := x.Idx[k-1]; top < scatterLimit && int(top) >= len(p.v) {
 			n := len(p.v)
@@ -108,34 +101,19 @@ func (p *primalForm) add(x sparse.Vector, alpha float64) {
 	}
 	for i, idx := range x.Idx {
 		if idx < scatterLimit {
-			p.v[idx] += a * x.Val[i]
+			p.v[idx] += alpha * x.Val[i]
 			continue
 		}
 		if p.far == nil {
 			p.far = map[uint32]float64{}
 		}
-		p.far[idx] += a * x.Val[i]
+		p.far[idx] += alpha * x.Val[i]
 	}
 	p.beta += alpha
 	p.n++
 }
 
-// rescale multiplies every weight by c, in O(1) but for a rare fold.
-func (p *primalForm) rescale(c float64) {
-	p.s *= c
-	p.beta *= c
-	if math.Abs(p.s) < primalFloor {
-		for i := range p.v {
-			p.v[i] *= p.s
-		}
-		for i, x := range p.far {
-			p.far[i] = x * p.s
-		}
-		p.s = 1
-	}
-}
-
-// entries returns the non-zeros of v in increasing index order.
+// entries returns the non-zeros of w in increasing index order.
 func (p *primalForm) entries() sparse.Vector {
 	var w sparse.Vector
 	for i, x := range p.v {
@@ -157,25 +135,24 @@ func (p *primalForm) entries() sparse.Vector {
 }
 
 // encode writes the primal section of a state (format version 2): the
-// count of vectors folded in, s, β and v's non-zeros.
+// count of vectors folded in, β and w's non-zeros.
 func (p *primalForm) encode(e *encoder) {
 	e.uvarint(uint64(p.n))
-	e.float(p.s)
 	e.float(p.beta)
 	e.vector(p.entries())
 }
 
 func (p *primalForm) decode(d *decoder) error {
 	n := d.uvarint("folded vectors")
-	s, beta := d.float("scale"), d.float("bias weight")
+	beta := d.float("bias weight")
 	w := d.vector()
 	if d.err != nil {
 		return d.err
 	}
-	if !finite(s) || s == 0 || !finite(beta) || n > math.MaxInt32 {
-		return fmt.Errorf("%w: primal scale %v, bias weight %v, %d vectors", ErrCorrupt, s, beta, n)
+	if !finite(beta) || n > math.MaxInt32 {
+		return fmt.Errorf("%w: primal bias weight %v, %d vectors", ErrCorrupt, beta, n)
 	}
-	p.n, p.s, p.beta = int(n), s, beta
+	p.n, p.beta = int(n), beta
 	for i, idx := range w.Idx {
 		if idx < scatterLimit {
 			if int(idx) >= len(p.v) {
@@ -210,7 +187,7 @@ func Form(l Learner) string {
 }
 
 // Primal reports whether New(spec, k, seed) builds a learner in primal
-// form: perceptron, pa1 or spa without max=, with an affine kernel (linear,
+// form: perceptron or pa1 without max=, with an affine kernel (linear,
 // linear:bias=C, poly:degree=1), not normalized. Such a learner has no
 // budget and costs O(nnz(x)) a round.
 func Primal(spec string, k Kernel) bool {

@@ -11,10 +11,8 @@ import (
 	"github.com/streamlearner/streamlearner/sparse"
 )
 
-// primalSpecs are the learners that take the primal form, with a large
-// Shifting Perceptron decay so that its scale folds into w (primalFloor)
-// within a short stream.
-var primalSpecs = []string{"perceptron", "pa1:c=1", "pa1:c=0.01", "spa:lambda=0.7", "spa:lambda=1000"}
+// primalSpecs are the learners that take the primal form.
+var primalSpecs = []string{"perceptron", "pa1:c=1", "pa1:c=0.01"}
 
 var affineKernels = []string{"linear", "linear:bias=1", "poly:degree=1,coef0=0.5,scale=2"}
 
@@ -90,31 +88,6 @@ func TestPrimalMatchesDual(t *testing.T) {
 	}
 }
 
-// TestPrimalFolds: the Shifting Perceptron's decay folds its scale into
-// w once it falls below primalFloor, and the model plays on as the dual.
-func TestPrimalFolds(t *testing.T) {
-	xs, ys := stream(22, 1500)
-	k := mustKernel(t, "linear")
-	l := mustNew(t, "spa:lambda=1000", k, 1)
-	for i := range xs {
-		l.Round(xs[i], ys[i])
-	}
-	p := l.(*model).primal
-	if p.s == 1 && p.n < 100 {
-		t.Fatalf("the test does not shrink the scale: s = %v after %d mistakes", p.s, p.n)
-	}
-	folded := false
-	l = mustNew(t, "spa:lambda=1000", k, 1)
-	for i := range xs {
-		before := l.(*model).primal.s
-		l.Round(xs[i], ys[i])
-		folded = folded || (before != 1 && l.(*model).primal.s == 1)
-	}
-	if !folded {
-		t.Fatal("the scale never folded into w")
-	}
-}
-
 // TestPrimalForm: which learners and kernels take the primal form.
 func TestPrimalForm(t *testing.T) {
 	for _, c := range []struct {
@@ -123,7 +96,8 @@ func TestPrimalForm(t *testing.T) {
 	}{
 		{"perceptron", "linear", true},
 		{"pa1:c=0.01", "linear:bias=1", true},
-		{"spa", "poly:degree=1,coef0=1", true},
+		{"pa1", "poly:degree=1,coef0=1", true},
+		{"spa", "linear", false},
 		{"perceptron", "poly:degree=2", false},
 		{"perceptron", "rbf", false},
 		{"perceptron", "linear:normalize=true", false},
@@ -281,7 +255,7 @@ func TestEstimateMemoryPrimal(t *testing.T) {
 	k := mustKernel(t, "linear:bias=1")
 	for _, d := range []Data{{NNZ: 20, Dim: 5000}, {NNZ: 40, Dim: 400}} {
 		xs, ys := memData(d, 3000, 3)
-		for _, spec := range []string{"perceptron", "pa1", "spa"} {
+		for _, spec := range []string{"perceptron", "pa1"} {
 			m, err := EstimateMemory(spec, k, d)
 			if err != nil {
 				t.Fatal(err)

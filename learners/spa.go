@@ -34,10 +34,10 @@ func (a *spa) learn(m *model, q query, f float64, y int) bool {
 	}
 	// λ_0 = 1 multiplies the zero vector w_0: nothing to scale on k = 0.
 	if a.k > 0 && a.lambda > 0 {
-		m.scale(1 - a.lambda/(a.lambda+float64(a.k)))
+		m.sv.scale(1 - a.lambda/(a.lambda+float64(a.k)))
 	}
 	m.makeRoom()
-	m.add(q, y, float64(y))
+	m.sv.add(q, y, float64(y), m.rounds)
 	a.k++
 	return true
 }
