@@ -24,17 +24,28 @@ import (
 // forms) stay in the dual form: see docs/architecture.md, "Primal and
 // dual form".
 
-// primalForm is w and β, with w dense below scatterLimit and in a map
-// beyond it (hashed features stay below; the map keeps an odd index from
-// allocating a huge array).
+// primalForm is w and β. w is dense up to an index (v) and a map beyond
+// it (far), so that it is an array on a feature space it fills (a9a,
+// USPS) and a map on a sparse one (2^18 hashed features of which a stream
+// uses a few hundred): v covers an index when w has at least one in
+// primalDensity of the indices up to it non-zero, or the index is below
+// primalDenseMin. Where an entry lives changes no bit of a margin.
 type primalForm struct {
-	v     []float64 // w below scatterLimit
-	far   map[uint32]float64
-	beta  float64 // Σ_j α_j, the weight of the kernel's constant C
-	n     int     // vectors folded in: the dual form's support size
-	scale float64 // S
-	coef0 float64 // C
+	v     []float64          // w_i for i < len(v)
+	far   map[uint32]float64 // w_i for i ≥ len(v)
+	used  int                // indices of w made non-zero, for the layout
+	beta  float64            // Σ_j α_j, the weight of the kernel's constant C
+	n     int                // vectors folded in: the dual form's support size
+	scale float64            // S
+	coef0 float64            // C
 }
+
+// The layout of w (see primalForm). A decoded state allocates no more than
+// primalDensity floats per encoded entry, past primalDenseMin.
+const (
+	primalDensity  = 8
+	primalDenseMin = 4096
+)
 
 // affine reports whether k is S·x·y + C, and returns S and C.
 func (k Kernel) affine() (s, c float64, ok bool) {
@@ -71,10 +82,9 @@ func (p *primalForm) dot(x sparse.Vector) float64 {
 	d := 0.0
 	n := uint32(len(p.v))
 	for i, idx := range x.Idx {
-		switch {
-		case idx < n:
+		if idx < n {
 			d += p.v[idx] * x.Val[i]
-		case idx >= scatterLimit:
+		} else {
 			d += p.far[idx] * x.Val[i]
 		}
 	}
@@ -93,24 +103,55 @@ func (p *primalForm) margin(x sparse.Vector) float64 {
 // add folds α·x into w.
 func (p *primalForm) add(x sparse.Vector, alpha float64) {
 	if k := len(x.Idx); k > 0 {
-		if top := x.Idx[k-1]; top < scatterLimit && int(top) >= len(p.v) {
-			n := len(p.v)
-			p.v = resizeKeep(p.v, int(top)+1)
-			clear(p.v[n:])
-		}
+		p.widen(x.Idx[k-1], k)
 	}
 	for i, idx := range x.Idx {
-		if idx < scatterLimit {
-			p.v[idx] += alpha * x.Val[i]
-			continue
-		}
-		if p.far == nil {
-			p.far = map[uint32]float64{}
-		}
-		p.far[idx] += alpha * x.Val[i]
+		p.set(idx, alpha*x.Val[i], true)
 	}
 	p.beta += alpha
 	p.n++
+}
+
+// set adds v to w_idx, or makes it v when add is false.
+func (p *primalForm) set(idx uint32, v float64, add bool) {
+	if int(idx) < len(p.v) {
+		if p.v[idx] == 0 {
+			p.used++
+		}
+		if add {
+			v += p.v[idx]
+		}
+		p.v[idx] = v
+		return
+	}
+	if p.far == nil {
+		p.far = map[uint32]float64{}
+	}
+	old, ok := p.far[idx]
+	if !ok {
+		p.used++
+	}
+	if add {
+		v += old
+	}
+	p.far[idx] = v
+}
+
+// widen extends v to cover index top when w would be dense enough with
+// more new non-zeros, moving the entries of far it then covers.
+func (p *primalForm) widen(top uint32, more int) {
+	if int(top) < len(p.v) || top >= scatterLimit || int(top) >= primalDensity*(p.used+more)+primalDenseMin {
+		return
+	}
+	n := len(p.v)
+	p.v = resizeKeep(p.v, int(top)+1)
+	clear(p.v[n:])
+	for i, x := range p.far {
+		if int(i) < len(p.v) {
+			p.v[i] = x
+			delete(p.far, i)
+		}
+	}
 }
 
 // entries returns the non-zeros of w in increasing index order.
@@ -154,17 +195,8 @@ func (p *primalForm) decode(d *decoder) error {
 	}
 	p.n, p.beta = int(n), beta
 	for i, idx := range w.Idx {
-		if idx < scatterLimit {
-			if int(idx) >= len(p.v) {
-				p.v = resizeKeep(p.v, int(idx)+1)
-			}
-			p.v[idx] = w.Val[i]
-			continue
-		}
-		if p.far == nil {
-			p.far = map[uint32]float64{}
-		}
-		p.far[idx] = w.Val[i]
+		p.widen(idx, 1)
+		p.set(idx, w.Val[i], false)
 	}
 	return nil
 }

@@ -315,3 +315,59 @@ func BenchmarkPrimalRound(b *testing.B) {
 		}
 	}
 }
+
+// TestPrimalSparseLayout: on a sparse feature space (a dozen features
+// spread over 2^18 indices, and some past the scatter array) w stays a
+// map, plays as the dual, and restores as a map: a state allocates what
+// its entries imply, not what its largest index would.
+func TestPrimalSparseLayout(t *testing.T) {
+	xs, ys := stream(25, 1500)
+	spread := func(v sparse.Vector) sparse.Vector {
+		out := sparse.Vector{Val: v.Val}
+		for _, i := range v.Idx {
+			j := 20000*(i+1) + 7
+			if i >= 10 {
+				j = scatterLimit + i
+			}
+			out.Idx = append(out.Idx, j)
+		}
+		return out
+	}
+	for i := range xs {
+		xs[i] = spread(xs[i])
+	}
+	k := mustKernel(t, "linear:bias=1")
+	for _, spec := range primalSpecs {
+		playPrimalAndDual(t, spec, k, xs, ys)
+		l := mustNew(t, spec, k, 1)
+		for i := range xs {
+			l.Round(xs[i], ys[i])
+		}
+		p := l.(*model).primal
+		if len(p.v) != 0 || len(p.far) != 12 {
+			t.Fatalf("%s: w dense to %d, %d entries in the map", spec, len(p.v), len(p.far))
+		}
+		b, _ := l.MarshalBinary()
+		c, err := Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q := c.(*model).primal; len(q.v) != 0 || len(q.far) != 12 {
+			t.Fatalf("%s restored: w dense to %d, %d entries in the map", spec, len(q.v), len(q.far))
+		}
+		for i := range xs {
+			if a, b := l.Predict(xs[i]), c.Predict(xs[i]); !sameBits(a, b) {
+				t.Fatalf("%s: margin %v, restored %v", spec, a, b)
+			}
+		}
+	}
+	// Dense features fill an array: a9a's 123.
+	a9aX, a9aY := loadTestdata(t, "a9a.gz", "1", 2000)
+	l := mustNew(t, "pa1", mustKernel(t, "linear"), 1)
+	for i := range a9aX {
+		l.Round(a9aX[i], a9aY[i])
+	}
+	if p := l.(*model).primal; len(p.v) < 100 || len(p.far) != 0 {
+		t.Fatalf("a9a: w dense to %d, %d entries in the map", len(p.v), len(p.far))
+	}
+}
