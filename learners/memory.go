@@ -32,8 +32,10 @@ type Memory struct {
 	// of n support vectors.
 	Vectors int
 	// Primal is set for a model in primal form (see Form): it holds one
-	// vector, its weights w, as wide as the records' largest index
-	// (Vectors is 1), whatever the length of the stream.
+	// vector, its weights w (Vectors is 1), whatever the length of the
+	// stream, estimated as an array as wide as the records' largest
+	// index (Dim); on a sparse feature space w is a map of its non-zeros,
+	// smaller.
 	Primal bool
 	// Quadratic is set when the memory grows with the square of the number
 	// of support vectors (a kernel matrix, an inverse, a validation cache).
@@ -262,8 +264,9 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 	return est, nil
 }
 
-// primalMemory is the estimate of a model in primal form: w grown to the
-// largest index, its snapshot the non-zeros of w, at most Dim+1 of them.
+// primalMemory is the estimate of a model in primal form: w an array
+// grown to the largest index (its most, see primalForm), its snapshot the
+// non-zeros of w, at most Dim+1 of them.
 // w has half its length again as capacity (resizeKeep) once a record
 // reaches the largest index, which a record does early on most data.
 func primalMemory(spec string, d Data) Memory {
