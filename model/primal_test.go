@@ -1,6 +1,8 @@
 package model
 
 import (
+	"math"
+	"os"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -83,5 +85,44 @@ func TestPrimalSnapshotFollowsTheFeatures(t *testing.T) {
 		if (grew > 1.2) != c.grows {
 			t.Errorf("%s: snapshot %d bytes after 2000 records, %d after 6000", c.kernel, sizes[0], sizes[1])
 		}
+	}
+}
+
+// TestDualSnapshotLoadsAsPrimal: a snapshot saved by the build before the
+// primal form, whose linear PA-I kept 300 records' support vectors, loads
+// in primal form and plays on as a model trained in primal form from the
+// start: margins to 1e-9, the same mistakes; written back, it is smaller.
+func TestDualSnapshotLoadsAsPrimal(t *testing.T) {
+	old, err := os.ReadFile("../testdata/model-v1-pa1-linear-dual.snap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Unmarshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := lines(t, "../testdata/a9a.gz", 2000)
+	m := build(t, Config{Learner: "pa1:c=0.01", Kernel: kernel(t, "linear"), Seed: 7})
+	for _, b := range recs[:300] {
+		if _, err := m.Step(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r.Form() != learners.FormPrimal || r.Support() != m.Support() || r.Eval().Mistakes != m.Eval().Mistakes {
+		t.Fatalf("loaded: form %s, support %d, mistakes %d; trained: support %d, mistakes %d",
+			r.Form(), r.Support(), r.Eval().Mistakes, m.Support(), m.Eval().Mistakes)
+	}
+	for i, b := range recs[300:] {
+		a, err1 := r.Step(b)
+		c, err2 := m.Step(b)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if math.Abs(a.Margin-c.Margin) > 1e-9*math.Max(1, math.Abs(c.Margin)) || a.Mistake != c.Mistake {
+			t.Fatalf("record %d: loaded %+v, trained %+v", 300+i, a, c)
+		}
+	}
+	if again, _ := r.MarshalBinary(); len(again) >= len(old)/4 {
+		t.Fatalf("written back in %d bytes, was %d with 300 records' support", len(again), len(old))
 	}
 }
