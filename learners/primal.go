@@ -233,3 +233,23 @@ func Primal(spec string, k Kernel) bool {
 	m, err := newFromSpec(sp, k, 0)
 	return err == nil && m.primal != nil
 }
+
+// Unbounded returns spec without its max= cap when the learner it names
+// then keeps its model in primal form under k — a capped perceptron or
+// PA-I on an affine kernel, whose cap only bounds a support that the
+// primal form does not keep — and false otherwise. A search that tries
+// linear learners can ask for the unbounded one this way.
+func Unbounded(spec string, k Kernel) (string, bool) {
+	sp, err := ParseSpec(spec)
+	if err != nil {
+		return "", false
+	}
+	if _, ok := sp.Params["max"]; ok {
+		sp.Params["max"] = "0"
+	}
+	if !Primal(sp.String(), k) {
+		return "", false
+	}
+	m, _ := newFromSpec(sp, k, 0)
+	return m.spec, true
+}

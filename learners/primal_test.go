@@ -371,3 +371,25 @@ func TestPrimalSparseLayout(t *testing.T) {
 		t.Fatalf("a9a: w dense to %d, %d entries in the map", len(p.v), len(p.far))
 	}
 }
+
+// TestUnbounded: a capped linear perceptron or PA-I has an unbounded
+// primal twin; other learners and kernels have none.
+func TestUnbounded(t *testing.T) {
+	for _, c := range []struct{ spec, kernel, want string }{
+		{"pa1:c=0.01,max=400", "linear", "pa1:c=0.01,max=0"},
+		{"perceptron:max=100", "linear:bias=1", "perceptron:max=0"},
+		{"perceptron", "poly:degree=1", "perceptron:max=0"},
+		{"pa1:max=100", "rbf", ""},
+		{"rbp:budget=100", "linear", ""},
+		{"spa:max=100", "linear", ""},
+		{"nosuch", "linear", ""},
+	} {
+		got, ok := Unbounded(c.spec, mustKernel(t, c.kernel))
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("Unbounded(%s, %s) = %q, %v; want %q", c.spec, c.kernel, got, ok, c.want)
+		}
+		if ok && Form(mustNew(t, got, mustKernel(t, c.kernel), 1)) != FormPrimal {
+			t.Errorf("%s: not primal", got)
+		}
+	}
+}
