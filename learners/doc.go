@@ -46,6 +46,13 @@
 // Kernel.Eval, bit for bit, which the reference tests check; nothing here
 // trades that for speed (no reassociated sums, no approximate exp).
 //
+// Primal form: perceptron and pa1 without max= on an affine kernel
+// (linear, linear:bias=C, poly:degree=1; not normalized) keep w = Σ_j α_j
+// x_j and β = Σ_j α_j instead of their support vectors, and a round costs
+// O(nnz(x)). Their margins sum w·x, not Σ_j α_j k(x_j, x): they agree
+// with the naive algorithms to rounding (1e-9 relative in the tests), not
+// bit for bit. See primal.go and Form.
+//
 // Removal searches that tie (a9a has many duplicate rows) choose the oldest
 // candidate.
 //

@@ -19,12 +19,19 @@ import (
 // (uvarint) and values (float64 bits). Cached norms and kernel values are
 // not stored: they are recomputed on decode by the same code that computed
 // them, so they come back bit-identical. Strings and byte sections are a
-// uvarint length followed by the bytes. Integrity (checksums) is the
+// uvarint length followed by the bytes.
+//
+// A learner in primal form (see primalForm) writes format version
+// statePrimal, whose support set is replaced by: the count of vectors
+// folded in (uvarint), the constant's weight β (float64 bits), and w's
+// non-zeros as a vector. A version-1 state
+// of such a learner still decodes: its vectors fold into w. Integrity (checksums) is the
 // checkpoint store's job; decoding only guarantees that corrupt input gives
 // an error, never a panic or an allocation larger than the input implies.
 const (
 	stateMagic   = "SLRN"
 	stateVersion = 1
+	statePrimal  = 2
 )
 
 // AppendSized appends what enc appends, preceded by its length as a

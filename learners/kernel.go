@@ -14,7 +14,7 @@ type KernelKind uint8
 // The kernel families. Their numeric values are part of no format: specs are
 // stored as strings.
 const (
-	Linear KernelKind = iota + 1 // x·y
+	Linear KernelKind = iota + 1 // x·y + bias (Coef0)
 	Poly                         // (scale·x·y + coef0)^degree
 	RBF                          // exp(−γ‖x−y‖²)
 )
@@ -36,15 +36,18 @@ type Kernel struct {
 	Gamma  float64 // RBF width: exp(−Gamma·‖x−y‖²); spec gamma=, or sigma2= meaning Gamma = 1/(2·sigma2). Default DefaultGamma (0.1).
 	Degree int     // Poly degree, default 2.
 	Scale  float64 // Poly scale of x·y, default 1.
-	Coef0  float64 // Poly additive constant, default 1.
+	Coef0  float64 // Poly additive constant, default 1; Linear bias= (the intercept's constant), default 0.
 	// Normalize divides k(x,y) by √(k(x,x)·k(y,y)) so that k(x,x) = 1, the
 	// assumption under which the Forgetron's and Projectron's bounds hold
 	// (spec normalize=true). A point with k(x,x) = 0 gets k(x,·) = 0.
 	Normalize bool
 }
 
-// ParseKernel reads a kernel spec: "linear", "poly:degree=4,coef0=1,scale=1",
-// "rbf:gamma=0.01" or "rbf:sigma2=25"; any of them may add normalize=true.
+// ParseKernel reads a kernel spec: "linear", "linear:bias=1",
+// "poly:degree=4,coef0=1,scale=1", "rbf:gamma=0.01" or "rbf:sigma2=25"; any
+// of them may add normalize=true. linear:bias=C is x·y + C, bit for bit
+// poly:degree=1,coef0=C: a linear model with an intercept, whose weight
+// is C times the sum of the weights.
 func ParseKernel(s string) (Kernel, error) {
 	sp, err := ParseSpec(s)
 	if err != nil {
@@ -55,6 +58,7 @@ func ParseKernel(s string) (Kernel, error) {
 	switch sp.Name {
 	case "linear":
 		k.Kind = Linear
+		k.Coef0 = p.float("bias", 0, 0, math.Inf(1))
 	case "poly", "polynomial":
 		k.Kind = Poly
 		k.Degree = p.int("degree", 2, 1, 64)
@@ -84,6 +88,9 @@ func (k Kernel) String() string {
 	switch k.Kind {
 	case Linear:
 		s = "linear"
+		if k.Coef0 != 0 {
+			s += ":bias=" + fmtFloat(k.Coef0)
+		}
 	case Poly:
 		s = "poly:coef0=" + fmtFloat(k.Coef0) + ",degree=" + strconv.Itoa(k.Degree) + ",scale=" + fmtFloat(k.Scale)
 	case RBF:
@@ -92,7 +99,7 @@ func (k Kernel) String() string {
 		return "invalid"
 	}
 	if k.Normalize {
-		if k.Kind == Linear {
+		if k.Kind == Linear && k.Coef0 == 0 {
 			s += ":normalize=true"
 		} else {
 			s += ",normalize=true"
@@ -105,6 +112,9 @@ func (k Kernel) String() string {
 func (k *Kernel) raw(dot, nx, ny float64) float64 {
 	switch k.Kind {
 	case Linear:
+		if k.Coef0 != 0 {
+			return dot + k.Coef0 // as Poly computes it for degree 1, scale 1
+		}
 		return dot
 	case Poly:
 		return powi(k.Scale*dot+k.Coef0, k.Degree)

@@ -183,6 +183,7 @@ func newFromSpec(sp Spec, k Kernel, seed uint64) (*model, error) {
 		return nil, fmt.Errorf("learner: %w", err)
 	}
 	m.spec = p.canonical().String()
+	m.primal = newPrimal(m)
 	return m, nil
 }
 
@@ -195,6 +196,9 @@ type model struct {
 	rounds uint64 // rounds played, labeled or not; a support vector's birth date
 	row    []float64
 	alg    algorithm
+	// primal, when set, holds the model as a weight vector and sv stays
+	// empty (see primalForm).
+	primal *primalForm
 }
 
 func (m *model) Round(x sparse.Vector, y int) Outcome {
@@ -212,8 +216,7 @@ func (m *model) round(x sparse.Vector, y int) Outcome {
 	if !playable(q.norm, q.self) {
 		return Outcome{Margin: math.NaN(), Refused: RefusedKernel}
 	}
-	m.row = m.sv.row(q, m.row)
-	f := m.sv.margin(m.row)
+	f := m.margin(q)
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return Outcome{Margin: f, Refused: RefusedMargin}
 	}
@@ -228,11 +231,38 @@ func (m *model) round(x sparse.Vector, y int) Outcome {
 }
 
 func (m *model) Predict(x sparse.Vector) float64 {
-	m.row = m.sv.row(m.sv.newQuery(x), m.row)
+	return m.margin(m.sv.newQuery(x))
+}
+
+// margin is f(q); in the dual form it leaves q's kernel row in m.row for
+// the algorithm.
+func (m *model) margin(q query) float64 {
+	if m.primal != nil {
+		// One kernel evaluation's worth of work: a dot product with w.
+		m.sv.work += WorkEval + WorkEntry*uint64(len(q.x.Idx))
+		return m.primal.margin(q.x)
+	}
+	m.row = m.sv.row(q, m.row)
 	return m.sv.margin(m.row)
 }
 
-func (m *model) Size() int      { return m.sv.len() }
+// add adds q with label y and weight alpha to the model.
+func (m *model) add(q query, y int, alpha float64) {
+	if m.primal != nil {
+		m.primal.add(q.x, alpha)
+		return
+	}
+	m.sv.add(q, y, alpha, m.rounds)
+}
+
+// Size is the support size; in the primal form, the number of vectors
+// folded into w, which is what the dual form would hold.
+func (m *model) Size() int {
+	if m.primal != nil {
+		return m.primal.n
+	}
+	return m.sv.len()
+}
 func (m *model) Budget() int    { return m.budget }
 func (m *model) Spec() string   { return m.spec }
 func (m *model) Kernel() Kernel { return m.sv.kern }
@@ -252,11 +282,19 @@ func (m *model) AppendBinary(b []byte) ([]byte, error) {
 func (m *model) appendState(b []byte, spec string) []byte {
 	e := &encoder{b: b}
 	e.b = append(e.b, stateMagic...)
-	e.uvarint(stateVersion)
+	if m.primal != nil {
+		e.uvarint(statePrimal)
+	} else {
+		e.uvarint(stateVersion)
+	}
 	e.string(spec)
 	e.string(m.sv.kern.String())
 	e.uvarint(m.rounds)
-	e.uvarint(uint64(m.sv.len()))
+	if m.primal != nil {
+		m.primal.encode(e)
+	} else {
+		e.uvarint(uint64(m.sv.len()))
+	}
 	for j := range m.sv.x {
 		e.uvarint(m.sv.born[j])
 		e.float(m.sv.alpha[j])
@@ -329,8 +367,9 @@ func unmarshal(data []byte) (*model, error) {
 		return nil, fmt.Errorf("%w: not a learner state (bad magic)", ErrCorrupt)
 	}
 	d := &decoder{b: data[len(stateMagic):]}
-	if v := d.uvarint("version"); d.err == nil && v != stateVersion {
-		return nil, fmt.Errorf("learner state format version %d not supported (this build reads %d)", v, stateVersion)
+	v := d.uvarint("version")
+	if d.err == nil && v != stateVersion && v != statePrimal {
+		return nil, fmt.Errorf("learner state format version %d not supported (this build reads %d and %d)", v, stateVersion, statePrimal)
 	}
 	specStr, kernStr := d.string("spec"), d.string("kernel")
 	if d.err != nil {
@@ -349,31 +388,9 @@ func unmarshal(data []byte) (*model, error) {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
 	m.rounds = d.uvarint("rounds")
-	n := d.count("support set size", 11)
-	if m.budget > 0 && n > m.budget {
-		return nil, fmt.Errorf("%w: %d support vectors exceed the budget %d", ErrCorrupt, n, m.budget)
+	if err := m.decodeSet(d, v == statePrimal); err != nil {
+		return nil, err
 	}
-	m.sv.reserve(n, d.entries(n))
-	m.sv.restoring = true
-	var x sparse.Vector // the set copies it: one buffer serves every vector
-	for range n {
-		born := d.uvarint("birth round")
-		alpha := d.float("weight")
-		label := int(d.uvarint("label")) - 1
-		x = d.vectorIn(x)
-		if d.err != nil {
-			return nil, d.err
-		}
-		if label != 1 && label != -1 {
-			return nil, fmt.Errorf("%w: label %d", ErrCorrupt, label)
-		}
-		if math.IsNaN(alpha) || math.IsInf(alpha, 0) {
-			return nil, fmt.Errorf("%w: weight %v", ErrCorrupt, alpha)
-		}
-		m.sv.add(m.sv.newQuery(x), label, alpha, born)
-	}
-	m.sv.restoring = false
-	m.sv.chooseLayout()
 	extra := &decoder{b: d.bytes("learner section")}
 	if d.err != nil {
 		return nil, d.err
@@ -389,6 +406,51 @@ func unmarshal(data []byte) (*model, error) {
 		return nil, fmt.Errorf("%w: %d trailing bytes in learner section", ErrCorrupt, len(extra.b))
 	}
 	return m, nil
+}
+
+// decodeSet restores the support set, or the weight vector of a primal
+// state (primal).
+func (m *model) decodeSet(d *decoder, primal bool) error {
+	if primal {
+		if m.primal == nil {
+			return fmt.Errorf("%w: a primal state for %s with %s, which keeps support vectors", ErrCorrupt, m.spec, m.sv.kern)
+		}
+		return m.primal.decode(d)
+	}
+	n := d.count("support set size", 11)
+	if m.budget > 0 && n > m.budget {
+		return fmt.Errorf("%w: %d support vectors exceed the budget %d", ErrCorrupt, n, m.budget)
+	}
+	if m.primal == nil {
+		m.sv.reserve(n, d.entries(n))
+	}
+	m.sv.restoring = true
+	var x sparse.Vector // the set copies it: one buffer serves every vector
+	for range n {
+		born := d.uvarint("birth round")
+		alpha := d.float("weight")
+		label := int(d.uvarint("label")) - 1
+		x = d.vectorIn(x)
+		if d.err != nil {
+			return d.err
+		}
+		if label != 1 && label != -1 {
+			return fmt.Errorf("%w: label %d", ErrCorrupt, label)
+		}
+		if math.IsNaN(alpha) || math.IsInf(alpha, 0) {
+			return fmt.Errorf("%w: weight %v", ErrCorrupt, alpha)
+		}
+		if m.primal != nil {
+			// A dual state of a learner now kept in primal form: its
+			// vectors fold into w in their order, as they were added.
+			m.primal.add(x, alpha)
+			continue
+		}
+		m.sv.add(m.sv.newQuery(x), label, alpha, born)
+	}
+	m.sv.restoring = false
+	m.sv.chooseLayout()
+	return nil
 }
 
 // budgetParam reads the budget of a learner that needs one.

@@ -31,6 +31,12 @@ type Memory struct {
 	// support vector it adds, and Held and Peak are zero; At tells the cost
 	// of n support vectors.
 	Vectors int
+	// Primal is set for a model in primal form (see Form): it holds one
+	// vector, its weights w (Vectors is 1), whatever the length of the
+	// stream, estimated as an array as wide as the records' largest
+	// index (Dim); on a sparse feature space w is a map of its non-zeros,
+	// smaller.
+	Primal bool
 	// Quadratic is set when the memory grows with the square of the number
 	// of support vectors (a kernel matrix, an inverse, a validation cache).
 	Quadratic bool
@@ -140,6 +146,9 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 	}
 	d.NNZ = max(d.NNZ, 1)
 	d.Dim = max(d.Dim, d.NNZ)
+	if mod.primal != nil {
+		return primalMemory(mod.spec, d), nil
+	}
 	est := Memory{Spec: mod.spec, Vectors: mod.budget}
 	rbf := k.Kind == RBF && !k.Normalize
 	// set is the active set and the model's kernel row once they have
@@ -254,6 +263,28 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 	}
 	return est, nil
 }
+
+// primalMemory is the estimate of a model in primal form: w an array
+// grown to the largest index (its most, see primalForm), its snapshot the
+// non-zeros of w, at most Dim+1 of them.
+// w has half its length again as capacity (resizeKeep) once a record
+// reaches the largest index, which a record does early on most data.
+func primalMemory(spec string, d Data) Memory {
+	w, prev := allocBytes(int64(d.Dim+1)*3/2*8), allocBytes(int64(d.Dim+1)*8)
+	held := primalBase + w
+	return Memory{Spec: spec, Vectors: 1, Primal: true, Held: held, Peak: held + prev,
+		Snapshot: primalStateBase + int64(d.Dim+1)*int64(uvarintLen(uint64(d.Dim))+8),
+		held:     func(int) (int64, int64) { return held, prev },
+		what:     "use fewer features", order: "O(d) in the features: primal form"}
+}
+
+// primalBase is a primal model less its weights: the model, algorithm and
+// primalForm structs, the spec.
+const primalBase = 256
+
+// primalStateBase is a primal state less its weights: the spec, the
+// kernel, the counters, s and β.
+const primalStateBase = 96
 
 // stateBytes is the encoding of a support set of n vectors shaped like d:
 // each vector's birth round (taken as 5 bytes, rounds to 34 billion), its

@@ -37,7 +37,7 @@ func (a *pa1) learn(m *model, q query, f float64, y int) bool {
 		return false
 	}
 	m.makeRoom()
-	m.sv.add(q, y, float64(y)*min(a.c, loss/kxx), m.rounds)
+	m.add(q, y, float64(y)*min(a.c, loss/kxx))
 	return true
 }
 

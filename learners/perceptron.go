@@ -88,7 +88,7 @@ func (a *perceptron) learn(m *model, q query, f float64, y int) bool {
 			m.sv.remove(0)
 		}
 	}
-	m.sv.add(q, y, float64(y), m.rounds)
+	m.add(q, y, float64(y))
 	return true
 }
 

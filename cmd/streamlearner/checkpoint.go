@@ -121,8 +121,8 @@ func (c *checkpointInspectCmd) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Name, err)
 	}
-	fmt.Fprintf(out, "snapshot     %s\ntopic        %s\npartition    %d\ngeneration   %d\nsequence     %d\nnext offset  %d\nlearner      %s\nkernel       %s\nsupport      %d\nbytes        %d (model %d)\nsaved        %s\n",
-		c.Name, s.Topic, s.Partition, s.Generation, s.Seq, s.NextOffset, s.Learner, s.Kernel, l.Size(), len(b), len(s.Model), s.Created.Format(time.RFC3339Nano))
+	fmt.Fprintf(out, "snapshot     %s\ntopic        %s\npartition    %d\ngeneration   %d\nsequence     %d\nnext offset  %d\nlearner      %s\nkernel       %s\nform         %s\nsupport      %d\nbytes        %d (model %d)\nsaved        %s\n",
+		c.Name, s.Topic, s.Partition, s.Generation, s.Seq, s.NextOffset, s.Learner, s.Kernel, formOf(l), l.Size(), len(b), len(s.Model), s.Created.Format(time.RFC3339Nano))
 	if m, ok := l.(supportOf); ok {
 		for i := range m.m.Candidates() {
 			if a := offline.AutoOf(m.m, i); a != nil {
@@ -156,5 +156,25 @@ func decodeSnapshot(b []byte) (*checkpoint.Snapshot, interface{ Size() int }, er
 }
 
 type supportOf struct{ m *model.Model }
+
+// formOf says how a snapshot's model keeps its learners: "primal (weight
+// vectors; support counts the vectors folded in)", "dual (support
+// vectors)", or mixed.
+func formOf(l interface{ Size() int }) string {
+	f := learners.FormDual
+	switch v := l.(type) {
+	case supportOf:
+		f = v.m.Form()
+	case learners.Learner:
+		f = learners.Form(v)
+	}
+	switch f {
+	case learners.FormPrimal:
+		return f + " (weight vectors; support counts the vectors folded in)"
+	case learners.FormDual:
+		return f + " (support vectors)"
+	}
+	return f + " (learners in primal and in dual form)"
+}
 
 func (s supportOf) Size() int { return s.m.Support() }

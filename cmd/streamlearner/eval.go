@@ -430,6 +430,6 @@ func (learnersCmd) Run(out io.Writer) error {
 			fmt.Fprintf(tw, "\t  %s=%s\t%s\n", p.Name, p.Default, p.Doc)
 		}
 	}
-	fmt.Fprintln(tw, "\nKernels: "+strings.Join([]string{"linear", "poly:degree=2,coef0=1,scale=1", "rbf:gamma=1 | rbf:sigma2=S (gamma = 1/(2S))", "any with normalize=true", "gaussian = rbf, polynomial = poly"}, "; "))
+	fmt.Fprintln(tw, "\nKernels: "+strings.Join([]string{"linear | linear:bias=1 (x·y + 1)", "poly:degree=2,coef0=1,scale=1", "rbf:gamma=1 | rbf:sigma2=S (gamma = 1/(2S))", "any with normalize=true", "gaussian = rbf, polynomial = poly"}, "; "))
 	return tw.Flush()
 }

@@ -224,7 +224,7 @@ const defaultKernel = "rbf:gamma=0.1"
 var helpVars = kong.Vars{"default_kernel": defaultKernel, "kernel_help": kernelHelp}
 
 // kernelHelp is the --kernel help shared by the commands that take one.
-const kernelHelp = "Kernel: linear, poly:degree=D,coef0=C,scale=S, rbf:gamma=G or rbf:sigma2=S (gaussian = rbf); add normalize=true for k(x,x)=1. The default suits features of about unit scale (one-hot, scaled LIBSVM sets, --standardize, --scale online); raw values need scaling or a smaller gamma."
+const kernelHelp = "Kernel: linear or linear:bias=C (an intercept), poly:degree=D,coef0=C,scale=S, rbf:gamma=G or rbf:sigma2=S (gaussian = rbf); add normalize=true for k(x,x)=1. The default suits features of about unit scale (one-hot, scaled LIBSVM sets, --standardize, --scale online); raw values need scaling or a smaller gamma."
 
 // options configures the parser; commands receive ctx and out (where
 // results go) as Run arguments. runMain binds, in ctx's place, a context

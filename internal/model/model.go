@@ -900,13 +900,45 @@ func refused(why string) error {
 }
 
 // Support is the number of support vectors over all learners (every
-// candidate's): what the model holds in memory.
+// candidate's): what the model holds in memory in the dual form. A
+// learner in primal form counts the vectors folded into its weights,
+// which it does not hold (see Form).
 func (m *Model) Support() int {
 	n := 0
 	for _, c := range m.cands {
 		n += c.support()
 	}
 	return n
+}
+
+// FormMixed is Form's answer for a model with learners in both forms.
+const FormMixed = "mixed"
+
+// Form is learners.FormPrimal when every learner of the model (every
+// class's, every candidate's) keeps a weight vector, learners.FormDual
+// when none does, FormMixed otherwise; a many-class model that has met
+// no class yet answers for the learners its specs will build.
+func (m *Model) Form() string {
+	form := ""
+	for _, c := range m.cands {
+		f := learners.FormDual
+		if learners.Primal(c.spec, c.kernel) {
+			f = learners.FormPrimal
+		}
+		fs := []string{f}
+		for _, l := range c.ls {
+			fs = append(fs, learners.Form(l))
+		}
+		for _, f := range fs {
+			switch {
+			case form == "":
+				form = f
+			case form != f:
+				return FormMixed
+			}
+		}
+	}
+	return form
 }
 
 // Eval is the model's prequential evaluator: it scores the emitted
