@@ -475,8 +475,14 @@ const corruptRetries = 5
 // begins, as a dead-lettered record's offset is passed; it says whether
 // it did. Where the next batch is not known yet (none followed it in the
 // answer), the partition waits for one.
-func (w *worker) corruptBatch(topic string, run *corruptRun, next *int64, r interface{ SetOffset(int64) }, ce *fetch.CorruptError) bool {
-	if ce.Offset != *next || ce.Next <= ce.Offset {
+func (w *worker) corruptBatch(topic string, run *corruptRun, next *int64, r offsetReader, ce *fetch.CorruptError) bool {
+	at := *next
+	if at < 0 {
+		// Nothing read or committed yet: the position is a symbolic start
+		// (kafka.FirstOffset), which the reader resolved at its fetch.
+		at = r.Offset()
+	}
+	if ce.Offset != at || ce.Next <= ce.Offset {
 		*run = corruptRun{}
 		return false
 	}
@@ -498,6 +504,12 @@ func (w *worker) corruptBatch(topic string, run *corruptRun, next *int64, r inte
 	*next = ce.Next
 	w.pending++
 	return true
+}
+
+// offsetReader is where a reader stands, and moving it.
+type offsetReader interface {
+	Offset() int64
+	SetOffset(int64)
 }
 
 // corruptRun counts the fetches in a row that found the batch at offset
