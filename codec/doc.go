@@ -138,9 +138,14 @@
 //	                   store takes
 //	bad_framing        (wire format) no magic byte, or fewer than 5 bytes
 //	unknown_schema     (wire format) a schema id the registry does not
-//	                   have (a schema it answers but that cannot be
-//	                   compiled is the registry's fault: package
-//	                   schemareg waits for a usable answer)
+//	                   have
+//	bad_schema         (wire format) a schema the registry answered
+//	                   whole that cannot be compiled, or whose
+//	                   validation could take more work than the service
+//	                   gives a record (an empty answer, or an Avro or
+//	                   JSON Schema text that is not JSON, is the
+//	                   registry's fault: package schemareg waits for a
+//	                   usable answer)
 //	schema_mismatch    (wire format) a payload that does not follow its
 //	                   schema (truncated, bytes left over, a bad union
 //	                   branch or enum symbol...), or a schema of a type
