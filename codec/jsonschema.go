@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -43,7 +44,14 @@ func compileJSONSchema(text string, refs map[string]string) (*jsonschema.Schema,
 	if err := add(jsonSchemaBase+"schema.json", text); err != nil {
 		return nil, err
 	}
-	return c.Compile(jsonSchemaBase + "schema.json")
+	s, err := c.Compile(jsonSchemaBase + "schema.json")
+	if err != nil {
+		return nil, err
+	}
+	if err := checkJSONSchemaWork(s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // maxMismatchDetail bounds the validator's words in a dead letter's
@@ -60,10 +68,39 @@ func validateJSON(s *Schema, payload []byte) error {
 	if err == nil {
 		return nil
 	}
-	detail := strings.Join(strings.Fields(err.Error()), " ")
-	detail = strings.TrimPrefix(detail, "jsonschema validation failed with '"+jsonSchemaBase+"schema.json#' ")
+	detail := mismatchDetail(err)
 	if len(detail) > maxMismatchDetail {
 		detail = strings.ToValidUTF8(detail[:maxMismatchDetail], "") + "..."
 	}
 	return errorf(ReasonSchemaMismatch, "schema %d: the payload does not follow it: %s", s.ID, detail)
+}
+
+// mismatchDetail says what failed: the first failures found, until
+// maxMismatchDetail bytes are said. Only those are formatted, not the
+// whole tree of a union's failing branches, which Error would format
+// whole however long.
+func mismatchDetail(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return strings.Join(strings.Fields(err.Error()), " ")
+	}
+	var b strings.Builder
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			if b.Len() > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(strings.Join(strings.Fields(e.Error()), " "))
+			return
+		}
+		for _, c := range e.Causes {
+			if b.Len() > maxMismatchDetail {
+				return
+			}
+			walk(c)
+		}
+	}
+	walk(ve)
+	return b.String()
 }

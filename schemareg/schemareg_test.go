@@ -121,6 +121,7 @@ func TestSchemaThatDoesNotCompileIsADeadLetterReason(t *testing.T) {
 		{"JSON", `{"$ref":"https://example.com/s.json"}`, "example.com"},
 		{"JSON", `{"$schema":"https://example.com/meta","type":"object"}`, "example.com/meta"},
 		{"PROTOBUF", `syntax = "proto3"; message M { Nope n = 1; }`, "Nope"},
+		{"JSON", anyOfLevels(28), "evaluate one value"},
 	}
 	for i, tc := range cases {
 		reg := newFakeRegistry(t, func(string) (int, string) { return schemaAnswer(tc.typ, tc.text) })
@@ -153,6 +154,18 @@ func TestSchemaThatDoesNotCompileIsADeadLetterReason(t *testing.T) {
 			t.Errorf("case %d: decoding a record: %v, want %s", i, err, codec.ReasonBadSchema)
 		}
 	}
+}
+
+// anyOfLevels is a JSON Schema of n levels, each an anyOf of two $refs to
+// the level below, over one that fails: 2^n evaluations of a value.
+func anyOfLevels(n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"allOf":[{"$ref":"#/definitions/l%d"}],"definitions":{"l0":{"required":["no-such-field"]}`, n)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `,"l%d":{"anyOf":[{"$ref":"#/definitions/l%d"},{"$ref":"#/definitions/l%d"}]}`, i, i-1, i-1)
+	}
+	b.WriteString("}}")
+	return b.String()
 }
 
 // TestNotFoundIsRememberedBriefly: the registry's 404 makes the id's

@@ -1,0 +1,244 @@
+package codec
+
+import (
+	"fmt"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// MaxJSONSchemaWork bounds, for --validate-json-schema, how many times
+// validation may evaluate a subschema against any one value of a
+// payload. A JSON Schema that could take more is refused when compiled
+// (its records are dead letters, bad_schema): its $refs, allOf, anyOf and
+// oneOf multiply, so that 2.4 kB of schema (28 levels of an anyOf of two
+// $refs to the level below) asks 2^28 evaluations of one value, and keeps
+// the error of each failing one. The bound is on the schema, whatever the
+// payload: a record's validation then takes at most this many evaluations
+// per value it holds, and its payload is bounded in bytes. Schemas written
+// by hand or generated from classes evaluate a value a few times (the
+// person schema of the tests: at most 2); 4096 leaves room for unions of
+// unions.
+const MaxJSONSchemaWork = 4096
+
+// jsonSchemaWork is the most evaluations of one value that validating
+// against root can make, found level by level down the payload's nesting:
+// at level d, work[s] is how many times s's evaluation (once) evaluates a
+// subschema against one value d levels inside its own. It stops once the
+// levels repeat (a recursive schema walks the same way at every level),
+// past the deepest payload read (maxDepth), or past limit; the result is
+// then limit+1.
+//
+// A cycle of subschemas through the same value (a $ref to itself, in
+// effect) is an error of the schema: validation would go round it until
+// stopped. It is refused (cycle), since counting work through it is not
+// sure.
+func jsonSchemaWork(root *jsonschema.Schema, limit int64) (work int64, cycle bool) {
+	g := newWorkGraph(root)
+	worst := int64(0)
+	var prev []int64
+	for d := 0; d <= maxDepth+1; d++ {
+		cur, cycle := g.level(d, prev, limit)
+		if cycle {
+			return 0, true
+		}
+		zero, same := true, prev != nil
+		for i, v := range cur {
+			zero = zero && v == 0
+			same = same && v == prev[i]
+		}
+		worst = max(worst, cur[g.index[root]])
+		if worst > limit || zero || same {
+			break
+		}
+		prev = cur
+	}
+	return min(worst, limit+1), false
+}
+
+// workGraph is a schema's subschemas, each with those evaluated against
+// the same value (inPlace: $ref, allOf, anyOf, oneOf, not, if, then,
+// else, dependent schemas) and those evaluated against a value inside it
+// (one slot for each way in; a value inside is reached by one of a
+// slot's ways and by every slot of sums).
+type workGraph struct {
+	nodes []*jsonschema.Schema
+	index map[*jsonschema.Schema]int
+	// The edges by node index.
+	inPlace [][]int
+	// dyn are the schemas a dynamic reference may resolve to: one is.
+	dyn [][]int
+	// alts are the ways into a value inside, of which one applies (a
+	// property's schema or additionalProperties; an item's); sums apply
+	// together (patternProperties, contains, unevaluated*, propertyNames,
+	// contentSchema).
+	alts, sums [][]int
+}
+
+func newWorkGraph(root *jsonschema.Schema) *workGraph {
+	g := &workGraph{index: map[*jsonschema.Schema]int{}}
+	g.add(root)
+	for i := 0; i < len(g.nodes); i++ {
+		s := g.nodes[i]
+		g.inPlace = append(g.inPlace, g.addAll(inPlaceOf(s)))
+		if s.DynamicRef != nil {
+			g.addAll([]*jsonschema.Schema{s.DynamicRef.Ref})
+		}
+		g.addAll([]*jsonschema.Schema{s.RecursiveRef})
+		alts, sums := insideOf(s)
+		g.alts = append(g.alts, g.addAll(alts))
+		g.sums = append(g.sums, g.addAll(sums))
+	}
+	// A dynamic reference resolves, as it is evaluated, to its own
+	// target or to a schema of its anchor: one of them.
+	g.dyn = make([][]int, len(g.nodes))
+	for i, s := range g.nodes {
+		var static *jsonschema.Schema
+		switch {
+		case s.RecursiveRef != nil:
+			static = s.RecursiveRef
+		case s.DynamicRef != nil:
+			static = s.DynamicRef.Ref
+		default:
+			continue
+		}
+		g.dyn[i] = append(g.dyn[i], g.index[static])
+		for j, t := range g.nodes {
+			if s.RecursiveRef != nil && t.RecursiveAnchor || s.DynamicRef != nil && s.DynamicRef.Anchor != "" && t.DynamicAnchor == s.DynamicRef.Anchor {
+				g.dyn[i] = append(g.dyn[i], j)
+			}
+		}
+	}
+	return g
+}
+
+func (g *workGraph) add(s *jsonschema.Schema) int {
+	if i, ok := g.index[s]; ok {
+		return i
+	}
+	g.index[s] = len(g.nodes)
+	g.nodes = append(g.nodes, s)
+	return len(g.nodes) - 1
+}
+
+func (g *workGraph) addAll(ss []*jsonschema.Schema) []int {
+	var out []int
+	for _, s := range ss {
+		if s != nil {
+			out = append(out, g.add(s))
+		}
+	}
+	return out
+}
+
+// inPlaceOf lists the subschemas s evaluates against its own value.
+func inPlaceOf(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Ref, s.Not, s.If, s.Then, s.Else}
+	out = append(out, s.AllOf...)
+	out = append(out, s.AnyOf...)
+	out = append(out, s.OneOf...)
+	for _, d := range s.DependentSchemas {
+		out = append(out, d)
+	}
+	for _, d := range s.Dependencies {
+		if d, ok := d.(*jsonschema.Schema); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// insideOf lists the subschemas s evaluates against a value inside its
+// own: alternatives, of which one applies to a given value inside, and
+// sums, which all may.
+func insideOf(s *jsonschema.Schema) (alts, sums []*jsonschema.Schema) {
+	for _, p := range s.Properties {
+		alts = append(alts, p)
+	}
+	alts = append(alts, schemaOf(s.AdditionalProperties), schemaOf(s.AdditionalItems), s.Items2020)
+	alts = append(alts, s.PrefixItems...)
+	switch it := s.Items.(type) {
+	case *jsonschema.Schema:
+		alts = append(alts, it)
+	case []*jsonschema.Schema:
+		alts = append(alts, it...)
+	}
+	for _, p := range s.PatternProperties {
+		sums = append(sums, p)
+	}
+	sums = append(sums, s.Contains, s.UnevaluatedProperties, s.UnevaluatedItems, s.PropertyNames, s.ContentSchema)
+	return alts, sums
+}
+
+func schemaOf(v any) *jsonschema.Schema {
+	s, _ := v.(*jsonschema.Schema)
+	return s
+}
+
+// level computes the work of every node at level d from level d-1's
+// (prev), saturating past limit.
+func (g *workGraph) level(d int, prev []int64, limit int64) (cur []int64, cycle bool) {
+	cur = make([]int64, len(g.nodes))
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := make([]uint8, len(g.nodes))
+	var visit func(i int) int64
+	visit = func(i int) int64 {
+		switch state[i] {
+		case open:
+			cycle = true
+			return 0
+		case done:
+			return cur[i]
+		}
+		state[i] = open
+		w := int64(0)
+		if d == 0 {
+			w = 1
+		} else {
+			w = g.inside(i, prev)
+		}
+		for _, j := range g.inPlace[i] {
+			w = min(w+visit(j), limit+1)
+		}
+		most := int64(0)
+		for _, j := range g.dyn[i] {
+			most = max(most, visit(j))
+		}
+		w += most
+		cur[i], state[i] = min(w, limit+1), done
+		return cur[i]
+	}
+	for i := range g.nodes {
+		visit(i)
+	}
+	return cur, cycle
+}
+
+// inside is the most work node i's ways into a value inside its own make
+// at that value's level, given that level's work prev.
+func (g *workGraph) inside(i int, prev []int64) int64 {
+	w := int64(0)
+	for _, j := range g.alts[i] {
+		w = max(w, prev[j])
+	}
+	for _, j := range g.sums[i] {
+		w += prev[j]
+	}
+	return w
+}
+
+// checkJSONSchemaWork refuses a schema whose validation could evaluate
+// one value more than MaxJSONSchemaWork times.
+func checkJSONSchemaWork(s *jsonschema.Schema) error {
+	w, cycle := jsonSchemaWork(s, MaxJSONSchemaWork)
+	if cycle {
+		return fmt.Errorf("a cycle of $refs through the same value: validation would never end")
+	}
+	if w > MaxJSONSchemaWork {
+		return fmt.Errorf("validating a payload against it could evaluate one value over %d times (the $refs, allOf, anyOf and oneOf multiply): more work than the service gives a record", MaxJSONSchemaWork)
+	}
+	return nil
+}
