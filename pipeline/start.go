@@ -21,16 +21,16 @@ import (
 const closedTries = 3
 
 // whyNoAnswer probes the brokers that did not answer a metadata request
-// for the cause (kafkaconn.Config.Probe) and logs it. It says to stop,
-// with the error to return, when waiting cannot help: credentials or a
-// TLS handshake refused, or the connection closed closedTries times in a
-// row (closed counts them).
+// for the cause (kafkaconn.Config.Probe), which it returns. It says to
+// stop, the cause being the error to return, when waiting cannot help:
+// credentials or a TLS handshake refused, or the connection closed
+// closedTries times in a row (closed counts them).
 func (m *member) whyNoAnswer(ctx context.Context, closed *int) (bool, error) {
 	perr := m.cfg.Conn.Probe(ctx)
 	var ce *kafkaconn.ConnError
 	if !errors.As(perr, &ce) {
 		*closed = 0
-		return false, nil
+		return false, perr
 	}
 	if ce.Cause == kafkaconn.CauseClosed {
 		*closed++
@@ -40,8 +40,7 @@ func (m *member) whyNoAnswer(ctx context.Context, closed *int) (bool, error) {
 	if ce.Final() || *closed >= closedTries {
 		return true, fmt.Errorf("brokers %v: %w", m.cfg.Conn.Brokers, ce)
 	}
-	m.cfg.Log.Warn().Err(ce).Msg("why the brokers do not answer")
-	return false, nil
+	return false, ce
 }
 
 // prepare checks, before the member joins its group, what would otherwise
@@ -67,10 +66,11 @@ func (m *member) prepare(ctx context.Context) error {
 		if err == nil || ctx.Err() != nil {
 			break
 		}
-		if stop, cause := m.whyNoAnswer(ctx, &closed); stop {
+		stop, cause := m.whyNoAnswer(ctx, &closed)
+		if stop {
 			return cause
 		}
-		cfg.Log.Warn().Err(err).Strs("brokers", cfg.Conn.Brokers).Msg("brokers do not answer yet; retrying")
+		cfg.Log.Warn().Err(err).AnErr("cause", cause).Strs("brokers", cfg.Conn.Brokers).Msg("brokers do not answer yet; retrying")
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):
