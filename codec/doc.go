@@ -108,7 +108,9 @@
 // and where. Reasons lists them all:
 //
 //	empty_message      no byte, or only blanks (or, in LIBSVM, only a comment)
-//	too_large          more than MaxBytes bytes (checked before any parsing)
+//	too_large          more than MaxBytes bytes (checked before any parsing);
+//	                   or, validated against a JSON Schema, more work than
+//	                   MaxJSONRecordWork
 //	invalid_utf8       the message is not valid UTF-8
 //	invalid_json       not well-formed JSON, a repeated key, a top level that
 //	                   is not an object, or a feature value that is not a number

@@ -20,7 +20,7 @@ const jsonSchemaBase = "https://schema-registry.invalid/"
 // references, by name. Nothing is loaded from files or the network: a
 // $ref reaches only the references, so a schema cannot make the service
 // read a local file or call a host.
-func compileJSONSchema(text string, refs map[string]string) (*jsonschema.Schema, error) {
+func compileJSONSchema(text string, refs map[string]string) (*jsonSchema, error) {
 	c := jsonschema.NewCompiler()
 	c.UseLoader(jsonschema.SchemeURLLoader{})
 	c.DefaultDraft(jsonschema.Draft7)
@@ -48,10 +48,18 @@ func compileJSONSchema(text string, refs map[string]string) (*jsonschema.Schema,
 	if err != nil {
 		return nil, err
 	}
-	if err := checkJSONSchemaWork(s); err != nil {
+	work, err := checkJSONSchemaWork(s)
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &jsonSchema{s, work}, nil
+}
+
+// jsonSchema is a compiled JSON Schema and its work by level of nesting
+// (jsonSchemaWork).
+type jsonSchema struct {
+	*jsonschema.Schema
+	work []int64
 }
 
 // maxMismatchDetail bounds the validator's words in a dead letter's
@@ -63,6 +71,9 @@ const maxMismatchDetail = 300
 func validateJSON(s *Schema, payload []byte) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
 	if err == nil {
+		if w := recordWork(v, s.json.work); w > MaxJSONRecordWork {
+			return errorf(ReasonTooLarge, "schema %d: validating the payload could take over %d evaluations of its values, the most a record is given (MaxJSONRecordWork)", s.ID, MaxJSONRecordWork)
+		}
 		err = s.json.Validate(v)
 	}
 	if err == nil {

@@ -8,8 +8,6 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Format is how the records of a topic are written: plain JSON events, or
@@ -104,7 +102,7 @@ type Schema struct {
 	Type SchemaType
 	avro *avroNode
 	pb   *protoFile
-	json *jsonschema.Schema // with SchemaOptions.ValidateJSON
+	json *jsonSchema // with SchemaOptions.ValidateJSON
 }
 
 // SchemaOptions are how CompileSchemaWith prepares a schema.
