@@ -18,7 +18,8 @@ import (
 // per value it holds, and its payload is bounded in bytes. Schemas written
 // by hand or generated from classes evaluate a value a few times (the
 // person schema of the tests: at most 2); 4096 leaves room for unions of
-// unions.
+// unions. An enum counts one more for each of its values (each is
+// compared with the value).
 const MaxJSONSchemaWork = 4096
 
 // jsonSchemaWork is how many evaluations of one value validating against
@@ -70,6 +71,10 @@ type workGraph struct {
 	inPlace [][]int
 	// dyn are the schemas a dynamic reference may resolve to: one is.
 	dyn [][]int
+	// self is the work of a node's own keywords: 1, and one more for each
+	// value of an enum, which a value is compared with in turn (100,000
+	// numbers took 0.51 s, 340,000 times a failing evaluation).
+	self []int64
 	// alts are the ways into a value inside, of which one applies (a
 	// property's schema or additionalProperties; an item's); sums apply
 	// together (patternProperties, contains, unevaluated*, propertyNames,
@@ -90,6 +95,13 @@ func newWorkGraph(root *jsonschema.Schema) *workGraph {
 		alts, sums := insideOf(s)
 		g.alts = append(g.alts, g.addAll(alts))
 		g.sums = append(g.sums, g.addAll(sums))
+	}
+	g.self = make([]int64, len(g.nodes))
+	for i, s := range g.nodes {
+		g.self[i] = 1
+		if s.Enum != nil {
+			g.self[i] += int64(len(s.Enum.Values))
+		}
 	}
 	// A dynamic reference resolves, as it is evaluated, to its own
 	// target or to a schema of its anchor: one of them.
@@ -199,7 +211,7 @@ func (g *workGraph) level(d int, prev []int64, limit int64) (cur []int64, cycle 
 		state[i] = open
 		w := int64(0)
 		if d == 0 {
-			w = 1
+			w = g.self[i]
 		} else {
 			w = g.inside(i, prev)
 		}
