@@ -9,7 +9,7 @@ import (
 
 // MaxJSONSchemaWork bounds, for --validate-json-schema, how many times
 // validation may evaluate a subschema against any one value of a
-// payload. A JSON Schema that could take more is refused when compiled
+// payload (the units of work this package counts: see workGraph.self). A JSON Schema that could take more is refused when compiled
 // (its records are dead letters, bad_schema): its $refs, allOf, anyOf and
 // oneOf multiply, so that 2.4 kB of schema (28 levels of an anyOf of two
 // $refs to the level below) asks 2^28 evaluations of one value, and keeps
@@ -17,8 +17,8 @@ import (
 // payload: a record's validation then takes at most this many evaluations
 // per value it holds, and its payload is bounded in bytes. Schemas written
 // by hand or generated from classes evaluate a value a few times (the
-// person schema of the tests: at most 2); 4096 leaves room for unions of
-// unions. An enum counts one more for each of its values (each is
+// person schema of the tests: at most 3, its label's enum of two values
+// counting 3); 4096 leaves room for unions of unions. An enum counts one more for each of its values (each is
 // compared with the value).
 const MaxJSONSchemaWork = 4096
 
@@ -103,27 +103,34 @@ func newWorkGraph(root *jsonschema.Schema) *workGraph {
 			g.self[i] += int64(len(s.Enum.Values))
 		}
 	}
-	// A dynamic reference resolves, as it is evaluated, to its own
-	// target or to a schema of its anchor: one of them.
+	g.dynamic()
+	return g
+}
+
+// dynamic fills dyn: a dynamic reference resolves, as it is evaluated,
+// to its own target or to a schema of its anchor, one of them.
+func (g *workGraph) dynamic() {
+	anchors, recursive := map[string][]int{}, []int{}
+	for j, t := range g.nodes {
+		if t.DynamicAnchor != "" {
+			anchors[t.DynamicAnchor] = append(anchors[t.DynamicAnchor], j)
+		}
+		if t.RecursiveAnchor {
+			recursive = append(recursive, j)
+		}
+	}
 	g.dyn = make([][]int, len(g.nodes))
 	for i, s := range g.nodes {
-		var static *jsonschema.Schema
 		switch {
 		case s.RecursiveRef != nil:
-			static = s.RecursiveRef
-		case s.DynamicRef != nil:
-			static = s.DynamicRef.Ref
-		default:
-			continue
-		}
-		g.dyn[i] = append(g.dyn[i], g.index[static])
-		for j, t := range g.nodes {
-			if s.RecursiveRef != nil && t.RecursiveAnchor || s.DynamicRef != nil && s.DynamicRef.Anchor != "" && t.DynamicAnchor == s.DynamicRef.Anchor {
-				g.dyn[i] = append(g.dyn[i], j)
+			g.dyn[i] = append([]int{g.index[s.RecursiveRef]}, recursive...)
+		case s.DynamicRef != nil && s.DynamicRef.Ref != nil:
+			g.dyn[i] = []int{g.index[s.DynamicRef.Ref]}
+			if s.DynamicRef.Anchor != "" {
+				g.dyn[i] = append(g.dyn[i], anchors[s.DynamicRef.Anchor]...)
 			}
 		}
 	}
-	return g
 }
 
 func (g *workGraph) add(s *jsonschema.Schema) int {
