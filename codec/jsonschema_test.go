@@ -220,3 +220,36 @@ func TestJSONSchemaEnumCountsItsValues(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONSchemaOfTooManyObjectsIsRefused: the validation library's
+// compiler takes time that grows as the square of a schema's subschemas
+// (38,000 properties, 1 MB: over a minute), so a schema compiled for
+// validation holds at most MaxJSONSchemaObjects objects, its references
+// included, and a larger one is refused at once; braces inside strings
+// are not objects.
+func TestJSONSchemaOfTooManyObjectsIsRefused(t *testing.T) {
+	props := func(n int) string {
+		var b strings.Builder
+		b.WriteString(`{"description":"{{{{","properties":{"x":{}`)
+		for i := 1; i < n; i++ {
+			fmt.Fprintf(&b, `,"p%d":{"type":"string"}`, i)
+		}
+		b.WriteString(`}}`)
+		return b.String()
+	}
+	// The root, properties, and each property: n + 2 objects.
+	for n, want := range map[int]bool{MaxJSONSchemaObjects - 2: true, MaxJSONSchemaObjects - 1: false} {
+		t0 := time.Now()
+		_, err := CompileSchemaWith(1, SchemaJSON, props(n), nil, SchemaOptions{ValidateJSON: true})
+		if got := err == nil; got != want {
+			t.Errorf("%d properties: compiled %v (%v), want %v", n, got, err, want)
+		}
+		if !want && time.Since(t0) > time.Second {
+			t.Errorf("%d properties refused in %v", n, time.Since(t0))
+		}
+	}
+	_, err := CompileSchemaWith(1, SchemaJSON, `{"$ref":"big.json"}`, map[string]string{"big.json": props(MaxJSONSchemaObjects)}, SchemaOptions{ValidateJSON: true})
+	if err == nil || !strings.Contains(err.Error(), "objects") {
+		t.Errorf("a reference of too many objects: %v", err)
+	}
+}
