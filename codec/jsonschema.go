@@ -55,18 +55,18 @@ func compileJSONSchema(text string, refs map[string]string) (*jsonSchema, error)
 	if err != nil {
 		return nil, err
 	}
-	work, err := checkJSONSchemaWork(s)
+	cost, err := checkJSONSchemaWork(s)
 	if err != nil {
 		return nil, err
 	}
-	return &jsonSchema{s, work}, nil
+	return &jsonSchema{s, cost}, nil
 }
 
-// jsonSchema is a compiled JSON Schema and its work by level of nesting
-// (jsonSchemaWork).
+// jsonSchema is a compiled JSON Schema and what validating against it
+// costs.
 type jsonSchema struct {
 	*jsonschema.Schema
-	work []int64
+	cost schemaCost
 }
 
 // MaxJSONSchemaObjects bounds the JSON objects (its subschemas, at most)
@@ -104,8 +104,8 @@ const maxMismatchDetail = 300
 func validateJSON(s *Schema, payload []byte) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(payload))
 	if err == nil {
-		if w := recordWork(v, s.json.work); w > MaxJSONRecordWork {
-			return errorf(ReasonTooLarge, "schema %d: validating the payload could take over %d evaluations of its values, the most a record is given (MaxJSONRecordWork)", s.ID, MaxJSONRecordWork)
+		if w := recordWork(v, s.json.cost); w > MaxJSONRecordWork {
+			return errorf(ReasonTooLarge, "schema %d: validating the payload could take over %d units of work (evaluations of its values, its strings matched against patterns), the most a record is given (MaxJSONRecordWork)", s.ID, MaxJSONRecordWork)
 		}
 		err = s.json.Validate(v)
 	}
