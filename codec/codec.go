@@ -125,6 +125,10 @@ const (
 	// ReasonSchemaTooLarge: the record's schema is larger than the service
 	// takes from the registry (--schema-max-bytes).
 	ReasonSchemaTooLarge = Reason("schema_too_large")
+	// ReasonBadSchema: the registry answered the record's schema whole,
+	// and it cannot be compiled (or, validated, could take unbounded
+	// work): the compile error says why.
+	ReasonBadSchema = Reason("bad_schema")
 )
 
 // Reasons returns every Reason this package can report, so that metrics can
@@ -156,6 +160,7 @@ func Reasons() []Reason {
 		ReasonUnknownSchema,
 		ReasonSchemaMismatch,
 		ReasonSchemaTooLarge,
+		ReasonBadSchema,
 	}
 }
 

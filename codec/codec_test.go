@@ -337,7 +337,7 @@ func TestEveryReasonTested(t *testing.T) {
 		onlyLIBSVM[r], onlyJSON[r] = true, true
 	}
 	// The wire format's reasons have their cases in wire_test.go.
-	for _, r := range []Reason{ReasonBadFraming, ReasonUnknownSchema, ReasonSchemaMismatch, ReasonSchemaTooLarge} {
+	for _, r := range []Reason{ReasonBadFraming, ReasonUnknownSchema, ReasonSchemaMismatch, ReasonSchemaTooLarge, ReasonBadSchema} {
 		onlyLIBSVM[r], onlyJSON[r] = true, true
 	}
 	for name, cases := range map[string][]decodeCase{"JSON": jsonCases, "LIBSVM": libsvmCases} {
@@ -366,8 +366,8 @@ func TestReasons(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	if len(seen) != 25 {
-		t.Errorf("%d reasons, want 25", len(seen))
+	if len(seen) != 26 {
+		t.Errorf("%d reasons, want 26", len(seen))
 	}
 	rs := Reasons()
 	rs[0] = "changed"

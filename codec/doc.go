@@ -108,7 +108,9 @@
 // and where. Reasons lists them all:
 //
 //	empty_message      no byte, or only blanks (or, in LIBSVM, only a comment)
-//	too_large          more than MaxBytes bytes (checked before any parsing)
+//	too_large          more than MaxBytes bytes (checked before any parsing);
+//	                   or, validated against a JSON Schema, more work than
+//	                   MaxJSONRecordWork
 //	invalid_utf8       the message is not valid UTF-8
 //	invalid_json       not well-formed JSON, a repeated key, a top level that
 //	                   is not an object, or a feature value that is not a number
@@ -138,9 +140,14 @@
 //	                   store takes
 //	bad_framing        (wire format) no magic byte, or fewer than 5 bytes
 //	unknown_schema     (wire format) a schema id the registry does not
-//	                   have (a schema it answers but that cannot be
-//	                   compiled is the registry's fault: package
-//	                   schemareg waits for a usable answer)
+//	                   have
+//	bad_schema         (wire format) a schema the registry answered
+//	                   whole that cannot be compiled, or whose
+//	                   validation could take more work than the service
+//	                   gives a record (an empty answer, or an Avro or
+//	                   JSON Schema text that is not JSON, is the
+//	                   registry's fault: package schemareg waits for a
+//	                   usable answer)
 //	schema_mismatch    (wire format) a payload that does not follow its
 //	                   schema (truncated, bytes left over, a bad union
 //	                   branch or enum symbol...), or a schema of a type

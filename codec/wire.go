@@ -8,8 +8,6 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Format is how the records of a topic are written: plain JSON events, or
@@ -104,7 +102,7 @@ type Schema struct {
 	Type SchemaType
 	avro *avroNode
 	pb   *protoFile
-	json *jsonschema.Schema // with SchemaOptions.ValidateJSON
+	json *jsonSchema // with SchemaOptions.ValidateJSON
 }
 
 // SchemaOptions are how CompileSchemaWith prepares a schema.
@@ -169,6 +167,10 @@ var ErrUnknownSchema = errors.New("unknown schema")
 // ErrSchemaTooLarge marks a schema id whose schema is larger than the
 // service takes: the record is a dead letter (schema_too_large).
 var ErrSchemaTooLarge = errors.New("schema too large")
+
+// ErrBadSchema marks a schema id whose schema, answered whole, cannot be
+// compiled: the record is a dead letter (bad_schema).
+var ErrBadSchema = errors.New("schema cannot be used")
 
 // StaticSchemas is a SchemaSource of schemas known up front (the schema of
 // an Avro object container file, a --schema file).
@@ -238,8 +240,8 @@ func NewFramedDecoder(cfg EventConfig, f Format, src SchemaSource) (*FramedDecod
 func (d *FramedDecoder) Format() Format { return d.format }
 
 // Decode reads one framed record into ev, resetting it first. Errors are
-// *Error but for a schema that src does not have at hand (neither
-// ErrUnknownSchema nor ErrSchemaTooLarge), which is returned as it is: the
+// *Error but for a schema that src does not have at hand (none of
+// ErrUnknownSchema, ErrSchemaTooLarge, ErrBadSchema), which is returned as it is: the
 // caller fetches it and tries again.
 func (d *FramedDecoder) Decode(b []byte, ev *Event) error {
 	ev.Reset()
@@ -257,6 +259,8 @@ func (d *FramedDecoder) Decode(b []byte, ev *Event) error {
 			return errorf(ReasonUnknownSchema, "%v", err)
 		case errors.Is(err, ErrSchemaTooLarge):
 			return errorf(ReasonSchemaTooLarge, "%v", err)
+		case errors.Is(err, ErrBadSchema):
+			return errorf(ReasonBadSchema, "%v", err)
 		}
 		return err
 	}

@@ -130,8 +130,11 @@ func TestAvroBadInput(t *testing.T) {
 	js, _ := CompileSchema(9, SchemaJSON, `{"type":"object"}`, nil)
 	static := StaticSchemas{7: s, 9: js}
 	fd, _ := NewFramedDecoder(EventConfig{}, FormatAvro, schemaFunc(func(id uint32) (*Schema, error) {
-		if id == 10 {
+		switch id {
+		case 10:
 			return nil, fmt.Errorf("schema id 10 has over 1048576 bytes: %w", ErrSchemaTooLarge)
+		case 11:
+			return nil, fmt.Errorf("schema id 11 does not compile: avro: unknown type: x: %w", ErrBadSchema)
 		}
 		return static.Schema(id)
 	}))
@@ -163,6 +166,7 @@ func TestAvroBadInput(t *testing.T) {
 		{"plain JSON", []byte(`{"a":1}`), ReasonBadFraming},
 		{"unknown id", append(AppendFrame(nil, 8), payload...), ReasonUnknownSchema},
 		{"schema too large", append(AppendFrame(nil, 10), payload...), ReasonSchemaTooLarge},
+		{"schema does not compile", append(AppendFrame(nil, 11), payload...), ReasonBadSchema},
 		{"truncated", good[:len(good)-3], ReasonSchemaMismatch},
 		{"bytes left over", append(append([]byte(nil), good...), 0, 0), ReasonSchemaMismatch},
 		{"bad union branch", badUnion, ReasonSchemaMismatch},

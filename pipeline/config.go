@@ -169,8 +169,11 @@ type Config struct {
 	// LagInterval is how often the member reads its partitions' ends for
 	// the lag gauge, besides what each fetch reports; default 5 s.
 	LagInterval time.Duration
-	// StuckAfter is how long a partition may fail to flush its output or
-	// commit its offset before /readyz says 503; default 1 min.
+	// StuckAfter is how long a partition may make no progress before
+	// /readyz says 503, naming it and why: unable to flush its output or
+	// commit its offset, waiting for the schema registry, held inside one
+	// record or one snapshot save, or with no snapshot saved (commits
+	// without one going through); default 1 min.
 	StuckAfter time.Duration
 
 	// FetchMaxBytes bounds the input bytes the member holds for all its

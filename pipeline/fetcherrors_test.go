@@ -119,6 +119,13 @@ func TestCorruptBatchIsDeadLetteredAndSkipped(t *testing.T) {
 // CRC fails), and returns that batch.
 func corruptMiddleBatch(ctx context.Context, t *testing.T, c *kfake.Cluster, topic string, value func(b, i int) kafka.Message) []byte {
 	t.Helper()
+	return corruptBatchOf(ctx, t, c, topic, 1, value)
+}
+
+// corruptBatchOf is corruptMiddleBatch with batch which (0, 1 or 2) made
+// corrupt.
+func corruptBatchOf(ctx context.Context, t *testing.T, c *kfake.Cluster, topic string, which int, value func(b, i int) kafka.Message) []byte {
+	t.Helper()
 	addr := c.ListenAddrs()[0]
 	for b := range 3 {
 		w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(addr), Topic: topic, RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond, BatchSize: 10}
@@ -161,7 +168,7 @@ func corruptMiddleBatch(ctx context.Context, t *testing.T, c *kfake.Cluster, top
 	if len(batches) != 3 || binary.BigEndian.Uint64(batches[1]) != 10 || binary.BigEndian.Uint64(batches[2]) != 20 {
 		t.Fatalf("%d batches in the log; want 3, at 0, 10 and 20", len(batches))
 	}
-	bad := batches[1]
+	bad := batches[which]
 	bad[len(bad)-3] ^= 0x40
 	c.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
@@ -233,6 +240,46 @@ func TestCorruptLabelBatchIsDeadLetteredAndSkipped(t *testing.T) {
 	})
 	if got := testutil.ToFloat64(cfg.Metrics.Learned.WithLabelValues("0")); got != 20 {
 		t.Errorf("%v labels learned, want 20 (the batch's 10 are its dead letter)", got)
+	}
+}
+
+// A corrupt first batch of labels, with no label position committed
+// yet (the partition stands at the symbolic start): dead-lettered as at
+// any other offset. Before, the comparison with the unresolved start
+// never matched and the batch was fetched again for ever, nothing
+// learned.
+func TestCorruptFirstLabelBatchIsDeadLettered(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "in.dlq", "labels"), kfake.GroupMinSessionTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(addr), Topic: "in", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
+	var recs []kafka.Message
+	for i := range 30 {
+		recs = append(recs, kafka.Message{Time: base.Add(time.Duration(i) * time.Second), Value: fmt.Appendf(nil, `{"id": "r%d", "x": %g}`, i, float64(i%7+1)/7)})
+	}
+	if err := w.WriteMessages(ctx, recs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	bad := corruptBatchOf(ctx, t, c, "labels", 0, func(b, i int) kafka.Message {
+		class := map[bool]string{true: "UP", false: "DOWN"}[i%2 == 0]
+		return kafka.Message{Time: base.Add(time.Minute + time.Duration(b*10+i)*time.Second), Value: fmt.Appendf(nil, `{"id": "r%d", "class": %q}`, b*10+i, class)}
+	})
+	cfg := testConfigAt(t, addr, "rbp:budget=10")
+	cfg.Events, cfg.Event, cfg.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
+	cfg.LabelTopic = "labels"
+	cfg.Metrics = NewMetrics(nil)
+	runMember(t, cfg)
+	waitFor(t, "the labels after the batch learned", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Learned.WithLabelValues("0")) >= 20 })
+	dl, h := oneDeadLetter(t, addr)
+	if h[HeaderError] != string(ReasonCorruptBatch) || h[HeaderSourceTopic] != "labels" || h[HeaderSourceOffset] != "0" || !bytes.Equal(dl.Value, bad) {
+		t.Errorf("dead letter %v, %d bytes; want %s of labels at offset 0 holding the batch's %d bytes", h, len(dl.Value), ReasonCorruptBatch, len(bad))
 	}
 }
 

@@ -1,22 +1,40 @@
 package pipeline
 
 import (
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// health tracks, per partition, since when it has been unable to flush
-// its output or commit its offset: /readyz turns 503 once any partition
-// has been stuck longer than Config.StuckAfter, so a member that consumes
+// health tracks, per partition, since when it has made no progress:
+// unable to flush its output or commit its offset, waiting for the
+// registry, held inside a record or a snapshot save, or saving no
+// snapshot. /readyz turns 503 once any partition has been stuck longer
+// than Config.StuckAfter, naming it and why, so a member that consumes
 // nothing useful does not look healthy.
 type health struct {
 	mu    sync.Mutex
 	since map[string]time.Time
 	after time.Duration
 	gauge prometheus.Gauge // streamlearner_stuck_partitions
+
+	// stuckWhy says why each partition of since is held (absent: it
+	// cannot flush or commit).
+	stuckWhy map[string]string
+	// overdue holds the partitions whose snapshots have failed since a
+	// time, with the last error: commits without a snapshot may go
+	// through meanwhile (and clear since), yet the partition is stuck
+	// once its snapshot is overdue by the threshold.
+	overdue map[string]failing
+	// busy holds each served partition's record in hand, to show a
+	// partition held inside one record (a decode, a validation, a
+	// learning step that does not end), which flushes and commits
+	// nothing that could say so.
+	busy map[string]*busy
 
 	// degraded holds the partitions whose last DegradedAfter records all
 	// came to nothing, with why: each was dead-lettered, or its prediction
@@ -100,18 +118,66 @@ func (h *health) why() []string {
 	for p, why := range h.halted.why {
 		out = append(out, "partition "+p+" not served: "+why)
 	}
+	for p, why := range h.stuckPast(time.Now()) {
+		out = append(out, "partition "+p+" stuck: "+why)
+	}
 	slices.Sort(out)
 	return out
 }
 
+// failing is since when something has failed, and the last error.
+type failing struct {
+	since time.Time
+	err   string
+}
+
+// busy is the record a partition has in hand: its offset, and since when
+// (unix nanoseconds; 0 when none); and since when a snapshot is being
+// saved. A nil busy tracks nothing.
+type busy struct {
+	since, offset, saving atomic.Int64
+}
+
+func (b *busy) begin(offset int64) {
+	if b != nil {
+		b.offset.Store(offset)
+		b.since.Store(time.Now().UnixNano())
+	}
+}
+
+func (b *busy) end() {
+	if b != nil {
+		b.since.Store(0)
+	}
+}
+
+func (b *busy) save(on bool) {
+	switch {
+	case b == nil:
+	case on:
+		b.saving.Store(time.Now().UnixNano())
+	default:
+		b.saving.Store(0)
+	}
+}
+
 func (h *health) stuck(partition string, now time.Time) {
+	h.stuckFor(partition, "", now)
+}
+
+// stuckFor marks partition held since now (unless it already was), for
+// why ("" is: it cannot flush or commit).
+func (h *health) stuckFor(partition, why string, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.since == nil {
-		h.since = map[string]time.Time{}
+		h.since, h.stuckWhy = map[string]time.Time{}, map[string]string{}
 	}
 	if _, ok := h.since[partition]; !ok {
 		h.since[partition] = now
+	}
+	if why != "" {
+		h.stuckWhy[partition] = why
 	}
 	h.update(now)
 }
@@ -120,18 +186,95 @@ func (h *health) ok(partition string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.since, partition)
+	delete(h.stuckWhy, partition)
 	h.update(time.Now())
+}
+
+// snapshotFailed notes a snapshot of partition that could not be saved.
+func (h *health) snapshotFailed(partition string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.overdue == nil {
+		h.overdue = map[string]failing{}
+	}
+	f, ok := h.overdue[partition]
+	if !ok {
+		f.since = time.Now()
+	}
+	f.err = err.Error()
+	h.overdue[partition] = f
+	h.update(time.Now())
+}
+
+// snapshotSaved clears snapshotFailed's mark.
+func (h *health) snapshotSaved(partition string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.overdue[partition]; ok {
+		delete(h.overdue, partition)
+		h.update(time.Now())
+	}
+}
+
+// track returns the record tracker of a partition the member now serves.
+func (h *health) track(partition string) *busy {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.busy == nil {
+		h.busy = map[string]*busy{}
+	}
+	b := &busy{}
+	h.busy[partition] = b
+	return b
+}
+
+// forget drops the stuck marks of a partition the member no longer
+// serves.
+func (h *health) forget(partition string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.busy, partition)
+	delete(h.overdue, partition)
+	h.update(time.Now())
+}
+
+// stuckPast lists the partitions stuck past the threshold as of now, with
+// why; with h.mu held.
+func (h *health) stuckPast(now time.Time) map[string]string {
+	out := map[string]string{}
+	for p, t := range h.since {
+		if d := now.Sub(t); d >= h.after {
+			why := h.stuckWhy[p]
+			if why == "" {
+				why = "cannot flush its output or commit"
+			}
+			out[p] = fmt.Sprintf("%s (for %v)", why, d.Round(time.Second))
+		}
+	}
+	for p, f := range h.overdue {
+		if d := now.Sub(f.since); d >= h.after {
+			out[p] = fmt.Sprintf("no snapshot saved for %v (last error: %s)", d.Round(time.Second), f.err)
+		}
+	}
+	for p, b := range h.busy {
+		if at := b.since.Load(); at != 0 {
+			if d := now.Sub(time.Unix(0, at)); d >= h.after {
+				out[p] = fmt.Sprintf("no progress on the record at offset %d for %v", b.offset.Load(), d.Round(time.Second))
+			}
+		}
+		if at := b.saving.Load(); at != 0 {
+			if d := now.Sub(time.Unix(0, at)); d >= h.after {
+				out[p] = fmt.Sprintf("a snapshot save under way for %v", d.Round(time.Second))
+			}
+		}
+	}
+	return out
 }
 
 // update sets the gauge to the partitions stuck past the threshold; with
 // h.mu held.
 func (h *health) update(now time.Time) int {
-	n := 0
-	for _, t := range h.since {
-		if now.Sub(t) >= h.after {
-			n++
-		}
-	}
+	n := len(h.stuckPast(now))
 	if h.gauge != nil {
 		h.gauge.Set(float64(n))
 	}

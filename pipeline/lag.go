@@ -45,6 +45,9 @@ func (m *member) pollLag(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		// A partition held inside a record says nothing itself: the
+		// stuck gauge is brought up to date here.
+		m.cfg.Metrics.health.stuckNow()
 		m.mu.Lock()
 		var reqs []kafka.OffsetRequest
 		for id := range m.positions {

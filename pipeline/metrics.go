@@ -185,7 +185,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		ChampionSwitches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_champion_switches_total", Help: "Times the partition's champion changed."}, part),
 		SearchReopens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_search_reopens_total",
 			Help: "Times an auto learner's search reopened because its mistake rate rose (a drift)."}, part),
-		Stuck: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions unable to flush their output or commit for longer than the stuck threshold."}),
+		Stuck: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions stuck for longer than the stuck threshold: unable to flush or commit, waiting for the schema registry, held inside a record or a snapshot save, or no snapshot saved."}),
 		Degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_degraded_partitions",
 			Help: "Assigned partitions whose last 1000 records all came to nothing: every one dead-lettered, or its prediction refused by the brokers."}),
 		Unserved: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_unserved_partitions",
@@ -249,6 +249,7 @@ func (m *Metrics) assigned(partition string, reasons []codec.Reason) {
 func (m *Metrics) forget(partition string) {
 	m.health.served(partition)
 	m.health.resume(partition)
+	m.health.forget(partition)
 	for _, g := range []*prometheus.GaugeVec{m.Support, m.WindowRate, m.Lag, m.CheckpointBytes, m.CheckpointTime, m.PendingRecords} {
 		g.DeleteLabelValues(partition)
 	}

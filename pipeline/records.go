@@ -70,7 +70,7 @@ func (c *Config) Reasons() []codec.Reason {
 			return len(c.Classes) == 0
 		case codec.ReasonBadField:
 			return !c.Events
-		case codec.ReasonBadFraming, codec.ReasonUnknownSchema, codec.ReasonSchemaMismatch, codec.ReasonSchemaTooLarge:
+		case codec.ReasonBadFraming, codec.ReasonUnknownSchema, codec.ReasonSchemaMismatch, codec.ReasonSchemaTooLarge, codec.ReasonBadSchema:
 			return !c.Format.Framed()
 		case codec.ReasonInvalidLIBSVM, codec.ReasonMissingFeatures, codec.ReasonBadIndex, codec.ReasonIndexTooLarge, codec.ReasonDuplicateIndex:
 			return c.Events

@@ -10,7 +10,38 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 )
+
+// closedTries is how many probes in a row must find the brokers closing
+// the connection at the first request before the start fails: a
+// listener that wants TLS or SASL does it every time, a broker starting
+// up seldom.
+const closedTries = 3
+
+// whyNoAnswer probes the brokers that did not answer a metadata request
+// for the cause (kafkaconn.Config.Probe), which it returns. It says to
+// stop, the cause being the error to return, when waiting cannot help:
+// credentials or a TLS handshake refused, or the connection closed
+// closedTries times in a row (closed counts them).
+func (m *member) whyNoAnswer(ctx context.Context, closed *int) (bool, error) {
+	perr := m.cfg.Conn.Probe(ctx)
+	var ce *kafkaconn.ConnError
+	if !errors.As(perr, &ce) {
+		*closed = 0
+		return false, perr
+	}
+	if ce.Cause == kafkaconn.CauseClosed {
+		*closed++
+	} else {
+		*closed = 0
+	}
+	if ce.Final() || *closed >= closedTries {
+		return true, fmt.Errorf("brokers %v: %w", m.cfg.Conn.Brokers, ce)
+	}
+	return false, ce
+}
 
 // prepare checks, before the member joins its group, what would otherwise
 // fail later and quietly: that the brokers answer (within
@@ -30,12 +61,16 @@ func (m *member) prepare(ctx context.Context) error {
 	if cfg.LabelTopic != "" {
 		topics = append(topics, cfg.LabelTopic)
 	}
-	for {
+	for closed := 0; ; {
 		md, err = m.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
 		if err == nil || ctx.Err() != nil {
 			break
 		}
-		cfg.Log.Warn().Err(err).Strs("brokers", cfg.Conn.Brokers).Msg("brokers do not answer yet; retrying")
+		stop, cause := m.whyNoAnswer(ctx, &closed)
+		if stop {
+			return cause
+		}
+		cfg.Log.Warn().Err(err).AnErr("cause", cause).Strs("brokers", cfg.Conn.Brokers).Msg("brokers do not answer yet; retrying")
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Second):

@@ -116,6 +116,7 @@ type worker struct {
 	// each flush).
 	rounds    roundCounts
 	corrupt   corruptRun
+	busy      *busy // the record in hand, for health
 	evicted   uint64
 	waiting   prometheus.Gauge
 	expired   prometheus.Counter
@@ -186,6 +187,7 @@ func (w *worker) run(gen context.Context) {
 	w.setChampion(mt)
 	w.learnerGauges()
 	mt.assigned(w.label, w.m.cfg.Reasons())
+	w.busy = mt.health.track(w.label)
 	if cfg.Registry != nil {
 		mt.RegistryErrors.WithLabelValues(w.label)
 	}
@@ -475,8 +477,14 @@ const corruptRetries = 5
 // begins, as a dead-lettered record's offset is passed; it says whether
 // it did. Where the next batch is not known yet (none followed it in the
 // answer), the partition waits for one.
-func (w *worker) corruptBatch(topic string, run *corruptRun, next *int64, r interface{ SetOffset(int64) }, ce *fetch.CorruptError) bool {
-	if ce.Offset != *next || ce.Next <= ce.Offset {
+func (w *worker) corruptBatch(topic string, run *corruptRun, next *int64, r offsetReader, ce *fetch.CorruptError) bool {
+	at := *next
+	if at < 0 {
+		// Nothing read or committed yet: the position is a symbolic start
+		// (kafka.FirstOffset), which the reader resolved at its fetch.
+		at = r.Offset()
+	}
+	if ce.Offset != at || ce.Next <= ce.Offset {
 		*run = corruptRun{}
 		return false
 	}
@@ -498,6 +506,12 @@ func (w *worker) corruptBatch(topic string, run *corruptRun, next *int64, r inte
 	*next = ce.Next
 	w.pending++
 	return true
+}
+
+// offsetReader is where a reader stands, and moving it.
+type offsetReader interface {
+	Offset() int64
+	SetOffset(int64)
 }
 
 // corruptRun counts the fetches in a row that found the batch at offset
@@ -761,7 +775,7 @@ func (w *worker) schemaReady(ctx context.Context, v []byte, settle func() bool) 
 func (w *worker) registryWait(err error, attempt int) {
 	mt := w.m.cfg.Metrics
 	mt.RegistryErrors.WithLabelValues(w.label).Inc()
-	mt.health.stuck(w.label, time.Now())
+	mt.health.stuckFor(w.label, "waiting for the schema registry: "+err.Error(), time.Now())
 	if attempt == 1 || attempt%20 == 0 {
 		w.log.Warn().Err(err).Int("attempt", attempt).Msg("schema registry unavailable; the partition waits for it (nothing is dead-lettered for this)")
 	}
@@ -776,6 +790,8 @@ func (w *worker) handle(rec *fetch.Record) { w.play(rec, false) }
 // or (fromLabels) a message of the label topic.
 func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	cfg, mt := w.m.cfg, w.m.cfg.Metrics
+	w.busy.begin(rec.Offset)
+	defer w.busy.end()
 	topic := w.part.Topic
 	replay := w.replaying(rec.Offset, fromLabels)
 	switch {
@@ -1140,10 +1156,13 @@ func (w *worker) checkpoint(ctx context.Context, when commitWhen) error {
 	if when == withSnapshot || w.snapshotDue() {
 		t0 := time.Now()
 		var err error
+		w.busy.save(true)
 		meta, size, err = cfg.Checkpoints.Save(ctx, w.part, w.gen.ID, w.st)
+		w.busy.save(false)
 		took = time.Since(t0)
 		if w.keeps {
 			mt.CheckpointDuration.Observe(took.Seconds())
+			w.snapshotHealth(err)
 			if err != nil {
 				mt.CheckpointSaves.WithLabelValues("error").Inc()
 			} else {
@@ -1171,6 +1190,17 @@ func (w *worker) checkpoint(ctx context.Context, when commitWhen) error {
 	w.log.Debug().Str("snapshot", meta).Int64("offset", w.committed).Int("bytes", size).Dur("took", took).Msg("checkpoint")
 	cfg.Checkpoints.Committed(ctx, w.part, meta)
 	return nil
+}
+
+// snapshotHealth notes a snapshot saved, or not (err): snapshots that
+// fail for longer than Config.StuckAfter make the partition stuck, even
+// while commits without one go through.
+func (w *worker) snapshotHealth(err error) {
+	if err != nil && w.m.ctx.Err() == nil {
+		w.m.cfg.Metrics.health.snapshotFailed(w.label, err)
+	} else if err == nil {
+		w.m.cfg.Metrics.health.snapshotSaved(w.label)
+	}
 }
 
 // commitWhen says what a call to checkpoint asks for: a commit when the

@@ -30,7 +30,7 @@ func serveOps(ctx context.Context, addr string, reg *prometheus.Registry, m *pip
 		if !m.Ready() {
 			msg := "not ready: none assigned, not all restored, one unable to flush or commit, or one degraded"
 			if why := m.Degradations(); len(why) > 0 {
-				msg = "not ready: degraded: " + strings.Join(why, "; ")
+				msg = "not ready: " + strings.Join(why, "; ")
 			}
 			if why := m.Waiting(); why != "" {
 				msg = "not ready: " + why

@@ -141,7 +141,7 @@ type runCmd struct {
 	ConnectTimeout         time.Duration `default:"30s" help:"How long to try reaching the brokers and checking the topics at start before giving up."`
 	MaxMessageBytes        int           `default:"1048576" help:"Largest record the output and dead-letter topics take, when the brokers do not say (their max.message.bytes is read at start)."`
 	MaxKeyBytes            int           `default:"1024" help:"Longest input key a prediction carries; longer keys are cut, with their size and SHA-256."`
-	StuckAfter             time.Duration `default:"1m" help:"A partition unable to flush or commit for this long makes /readyz answer 503."`
+	StuckAfter             time.Duration `default:"1m" help:"A partition making no progress for this long (unable to flush or commit, waiting for the registry, held inside a record or a snapshot save, no snapshot saved) makes /readyz answer 503, naming it and why."`
 	MaxModelBytes          int64         `default:"1073741824" help:"Refuse a learner whose model would need more memory than this per partition, as estimated at start (and logged): its learners, challengers and classes, the delayed-label store at its limit, and with checkpoints what a save holds beside them (the encoded snapshot and the copy decoded to check it)."`
 	ExpectedNonZeros       int           `default:"100" help:"Average non-zero features per record, for the model memory estimate."`
 	FetchMaxBytes          int           `default:"16777216" help:"Input bytes the member holds for all its partitions together (fetched, fetched ahead, being worked on): one fetch per broker gives each partition a share of it, so memory does not grow with the partitions."`

@@ -7,11 +7,20 @@
 //   - A registry that cannot be reached, or answers with a 5xx, is nobody
 //     record's fault: Ensure waits and retries with backoff until the
 //     schema comes or its context ends. Nothing is dead-lettered for it.
-//   - An answer that cannot be used (an empty schema, a type or text the
-//     service cannot read, a 404 that is not the registry's "not found")
-//     is a registry fault too, not the record's: it is retried as an
-//     outage is, and never cached, so that one bad answer does not make a
+//   - An answer that cannot be used (an empty schema, an Avro or JSON
+//     Schema text that is not JSON: truncated, a type the service does
+//     not know, a 404 that is not the registry's "not found") is a
+//     registry fault too, not the record's: it is retried as an outage
+//     is, and never cached, so that one bad answer does not make a
 //     schema id's records dead letters once the registry answers well.
+//   - A schema answered whole that does not compile (an unknown Avro
+//     type, a JSON Schema pattern Go's regexp does not take, a remote
+//     $ref, an unknown $schema, a validation whose work has no bound) is
+//     the schema's fault: a schema id's text never changes, so asking
+//     again cannot help. The compile error is remembered (as a schema
+//     is, in the cache) and Schema returns it wrapping
+//     codec.ErrBadSchema: the decoder makes the record a dead letter
+//     (bad_schema) and the partition goes on.
 //   - A schema id the registry says it does not have (a 404 with its
 //     error code 404xx) is the record's fault: Schema then returns an
 //     error wrapping codec.ErrUnknownSchema, and the decoder makes it a
@@ -32,6 +41,7 @@ package schemareg
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,8 +133,8 @@ type fetch struct {
 
 type entry struct {
 	s       *codec.Schema
-	err     error     // a negative answer (wraps codec.ErrUnknownSchema or ErrSchemaTooLarge)
-	expires time.Time // of a negative answer
+	err     error     // a negative answer (wraps codec.ErrUnknownSchema, ErrSchemaTooLarge or ErrBadSchema)
+	expires time.Time // of a negative answer; zero: it stands (a schema that does not compile)
 	used    uint64
 	cost    int64
 }
@@ -281,7 +291,7 @@ func (c *Client) known(id uint32) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.cache[id]
-	if ok && e.err != nil && time.Now().After(e.expires) {
+	if ok && e.err != nil && !e.expires.IsZero() && time.Now().After(e.expires) {
 		c.bytes -= e.cost
 		delete(c.cache, id)
 		return false
@@ -409,11 +419,27 @@ func (c *Client) Fetch(ctx context.Context, id uint32) (err error) {
 			c.put(id, &entry{s: cs, cost: cost(typ, size, c.cfg.ValidateJSON)})
 			return nil
 		}
+		if whole(typ, s.Schema) {
+			msg := fmt.Errorf("schema id %d does not compile: %v: %w", id, err, codec.ErrBadSchema)
+			c.put(id, &entry{err: msg, cost: entryCost + int64(len(msg.Error()))})
+			return nil
+		}
 	}
 	// A registry whose store or proxy is in trouble answers so (an empty
 	// schema, a truncated text): it says nothing sure about the id, so it
 	// is waited out as an outage is, and not remembered.
 	return fmt.Errorf("schema registry: schema id %d: an answer the service cannot use: %w", id, err)
+}
+
+// whole says whether a schema text that did not compile is what the
+// registry holds, not an answer cut short: it is not empty, and an Avro
+// or JSON Schema text (JSON, both) is JSON. A Protobuf text cannot be
+// told whole; it is taken as the registry gave it.
+func whole(typ codec.SchemaType, text string) bool {
+	if strings.TrimSpace(text) == "" {
+		return false
+	}
+	return typ == codec.SchemaProtobuf || json.Valid([]byte(text))
 }
 
 // references fetches the text of referenced schemas (Protobuf imports,

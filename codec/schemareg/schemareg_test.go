@@ -107,6 +107,67 @@ func TestUnusableAnswersAreWaitedOutNotCached(t *testing.T) {
 	}
 }
 
+// TestSchemaThatDoesNotCompileIsADeadLetterReason: a schema the registry
+// answers whole but that does not compile (an unknown Avro type, a JSON
+// Schema pattern with a lookahead, a remote $ref, an unknown $schema, a
+// Protobuf field of no known type) is the schema's fault: Ensure does not
+// wait, the registry is asked once, and Schema gives the compile error as
+// codec.ErrBadSchema, which the decoder dead-letters (bad_schema). Before,
+// each was waited out as an outage, for ever, holding its partition.
+func TestSchemaThatDoesNotCompileIsADeadLetterReason(t *testing.T) {
+	cases := []struct{ typ, text, says string }{
+		{"AVRO", `{"type":"record","name":"C","fields":[{"name":"a","type":"nosuchtype"}]}`, "nosuchtype"},
+		{"JSON", `{"type":"object","properties":{"a":{"type":"string","pattern":"^(?=a)b"}}}`, "pattern"},
+		{"JSON", `{"$ref":"https://example.com/s.json"}`, "example.com"},
+		{"JSON", `{"$schema":"https://example.com/meta","type":"object"}`, "example.com/meta"},
+		{"PROTOBUF", `syntax = "proto3"; message M { Nope n = 1; }`, "Nope"},
+		{"JSON", anyOfLevels(28), "evaluate one value"},
+	}
+	for i, tc := range cases {
+		reg := newFakeRegistry(t, func(string) (int, string) { return schemaAnswer(tc.typ, tc.text) })
+		c, err := New(Config{URL: reg.URL, ValidateJSON: true, MaxBackoff: 10 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		framed := codec.AppendFrame(nil, 7)
+		for range 3 {
+			if err := c.Ensure(context.Background(), framed, func(err error, attempt int) {
+				t.Fatalf("case %d: waited out as an outage: %v", i, err)
+			}); err != nil {
+				t.Fatalf("case %d: %v", i, err)
+			}
+		}
+		if n := reg.count(); n != 1 {
+			t.Errorf("case %d: the registry asked %d times, want 1", i, n)
+		}
+		_, err = c.Schema(7)
+		if !errors.Is(err, codec.ErrBadSchema) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("case %d: %v; want a bad schema naming %q", i, err, tc.says)
+		}
+		dec, err := codec.NewFramedDecoder(codec.EventConfig{}, codec.FormatRegistry, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ev codec.Event
+		var ce *codec.Error
+		if err := dec.Decode(append(framed, '{', '}'), &ev); !errors.As(err, &ce) || ce.Reason != codec.ReasonBadSchema {
+			t.Errorf("case %d: decoding a record: %v, want %s", i, err, codec.ReasonBadSchema)
+		}
+	}
+}
+
+// anyOfLevels is a JSON Schema of n levels, each an anyOf of two $refs to
+// the level below, over one that fails: 2^n evaluations of a value.
+func anyOfLevels(n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"allOf":[{"$ref":"#/definitions/l%d"}],"definitions":{"l0":{"required":["no-such-field"]}`, n)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, `,"l%d":{"anyOf":[{"$ref":"#/definitions/l%d"},{"$ref":"#/definitions/l%d"}]}`, i, i-1, i-1)
+	}
+	b.WriteString("}}")
+	return b.String()
+}
+
 // TestNotFoundIsRememberedBriefly: the registry's 404 makes the id's
 // records unknown_schema without asking again for NegativeTTL, then the
 // registry is asked again and a schema registered meanwhile is found.
