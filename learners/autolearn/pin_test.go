@@ -59,12 +59,14 @@ func TestUnmarshalPinned(t *testing.T) {
 			fmt.Fprintf(&out, "  %5d %q\n", count[o], o)
 		}
 	}
-	got := []byte(out.String())
-	path := filepath.Join("testdata", "unmarshal.golden")
+	golden(t, "unmarshal.golden", []byte(out.String()))
+}
+
+// golden compares got with testdata/name, which -update rewrites.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
 	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
