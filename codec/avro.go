@@ -259,48 +259,17 @@ func (w *walker) avroValue(n *avroNode, name []byte, depth int) *Error {
 	return w.avroTyped(n, name, kind, depth)
 }
 
+// avroTyped reads a field's value of node n, split by the node's type.
 func (w *walker) avroTyped(n *avroNode, name []byte, kind FieldKind, depth int) *Error {
 	switch n.t {
 	case avNull:
 		return nil
 	case avBool:
-		if w.at >= len(w.p) {
-			return w.truncated()
-		}
-		c := w.p[w.at]
-		w.at++
-		if c > 1 {
-			return w.mismatch("a boolean byte 0x%02x", c)
-		}
-		return w.boolean(name, kind, c == 1)
-	case avInt, avLong:
-		v, err := w.long()
-		if err != nil {
-			return err
-		}
-		if n.t == avInt && int64(int32(v)) != v {
-			return w.mismatch("field %s: an int out of range", quote(name))
-		}
-		return w.number(name, kind, float64(v), strconv.AppendInt(w.num[:0], v, 10))
-	case avFloat, avDouble:
-		v, prec, err := w.avroFloat(n)
-		if err != nil {
-			return err
-		}
-		return w.number(name, kind, v, strconv.AppendFloat(w.num[:0], v, 'g', -1, prec))
+		return w.avroBool(name, kind)
+	case avInt, avLong, avFloat, avDouble:
+		return w.avroNumber(n, name, kind)
 	case avBytes, avFixed:
-		b, err := w.avroFixedOrBytes(n)
-		if err != nil {
-			return err
-		}
-		if n.decimal {
-			v := decimalValue(b, n.pow)
-			return w.number(name, kind, v, strconv.AppendFloat(w.num[:0], v, 'g', -1, 64))
-		}
-		if kind == FieldNumeric {
-			return errorf(ReasonBadField, "payload byte %d: field %s is numeric but holds bytes", w.at, quote(name))
-		}
-		return w.addText(name, FieldCategorical, b)
+		return w.avroBinary(n, name, kind)
 	case avString:
 		s, err := w.avroBytes()
 		if err != nil {
@@ -314,82 +283,11 @@ func (w *walker) avroTyped(n *avroNode, name []byte, kind FieldKind, depth int) 
 		}
 		return w.token(name, kind, sym)
 	case avRecord:
-		if err := w.container(name, kind, "a record", depth); err != nil {
-			return err
-		}
-		for i := range n.fields {
-			f := &n.fields[i]
-			if err := w.avroValue(f.node, w.s.name(name, f.name), depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
+		return w.avroFields(n, name, kind, depth)
 	case avMap:
-		if err := w.container(name, kind, "a map", depth); err != nil {
-			return err
-		}
-		for items := 0; ; {
-			c, err := w.blockCount()
-			if err != nil || c == 0 {
-				return err
-			}
-			for ; c > 0; c-- {
-				if items++; items > w.lim.MaxNonZeros {
-					return w.tooMany()
-				}
-				k, err := w.avroBytes()
-				if err != nil {
-					return err
-				}
-				if err := w.avroValue(n.items, w.s.name(name, k), depth+1); err != nil {
-					return err
-				}
-			}
-		}
+		return w.avroMap(n, name, kind, depth)
 	case avArray:
-		if depth > maxDepth {
-			return w.mismatch("nesting deeper than %d levels", maxDepth)
-		}
-		i := 0
-		for {
-			c, err := w.blockCount()
-			if err != nil || c == 0 {
-				return err
-			}
-			for ; c > 0; c-- {
-				// Null items take no byte: the count bounds the loop.
-				if i >= w.lim.MaxNonZeros {
-					return w.tooMany()
-				}
-				it := n.items
-				if it.t == avUnion {
-					if it, err = w.avroBranch(it); err != nil {
-						return err
-					}
-				}
-				switch it.t {
-				case avString, avEnum:
-					// Strings are tokens of the field itself, as in JSON.
-					var s []byte
-					if it.t == avString {
-						s, err = w.avroBytes()
-					} else {
-						s, err = w.avroSymbol(it)
-					}
-					if err != nil {
-						return err
-					}
-					if err := w.token(name, kind, s); err != nil {
-						return err
-					}
-				default:
-					if err := w.avroValue(it, w.index(name, i), depth+1); err != nil {
-						return err
-					}
-				}
-				i++
-			}
-		}
+		return w.avroArray(n, name, kind, depth)
 	case avUnion:
 		b, err := w.avroBranch(n)
 		if err != nil {
@@ -398,6 +296,137 @@ func (w *walker) avroTyped(n *avroNode, name []byte, kind FieldKind, depth int) 
 		return w.avroTyped(b, name, kind, depth)
 	}
 	return w.mismatch("unknown node")
+}
+
+func (w *walker) avroBool(name []byte, kind FieldKind) *Error {
+	if w.at >= len(w.p) {
+		return w.truncated()
+	}
+	c := w.p[w.at]
+	w.at++
+	if c > 1 {
+		return w.mismatch("a boolean byte 0x%02x", c)
+	}
+	return w.boolean(name, kind, c == 1)
+}
+
+// avroNumber reads an int, long, float or double field, with the text a
+// categorical or text field takes.
+func (w *walker) avroNumber(n *avroNode, name []byte, kind FieldKind) *Error {
+	if n.t == avFloat || n.t == avDouble {
+		v, prec, err := w.avroFloat(n)
+		if err != nil {
+			return err
+		}
+		return w.number(name, kind, v, strconv.AppendFloat(w.num[:0], v, 'g', -1, prec))
+	}
+	v, err := w.long()
+	if err != nil {
+		return err
+	}
+	if n.t == avInt && int64(int32(v)) != v {
+		return w.mismatch("field %s: an int out of range", quote(name))
+	}
+	return w.number(name, kind, float64(v), strconv.AppendInt(w.num[:0], v, 10))
+}
+
+// avroBinary reads a bytes or fixed field: a number with the decimal
+// logical type, a category otherwise.
+func (w *walker) avroBinary(n *avroNode, name []byte, kind FieldKind) *Error {
+	b, err := w.avroFixedOrBytes(n)
+	if err != nil {
+		return err
+	}
+	if n.decimal {
+		v := decimalValue(b, n.pow)
+		return w.number(name, kind, v, strconv.AppendFloat(w.num[:0], v, 'g', -1, 64))
+	}
+	if kind == FieldNumeric {
+		return errorf(ReasonBadField, "payload byte %d: field %s is numeric but holds bytes", w.at, quote(name))
+	}
+	return w.addText(name, FieldCategorical, b)
+}
+
+// avroFields reads a nested record's fields, each under name.
+func (w *walker) avroFields(n *avroNode, name []byte, kind FieldKind, depth int) *Error {
+	if err := w.container(name, kind, "a record", depth); err != nil {
+		return err
+	}
+	for i := range n.fields {
+		f := &n.fields[i]
+		if err := w.avroValue(f.node, w.s.name(name, f.name), depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// avroMap reads a map's blocks, each value under name.key.
+func (w *walker) avroMap(n *avroNode, name []byte, kind FieldKind, depth int) *Error {
+	if err := w.container(name, kind, "a map", depth); err != nil {
+		return err
+	}
+	for items := 0; ; {
+		c, err := w.blockCount()
+		if err != nil || c == 0 {
+			return err
+		}
+		for ; c > 0; c-- {
+			if items++; items > w.lim.MaxNonZeros {
+				return w.tooMany()
+			}
+			k, err := w.avroBytes()
+			if err != nil {
+				return err
+			}
+			if err := w.avroValue(n.items, w.s.name(name, k), depth+1); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// avroArray reads an array's blocks.
+func (w *walker) avroArray(n *avroNode, name []byte, kind FieldKind, depth int) *Error {
+	if depth > maxDepth {
+		return w.mismatch("nesting deeper than %d levels", maxDepth)
+	}
+	i := 0
+	for {
+		c, err := w.blockCount()
+		if err != nil || c == 0 {
+			return err
+		}
+		for ; c > 0; c-- {
+			// Null items take no byte: the count bounds the loop.
+			if i >= w.lim.MaxNonZeros {
+				return w.tooMany()
+			}
+			if err := w.avroItem(n.items, name, kind, i, depth); err != nil {
+				return err
+			}
+			i++
+		}
+	}
+}
+
+// avroItem reads item i of an array: strings are tokens of the field
+// itself, as in JSON; other items are fields name.i.
+func (w *walker) avroItem(it *avroNode, name []byte, kind FieldKind, i, depth int) *Error {
+	if it.t == avUnion {
+		var err *Error
+		if it, err = w.avroBranch(it); err != nil {
+			return err
+		}
+	}
+	if it.t != avString && it.t != avEnum {
+		return w.avroValue(it, w.index(name, i), depth+1)
+	}
+	s, err := w.avroText(it)
+	if err != nil {
+		return err
+	}
+	return w.token(name, kind, s)
 }
 
 func (w *walker) avroFloat(n *avroNode) (v float64, prec int, err *Error) {
@@ -486,87 +515,91 @@ func (w *walker) avroText(n *avroNode) ([]byte, *Error) {
 	return w.avroBytes()
 }
 
+// avroScalar is the label's or the key's value: its type once a union's
+// branches are followed, and what was read of it.
+type avroScalar struct {
+	t    avroType
+	b    bool    // avBool
+	i    int64   // avInt, avLong
+	f    float64 // avFloat, avDouble
+	prec int     // f's: 32 or 64 bits
+	s    []byte  // avString, avEnum
+}
+
+// avroLabelOrKey reads the label's or the key's value: a null, boolean,
+// number, string or enum symbol. A value of another type is stepped
+// over, for the caller to refuse by its type.
+func (w *walker) avroLabelOrKey(n *avroNode) (v avroScalar, err *Error) {
+	if n, err = w.avroResolved(n); err != nil {
+		return v, err
+	}
+	v.t = n.t
+	switch n.t {
+	case avNull:
+	case avBool:
+		if w.at >= len(w.p) {
+			return v, w.truncated()
+		}
+		v.b = w.p[w.at] == 1
+		w.at++
+	case avInt, avLong:
+		v.i, err = w.long()
+	case avFloat, avDouble:
+		v.f, v.prec, err = w.avroFloat(n)
+	case avString, avEnum:
+		v.s, err = w.avroText(n)
+	default:
+		err = w.avroSkip(n, 1)
+	}
+	return v, err
+}
+
 // avroLabel reads the label field's value.
 func (w *walker) avroLabel(n *avroNode) *Error {
 	if w.s.labelSeen {
 		return errorf(ReasonBadLabel, "payload byte %d: label field %q appears twice", w.at, w.dec.label)
 	}
 	w.s.labelSeen = true
-	n, err := w.avroResolved(n)
+	v, err := w.avroLabelOrKey(n)
 	if err != nil {
 		return err
 	}
-	switch n.t {
+	switch v.t {
 	case avNull:
 		return nil
 	case avBool:
-		if w.at >= len(w.p) {
-			return w.truncated()
-		}
-		c := w.p[w.at]
-		w.at++
-		return w.labelBool(c == 1)
+		return w.labelBool(v.b)
 	case avInt, avLong:
-		v, err := w.long()
-		if err != nil {
-			return err
-		}
-		return w.labelNum(float64(v))
+		return w.labelNum(float64(v.i))
 	case avFloat, avDouble:
-		v, _, err := w.avroFloat(n)
-		if err != nil {
-			return err
-		}
-		return w.labelNum(v)
+		return w.labelNum(v.f)
 	case avString, avEnum:
-		s, err := w.avroText(n)
-		if err != nil {
-			return err
-		}
-		return w.labelText(s)
+		return w.labelText(v.s)
 	}
-	if err := w.avroSkip(n, 1); err != nil {
-		return err
-	}
-	return w.badLabel("an avro " + avroTypeNames[n.t])
+	return w.badLabel("an avro " + avroTypeNames[v.t])
 }
 
-// avroKey reads the key field's value.
+// avroKey reads the key field's value; a number is keyed by its text.
 func (w *walker) avroKey(n *avroNode) *Error {
 	if w.s.keySeen {
 		return w.badKey("given twice")
 	}
 	w.s.keySeen = true
-	n, err := w.avroResolved(n)
+	v, err := w.avroLabelOrKey(n)
 	if err != nil {
 		return err
 	}
-	switch n.t {
+	switch v.t {
 	case avNull:
 		return nil
 	case avInt, avLong:
-		v, err := w.long()
-		if err != nil {
-			return err
-		}
-		return w.keyText(strconv.AppendInt(w.num[:0], v, 10))
+		return w.keyText(strconv.AppendInt(w.num[:0], v.i, 10))
 	case avFloat, avDouble:
-		v, prec, err := w.avroFloat(n)
-		if err != nil {
-			return err
-		}
-		return w.keyText(strconv.AppendFloat(w.num[:0], v, 'g', -1, prec))
+		return w.keyText(strconv.AppendFloat(w.num[:0], v.f, 'g', -1, v.prec))
 	case avString, avEnum:
-		s, err := w.avroText(n)
-		if err != nil {
-			return err
-		}
-		return w.keyText(s)
+		return w.keyText(v.s)
 	}
-	if err := w.avroSkip(n, 1); err != nil {
-		return err
-	}
-	return w.badKey("an avro " + avroTypeNames[n.t])
+	return w.badKey("an avro " + avroTypeNames[v.t])
 }
 
 // avroSkip steps over a value.

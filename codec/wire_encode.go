@@ -74,124 +74,156 @@ func member(obj map[string]any, name string) (any, bool) {
 }
 
 func appendAvro(dst []byte, n *avroNode, v any, path string) ([]byte, error) {
-	bad := func() ([]byte, error) {
-		return nil, fmt.Errorf("field %s: %T %v does not fit avro %s", strings.TrimPrefix(path, "."), v, v, avroTypeNames[n.t])
-	}
 	switch n.t {
-	case avNull:
-		if v != nil {
-			return bad()
-		}
-		return dst, nil
-	case avBool:
-		b, ok := v.(bool)
-		if !ok {
-			return bad()
-		}
-		if b {
-			return append(dst, 1), nil
-		}
-		return append(dst, 0), nil
-	case avInt, avLong:
-		i, ok := integer(v)
-		if !ok || n.t == avInt && int64(int32(i)) != i {
-			return bad()
-		}
-		return appendZigzagLong(dst, i), nil
-	case avFloat, avDouble:
-		f, ok := float(v)
-		if !ok {
-			return bad()
-		}
-		if n.t == avFloat {
-			return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), nil
-		}
-		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
-	case avString, avBytes:
-		s, ok := v.(string)
-		if !ok {
-			if num, isNum := v.(json.Number); isNum && n.t == avString {
-				s, ok = string(num), true
-			}
-		}
-		if !ok || n.decimal {
-			return bad()
-		}
-		return append(appendZigzagLong(dst, int64(len(s))), s...), nil
-	case avFixed:
-		s, ok := v.(string)
-		if !ok || len(s) != n.size || n.decimal {
-			return bad()
-		}
-		return append(dst, s...), nil
-	case avEnum:
-		s, ok := v.(string)
-		if !ok {
-			return bad()
-		}
-		i := slices.IndexFunc(n.symbols, func(b []byte) bool { return string(b) == s })
-		if i < 0 {
-			return bad()
-		}
-		return appendZigzagLong(dst, int64(i)), nil
 	case avArray:
-		a, ok := v.([]any)
-		if !ok {
-			return bad()
-		}
-		if len(a) > 0 {
-			dst = appendZigzagLong(dst, int64(len(a)))
-			for i, e := range a {
-				var err error
-				if dst, err = appendAvro(dst, n.items, e, path+"."+strconv.Itoa(i)); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return append(dst, 0), nil
+		return appendAvroArray(dst, n, v, path)
 	case avMap:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return bad()
-		}
-		if len(m) > 0 {
-			dst = appendZigzagLong(dst, int64(len(m)))
-			keys := make([]string, 0, len(m))
-			for k := range m {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				dst = append(appendZigzagLong(dst, int64(len(k))), k...)
-				var err error
-				if dst, err = appendAvro(dst, n.items, m[k], path+"."+k); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return append(dst, 0), nil
+		return appendAvroMap(dst, n, v, path)
 	case avRecord:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return bad()
-		}
-		for _, f := range n.fields {
-			fv, _ := member(m, string(f.name))
-			var err error
-			if dst, err = appendAvro(dst, f.node, fv, path+"."+string(f.name)); err != nil {
-				return nil, err
-			}
-		}
-		return dst, nil
+		return appendAvroRecord(dst, n, v, path)
 	case avUnion:
 		for i, b := range n.branches {
 			if fits(b, v) {
 				return appendAvro(appendZigzagLong(dst, int64(i)), b, v, path)
 			}
 		}
-		return bad()
+		return nil, avroMisfit(n, v, path)
 	}
-	return bad()
+	if out, ok := appendAvroScalar(dst, n, v); ok {
+		return out, nil
+	}
+	return nil, avroMisfit(n, v, path)
+}
+
+// avroMisfit is the error for a JSON value v at path that node n does not
+// take.
+func avroMisfit(n *avroNode, v any, path string) error {
+	return fmt.Errorf("field %s: %T %v does not fit avro %s", strings.TrimPrefix(path, "."), v, v, avroTypeNames[n.t])
+}
+
+// appendAvroScalar appends v as a value of a node that is not a
+// container, or says that it does not fit.
+func appendAvroScalar(dst []byte, n *avroNode, v any) ([]byte, bool) {
+	switch n.t {
+	case avNull:
+		return dst, v == nil
+	case avBool:
+		switch v {
+		case true:
+			return append(dst, 1), true
+		case false:
+			return append(dst, 0), true
+		}
+		return nil, false
+	case avInt, avLong, avFloat, avDouble:
+		return appendAvroNumber(dst, n, v)
+	case avString, avBytes, avFixed, avEnum:
+		return appendAvroText(dst, n, v)
+	}
+	return nil, false
+}
+
+// appendAvroNumber appends v as an int, long, float or double.
+func appendAvroNumber(dst []byte, n *avroNode, v any) ([]byte, bool) {
+	if n.t == avInt || n.t == avLong {
+		i, ok := integer(v)
+		if !ok || n.t == avInt && int64(int32(i)) != i {
+			return nil, false
+		}
+		return appendZigzagLong(dst, i), true
+	}
+	f, ok := float(v)
+	if !ok {
+		return nil, false
+	}
+	if n.t == avFloat {
+		return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(f))), true
+	}
+	return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), true
+}
+
+// appendAvroText appends v as a string, bytes, fixed or enum: a string,
+// or for a string a JSON number's text too.
+func appendAvroText(dst []byte, n *avroNode, v any) ([]byte, bool) {
+	s, ok := v.(string)
+	if num, isNum := v.(json.Number); isNum && n.t == avString {
+		s, ok = string(num), true
+	}
+	switch {
+	case !ok:
+		return nil, false
+	case n.t == avEnum:
+		i := slices.IndexFunc(n.symbols, func(b []byte) bool { return string(b) == s })
+		if i < 0 {
+			return nil, false
+		}
+		return appendZigzagLong(dst, int64(i)), true
+	case n.decimal, n.t == avFixed && len(s) != n.size:
+		return nil, false
+	case n.t == avFixed:
+		return append(dst, s...), true
+	}
+	return append(appendZigzagLong(dst, int64(len(s))), s...), true
+}
+
+// appendAvroArray appends a JSON array as one block.
+func appendAvroArray(dst []byte, n *avroNode, v any, path string) ([]byte, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, avroMisfit(n, v, path)
+	}
+	if len(a) > 0 {
+		dst = appendZigzagLong(dst, int64(len(a)))
+		for i, e := range a {
+			var err error
+			if dst, err = appendAvro(dst, n.items, e, path+"."+strconv.Itoa(i)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return append(dst, 0), nil
+}
+
+// appendAvroMap appends a JSON object as one block of a map, in the
+// order of its keys, so that a record is always written alike.
+func appendAvroMap(dst []byte, n *avroNode, v any, path string) ([]byte, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, avroMisfit(n, v, path)
+	}
+	if len(m) > 0 {
+		dst = appendZigzagLong(dst, int64(len(m)))
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			dst = append(appendZigzagLong(dst, int64(len(k))), k...)
+			var err error
+			if dst, err = appendAvro(dst, n.items, m[k], path+"."+k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return append(dst, 0), nil
+}
+
+// appendAvroRecord appends a JSON object's members as the record's
+// fields; a missing member is null.
+func appendAvroRecord(dst []byte, n *avroNode, v any, path string) ([]byte, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, avroMisfit(n, v, path)
+	}
+	for _, f := range n.fields {
+		fv, _ := member(m, string(f.name))
+		var err error
+		if dst, err = appendAvro(dst, f.node, fv, path+"."+string(f.name)); err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
 }
 
 // fits says whether a union branch takes a JSON value.

@@ -44,22 +44,7 @@ const demoPartitions = 4
 // a group member with checkpoints while showing live progress, replays the
 // topic for a drift report and a plot, and cleans everything up.
 func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
-	kern, err := learners.ParseKernel(c.Kernel)
-	if err != nil {
-		return err
-	}
-	compare := []string{c.Learner}
-	for _, s := range strings.Split(c.Compare, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			compare = append(compare, s)
-		}
-	}
-	rcfg := replay.Config{Learners: compare, Kernel: kern, Seed: 1, Window: 500, ShiftsFromSegments: true}
-	if err := rcfg.Validate(); err != nil {
-		return err
-	}
-	stream, err := synth.RotatingCheckerboard(synth.RotatingCheckerboardConfig{
-		N: c.N, Cells: 4, CellSize: 1, Noise: 0.05, Seed: 1, Rotation: 90, Shifts: 3})
+	kern, rcfg, stream, err := c.prepare()
 	if err != nil {
 		return err
 	}
@@ -80,6 +65,52 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 	fmt.Fprintf(out, "stream: %d records of a rotating checkerboard, shifts at %v\n(spread over the partitions)\n", c.N, stream.Shifts)
 
 	conn := kafkaconn.Config{Brokers: []string{b.Addr()}}
+	if err := c.serve(ctx, out, conn, kern, dir, stream); err != nil {
+		return err
+	}
+	// The drift report replays the input topic: the service's learner
+	// again (seeded as the service seeds each partition, so it must find
+	// the service's mistakes exactly) beside the others.
+	fmt.Fprintf(out, "\ndrift report: replaying demo-in with %s\n", strings.Join(rcfg.Learners, ", "))
+	rep, err := replay.Run(ctx, replay.Source{Conn: conn, Topic: "demo-in"}, rcfg)
+	if err != nil {
+		return fmt.Errorf("demo: replay: %w", err)
+	}
+	if err := rep.WriteTable(out); err != nil {
+		return err
+	}
+	fmt.Fprint(out, driftLegend)
+	if err := c.checkService(ctx, out, conn, rep); err != nil {
+		return err
+	}
+	return c.writeReport(out, rep)
+}
+
+// prepare reads the flags: the kernel, the drift report's configuration
+// (the service's learner first, then the others), and the stream.
+func (c *demoCmd) prepare() (learners.Kernel, replay.Config, synth.Stream, error) {
+	kern, err := learners.ParseKernel(c.Kernel)
+	if err != nil {
+		return kern, replay.Config{}, synth.Stream{}, err
+	}
+	compare := []string{c.Learner}
+	for _, s := range strings.Split(c.Compare, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			compare = append(compare, s)
+		}
+	}
+	rcfg := replay.Config{Learners: compare, Kernel: kern, Seed: 1, Window: 500, ShiftsFromSegments: true}
+	if err := rcfg.Validate(); err != nil {
+		return kern, rcfg, synth.Stream{}, err
+	}
+	stream, err := synth.RotatingCheckerboard(synth.RotatingCheckerboardConfig{
+		N: c.N, Cells: 4, CellSize: 1, Noise: 0.05, Seed: 1, Rotation: 90, Shifts: 3})
+	return kern, rcfg, stream, err
+}
+
+// serve feeds the stream to the broker and runs the service on it, with
+// checkpoints in dir, until it has written a prediction for every record.
+func (c *demoCmd) serve(ctx context.Context, out io.Writer, conn kafkaconn.Config, kern learners.Kernel, dir string, stream synth.Stream) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	produced := make(chan error, 1)
@@ -101,6 +132,21 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 
 	fmt.Fprintln(out, progressHeader)
 	start := time.Now()
+	if err := c.watch(ctx, out, metrics, start, produced, served); err != nil {
+		return err
+	}
+	cancel()
+	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("service stopped: %w", err)
+	}
+	fmt.Fprintln(out, progressLine(time.Since(start), metrics))
+	fmt.Fprintf(out, "\n%d records predicted then learned in %.1fs by %s\n", c.N, time.Since(start).Seconds(), c.Learner)
+	return nil
+}
+
+// watch shows the service's progress every second until the stream is
+// fed and a prediction is written for every record.
+func (c *demoCmd) watch(ctx context.Context, out io.Writer, metrics *pipeline.Metrics, start time.Time, produced, served <-chan error) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	producing := true
@@ -120,30 +166,16 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 		}
 		fmt.Fprintln(out, progressLine(time.Since(start), metrics))
 	}
-	cancel()
-	if err := <-served; err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("service stopped: %w", err)
-	}
-	fmt.Fprintln(out, progressLine(time.Since(start), metrics))
-	fmt.Fprintf(out, "\n%d records predicted then learned in %.1fs by %s\n", c.N, time.Since(start).Seconds(), c.Learner)
+	return nil
+}
 
-	// The drift report replays the input topic: the service's learner
-	// again (seeded as the service seeds each partition, so it must find
-	// the service's mistakes exactly) beside the others.
-	fmt.Fprintf(out, "\ndrift report: replaying demo-in with %s\n", strings.Join(compare, ", "))
-	rep, err := replay.Run(ctx, replay.Source{Conn: conn, Topic: "demo-in"}, rcfg)
-	if err != nil {
-		return fmt.Errorf("demo: replay: %w", err)
-	}
-	if err := rep.WriteTable(out); err != nil {
-		return err
-	}
-	fmt.Fprint(out, driftLegend)
-	// The service's mistakes, counted from the predictions it wrote by the
-	// reporting rule (predicted ≠ label), as the replay counts its own.
+// checkService counts the service's mistakes from the predictions it
+// wrote, by the reporting rule (predicted ≠ label) as the replay counts
+// its own, and says whether the replay of its learner made the same.
+func (c *demoCmd) checkService(ctx context.Context, out io.Writer, conn kafkaconn.Config, rep replay.Report) error {
 	service := map[int]uint64{}
 	tctx, tcancel := context.WithTimeout(ctx, time.Minute)
-	_, err = feed.Tail(tctx, feed.TailConfig{Conn: conn, Topic: "demo-out", Limit: c.N}, func(p codec.Prediction, _ feed.TailStats) error {
+	_, err := feed.Tail(tctx, feed.TailConfig{Conn: conn, Topic: "demo-out", Limit: c.N}, func(p codec.Prediction, _ feed.TailStats) error {
 		if prequential.IsMistake(p.Margin, p.Label) {
 			service[int(p.Partition)]++
 		}
@@ -163,6 +195,12 @@ func (c *demoCmd) Run(ctx context.Context, out io.Writer) error {
 	if agree {
 		fmt.Fprintf(out, "the replay of %s made exactly the service's mistakes on every partition\n", c.Learner)
 	}
+	return nil
+}
+
+// writeReport writes the drift report and its plots in OutDir, and says
+// where.
+func (c *demoCmd) writeReport(out io.Writer, rep replay.Report) error {
 	reportPath, plotPath := filepath.Join(c.OutDir, "report.json"), filepath.Join(c.OutDir, "drift.png")
 	var plots strings.Builder
 	if err := writeReplay(&plots, rep, reportPath, plotPath, replay.PlotOptions{}); err != nil {

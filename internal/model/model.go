@@ -1231,55 +1231,19 @@ func (r *reader) bytes(what string) []byte {
 
 // Unmarshal restores a model from MarshalBinary's output (format 1 or 2).
 func Unmarshal(data []byte) (*Model, error) {
-	if len(data) < len(snapshotMagic)+1+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
-		return nil, errors.New("model snapshot: not a model snapshot (bad magic)")
-	}
-	version := data[len(snapshotMagic)]
-	if version < 1 || version > snapshotVersion {
-		return nil, fmt.Errorf("model snapshot: format version %d not supported (this build reads 1 to %d)", version, snapshotVersion)
-	}
-	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
-		return nil, ErrChecksum
-	}
-	r := &reader{b: body[len(snapshotMagic)+1:]}
-	var sc snapConfig
-	conf := r.bytes("configuration")
-	if r.err != nil {
-		return nil, r.err
-	}
-	if err := json.Unmarshal(conf, &sc); err != nil {
-		return nil, fmt.Errorf("model snapshot: configuration: %w", err)
-	}
-	if version < 3 && (version == 2) != (len(sc.Challengers) > 0) {
-		return nil, fmt.Errorf("model snapshot: format %d with %d challengers", version, len(sc.Challengers))
-	}
-	if (version == 3) != (sc.Delayed != nil) {
-		return nil, fmt.Errorf("model snapshot: format %d with delayed labels %v", version, sc.Delayed != nil)
-	}
-	kern, err := learners.ParseKernel(sc.Kernel)
+	r, version, err := openSnapshot(data)
 	if err != nil {
-		return nil, fmt.Errorf("model snapshot: %w", err)
+		return nil, err
 	}
-	cfg := Config{Learner: sc.Learner, Kernel: kern, Seed: sc.Seed, Limits: sc.Limits, Events: sc.Events,
-		Event:  codec.EventConfig{LabelField: sc.LabelField, KeyField: sc.KeyField, Ignore: sc.Ignore, Schema: sc.Schema},
-		Labels: codec.LabelMap{Positive: sc.Positive, Negative: sc.Negative}, Classes: sc.Classes,
-		MaxClasses: sc.MaxClasses, Window: sc.Window, Delayed: sc.Delayed}
-	for _, c := range sc.Challengers {
-		k, err := learners.ParseKernel(c.Kernel)
-		if err != nil {
-			return nil, fmt.Errorf("model snapshot: challenger %q: %w", c.Learner, err)
-		}
-		cfg.Challengers = append(cfg.Challengers, Candidate{Learner: c.Learner, Kernel: k})
-	}
-	if sc.Select != nil {
-		cfg.Select = *sc.Select
+	cfg, err := readConfig(r, version)
+	if err != nil {
+		return nil, err
 	}
 	feat := r.bytes("featurizer")
 	if r.err != nil {
 		return nil, r.err
 	}
-	if sc.Events {
+	if cfg.Events {
 		f, err := features.Unmarshal(feat)
 		if err != nil {
 			return nil, fmt.Errorf("model snapshot: %w", err)
@@ -1290,24 +1254,106 @@ func Unmarshal(data []byte) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model snapshot: %w", err)
 	}
-	if sc.Events {
+	if cfg.Events {
 		m.feat, _ = features.Unmarshal(feat)
 	}
+	want, err := m.readClasses(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.cands[0].readLearners(r, want, m.multi); err != nil {
+		return nil, err
+	}
+	if err := readEval(r, &m.eval); err != nil {
+		return nil, err
+	}
+	if err := m.readSelection(r, want); err != nil {
+		return nil, err
+	}
+	if err := m.readPending(r); err != nil {
+		return nil, err
+	}
+	if len(r.b) != 0 {
+		return nil, fmt.Errorf("model snapshot: %d trailing bytes", len(r.b))
+	}
+	m.initSearch()
+	return m, nil
+}
+
+// openSnapshot checks a snapshot's magic, format version and checksum,
+// and returns a reader of the sections after them.
+func openSnapshot(data []byte) (*reader, byte, error) {
+	if len(data) < len(snapshotMagic)+1+4 || string(data[:len(snapshotMagic)]) != snapshotMagic {
+		return nil, 0, errors.New("model snapshot: not a model snapshot (bad magic)")
+	}
+	version := data[len(snapshotMagic)]
+	if version < 1 || version > snapshotVersion {
+		return nil, 0, fmt.Errorf("model snapshot: format version %d not supported (this build reads 1 to %d)", version, snapshotVersion)
+	}
+	body, sum := data[:len(data)-4], binary.LittleEndian.Uint32(data[len(data)-4:])
+	if crc32.Checksum(body, castagnoli) != sum {
+		return nil, 0, ErrChecksum
+	}
+	return &reader{b: body[len(snapshotMagic)+1:]}, version, nil
+}
+
+// readConfig reads the configuration section: the model's Config but
+// its featurizer's, which the next section holds. Format 2 is the one
+// with challengers, format 3 the one with delayed labels.
+func readConfig(r *reader, version byte) (Config, error) {
+	var sc snapConfig
+	conf := r.bytes("configuration")
+	if r.err != nil {
+		return Config{}, r.err
+	}
+	if err := json.Unmarshal(conf, &sc); err != nil {
+		return Config{}, fmt.Errorf("model snapshot: configuration: %w", err)
+	}
+	if version < 3 && (version == 2) != (len(sc.Challengers) > 0) {
+		return Config{}, fmt.Errorf("model snapshot: format %d with %d challengers", version, len(sc.Challengers))
+	}
+	if (version == 3) != (sc.Delayed != nil) {
+		return Config{}, fmt.Errorf("model snapshot: format %d with delayed labels %v", version, sc.Delayed != nil)
+	}
+	kern, err := learners.ParseKernel(sc.Kernel)
+	if err != nil {
+		return Config{}, fmt.Errorf("model snapshot: %w", err)
+	}
+	cfg := Config{Learner: sc.Learner, Kernel: kern, Seed: sc.Seed, Limits: sc.Limits, Events: sc.Events,
+		Event:  codec.EventConfig{LabelField: sc.LabelField, KeyField: sc.KeyField, Ignore: sc.Ignore, Schema: sc.Schema},
+		Labels: codec.LabelMap{Positive: sc.Positive, Negative: sc.Negative}, Classes: sc.Classes,
+		MaxClasses: sc.MaxClasses, Window: sc.Window, Delayed: sc.Delayed}
+	for _, c := range sc.Challengers {
+		k, err := learners.ParseKernel(c.Kernel)
+		if err != nil {
+			return Config{}, fmt.Errorf("model snapshot: challenger %q: %w", c.Learner, err)
+		}
+		cfg.Challengers = append(cfg.Challengers, Candidate{Learner: c.Learner, Kernel: k})
+	}
+	if sc.Select != nil {
+		cfg.Select = *sc.Select
+	}
+	return cfg, nil
+}
+
+// readClasses reads the classes section into m, and returns how many
+// learners each candidate has: one a class, or one for a binary model.
+func (m *Model) readClasses(r *reader) (want int, err error) {
 	nc := r.uvarint("class count")
 	if r.err == nil && nc > uint64(max(m.cfg.MaxClasses, len(m.class))) {
-		return nil, fmt.Errorf("model snapshot: %d classes", nc)
+		return 0, fmt.Errorf("model snapshot: %d classes", nc)
 	}
 	var classes []string
 	for range nc {
 		classes = append(classes, string(r.bytes("class")))
 	}
 	if r.err != nil {
-		return nil, r.err
+		return 0, r.err
 	}
 	if !slices.Equal(classes, m.class) && !(m.auto && len(m.class) == 0) {
-		return nil, fmt.Errorf("model snapshot: classes %q do not match the configuration's %q", classes, m.class)
+		return 0, fmt.Errorf("model snapshot: classes %q do not match the configuration's %q", classes, m.class)
 	}
-	want := len(classes)
+	want = len(classes)
 	if !m.multi {
 		want = 1
 	}
@@ -1316,58 +1362,64 @@ func Unmarshal(data []byte) (*Model, error) {
 		m.class = append(m.class, c)
 		m.index[c] = k
 	}
-	if err := m.cands[0].readLearners(r, want, m.multi); err != nil {
-		return nil, err
+	return want, nil
+}
+
+// readSelection reads, for a model with challengers, their learners and
+// everyone's evaluation, then the selector, which must be the
+// configuration's.
+func (m *Model) readSelection(r *reader, want int) error {
+	if m.sel == nil {
+		return nil
 	}
-	if err := readEval(r, &m.eval); err != nil {
-		return nil, err
+	for _, c := range m.cands[1:] {
+		if err := c.readLearners(r, want, m.multi); err != nil {
+			return err
+		}
 	}
-	if m.sel != nil {
-		for _, c := range m.cands[1:] {
-			if err := c.readLearners(r, want, m.multi); err != nil {
-				return nil, err
-			}
+	for _, c := range m.cands {
+		if err := readEval(r, &c.eval); err != nil {
+			return err
 		}
-		for _, c := range m.cands {
-			if err := readEval(r, &c.eval); err != nil {
-				return nil, err
-			}
-		}
-		s := r.bytes("selector")
-		if r.err != nil {
-			return nil, r.err
-		}
-		sel, err := selection.Unmarshal(s)
-		if err != nil {
-			return nil, fmt.Errorf("model snapshot: %w", err)
-		}
-		if got, cfgd := sel.Config(), m.sel.Config(); got != cfgd {
-			return nil, fmt.Errorf("model snapshot: selector %+v, configuration %+v", got, cfgd)
-		}
-		if sel.Champion() >= len(m.cands) {
-			return nil, fmt.Errorf("model snapshot: champion %d of %d learners", sel.Champion(), len(m.cands))
-		}
-		m.sel = sel
 	}
-	if m.pend != nil {
-		s := r.bytes("pending store")
-		if r.err != nil {
-			return nil, r.err
-		}
-		p, err := pending.Unmarshal(s)
-		if err != nil {
-			return nil, fmt.Errorf("model snapshot: %w", err)
-		}
-		if p.Config() != m.pend.Config() {
-			return nil, fmt.Errorf("model snapshot: pending store %+v, configuration %+v", p.Config(), m.pend.Config())
-		}
-		m.pend = p
+	s := r.bytes("selector")
+	if r.err != nil {
+		return r.err
 	}
-	if len(r.b) != 0 {
-		return nil, fmt.Errorf("model snapshot: %d trailing bytes", len(r.b))
+	sel, err := selection.Unmarshal(s)
+	if err != nil {
+		return fmt.Errorf("model snapshot: %w", err)
 	}
-	m.initSearch()
-	return m, nil
+	if got, cfgd := sel.Config(), m.sel.Config(); got != cfgd {
+		return fmt.Errorf("model snapshot: selector %+v, configuration %+v", got, cfgd)
+	}
+	if sel.Champion() >= len(m.cands) {
+		return fmt.Errorf("model snapshot: champion %d of %d learners", sel.Champion(), len(m.cands))
+	}
+	m.sel = sel
+	return nil
+}
+
+// readPending reads, for a model with delayed labels, its store of
+// records awaiting their label, which must have the configuration's
+// bounds.
+func (m *Model) readPending(r *reader) error {
+	if m.pend == nil {
+		return nil
+	}
+	s := r.bytes("pending store")
+	if r.err != nil {
+		return r.err
+	}
+	p, err := pending.Unmarshal(s)
+	if err != nil {
+		return fmt.Errorf("model snapshot: %w", err)
+	}
+	if p.Config() != m.pend.Config() {
+		return fmt.Errorf("model snapshot: pending store %+v, configuration %+v", p.Config(), m.pend.Config())
+	}
+	m.pend = p
+	return nil
 }
 
 // readLearners reads a candidate's learners: want of them, each of the

@@ -315,57 +315,10 @@ func Unmarshal(b []byte) (*Store, error) {
 	if len(b) == 0 || b[0] < 1 || b[0] > stateVersion {
 		return nil, errors.New("pending state: unknown version")
 	}
-	version := b[0]
-	b = b[1:]
-	bad := false
-	uv := func() uint64 {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			bad = true
-			return 0
-		}
-		b = b[n:]
-		return v
-	}
-	sv := func() int64 {
-		v, n := binary.Varint(b)
-		if n <= 0 {
-			bad = true
-			return 0
-		}
-		b = b[n:]
-		return v
-	}
-	f64 := func() float64 {
-		if len(b) < 8 {
-			bad = true
-			return 0
-		}
-		v := math.Float64frombits(binary.LittleEndian.Uint64(b))
-		b = b[8:]
-		return v
-	}
-	key := func() string {
-		kl := uv()
-		if bad || kl > uint64(len(b)) {
-			bad = true
-			return ""
-		}
-		k := string(b[:kl])
-		b = b[kl:]
-		return k
-	}
-	var h [9]uint64
-	n := 7
-	if version >= 2 {
-		n = 9
-	}
-	for i := range n {
-		h[i] = uv()
-	}
-	if bad || h[0] == 0 || h[0] > math.MaxInt32 || h[1] > math.MaxInt64 || h[5] > h[0] || h[6] > h[0] || h[7] > math.MaxInt64 || h[8] > math.MaxInt32 ||
-		(version >= 2 && (h[7] == 0 || h[8] == 0)) {
-		return nil, errTruncated
+	r := &stateReader{b: b[1:]}
+	h, err := r.header(b[0])
+	if err != nil {
+		return nil, err
 	}
 	s, err := New(Config{MaxRecords: int(h[0]), MaxAge: int64(h[1]), MaxBytes: int64(h[7]), MaxKeyBytes: int(h[8])})
 	if err != nil {
@@ -376,65 +329,147 @@ func Unmarshal(b []byte) (*Store, error) {
 	// restore and at the check of every snapshot. The counts are bounded
 	// by what the bytes can hold (an entry takes at least 14 bytes, a
 	// remembered key 2), so a damaged count allocates no more than that.
-	s.q.reserve(int(min(h[5], uint64(len(b)/14))))
-	s.gone.reserve(int(min(h[6], uint64(len(b)/2))))
+	s.q.reserve(int(min(h[5], uint64(len(r.b)/14))))
+	s.gone.reserve(int(min(h[6], uint64(len(r.b)/2))))
 	for range h[5] {
-		k := key()
-		e := Entry{Time: sv(), Offset: sv(), Predicted: int(sv()), Margin: f64()}
-		ns := uv()
-		if bad || ns > uint64(len(b))/9 {
-			return nil, errTruncated
+		if err := r.entry(s); err != nil {
+			return nil, err
 		}
-		if ns > 0 {
-			e.Champion = int(uv())
-			if e.Champion >= int(ns) {
-				return nil, fmt.Errorf("pending state: champion %d of %d scores", e.Champion, ns)
-			}
-		}
-		for range ns {
-			e.Scores = append(e.Scores, Score{Predicted: int(sv()), Margin: f64()})
-		}
-		nnz := uv()
-		if bad || nnz > uint64(len(b))/2 {
-			return nil, errTruncated
-		}
-		e.X = sparse.Vector{Idx: make([]uint32, nnz), Val: make([]float64, nnz)}
-		for j := range nnz {
-			idx := uv()
-			if idx > math.MaxUint32 {
-				bad = true
-			}
-			e.X.Idx[j], e.X.Val[j] = uint32(idx), f64()
-		}
-		if bad {
-			return nil, errTruncated
-		}
-		if _, dup := s.q.get(k); dup {
-			return nil, fmt.Errorf("pending state: key %q twice", k)
-		}
-		s.q.put(k, e)
-		s.bytes += Cost(k, &e)
 	}
 	for range h[6] {
-		k := key()
-		if bad || len(b) < 1 {
-			return nil, errTruncated
+		if err := r.gone(s); err != nil {
+			return nil, err
 		}
-		l := Left(b[0])
-		b = b[1:]
-		if l != LeftEvicted && l != LeftExpired {
-			return nil, fmt.Errorf("pending state: key %q left for reason %d", k, l)
-		}
-		if _, dup := s.gone.get(k); dup {
-			return nil, fmt.Errorf("pending state: remembered key %q twice", k)
-		}
-		s.gone.put(k, l)
-		s.bytes += goneOverhead + int64(len(k))
-		s.goneBytes += goneOverhead + int64(len(k))
 	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("pending state: %d bytes left over", len(b))
+	if len(r.b) != 0 {
+		return nil, fmt.Errorf("pending state: %d bytes left over", len(r.b))
 	}
 	s.Evicted, s.Expired, s.Replaced = h[2], h[3], h[4]
 	return s, nil
+}
+
+// stateReader reads a state's values in turn. A value cut short sets bad
+// and reads as zero, so that a run of reads is checked once, at its end.
+type stateReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *stateReader) uv() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *stateReader) sv() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *stateReader) f64() float64 {
+	if len(r.b) < 8 {
+		r.bad = true
+		return 0
+	}
+	v := math.Float64frombits(binary.LittleEndian.Uint64(r.b))
+	r.b = r.b[8:]
+	return v
+}
+
+func (r *stateReader) key() string {
+	kl := r.uv()
+	if r.bad || kl > uint64(len(r.b)) {
+		r.bad = true
+		return ""
+	}
+	k := string(r.b[:kl])
+	r.b = r.b[kl:]
+	return k
+}
+
+// header reads the header of format version: the bounds, the counters
+// and how many entries and remembered keys follow, as AppendBinary
+// writes them (format 1 has no byte bounds).
+func (r *stateReader) header(version byte) (h [9]uint64, err error) {
+	n := 7
+	if version >= 2 {
+		n = 9
+	}
+	for i := range n {
+		h[i] = r.uv()
+	}
+	if r.bad || h[0] == 0 || h[0] > math.MaxInt32 || h[1] > math.MaxInt64 || h[5] > h[0] || h[6] > h[0] || h[7] > math.MaxInt64 || h[8] > math.MaxInt32 ||
+		(version >= 2 && (h[7] == 0 || h[8] == 0)) {
+		return h, errTruncated
+	}
+	return h, nil
+}
+
+// entry reads a held record into s.
+func (r *stateReader) entry(s *Store) error {
+	k := r.key()
+	e := Entry{Time: r.sv(), Offset: r.sv(), Predicted: int(r.sv()), Margin: r.f64()}
+	ns := r.uv()
+	if r.bad || ns > uint64(len(r.b))/9 {
+		return errTruncated
+	}
+	if ns > 0 {
+		e.Champion = int(r.uv())
+		if e.Champion >= int(ns) {
+			return fmt.Errorf("pending state: champion %d of %d scores", e.Champion, ns)
+		}
+	}
+	for range ns {
+		e.Scores = append(e.Scores, Score{Predicted: int(r.sv()), Margin: r.f64()})
+	}
+	nnz := r.uv()
+	if r.bad || nnz > uint64(len(r.b))/2 {
+		return errTruncated
+	}
+	e.X = sparse.Vector{Idx: make([]uint32, nnz), Val: make([]float64, nnz)}
+	for j := range nnz {
+		idx := r.uv()
+		if idx > math.MaxUint32 {
+			r.bad = true
+		}
+		e.X.Idx[j], e.X.Val[j] = uint32(idx), r.f64()
+	}
+	if r.bad {
+		return errTruncated
+	}
+	if _, dup := s.q.get(k); dup {
+		return fmt.Errorf("pending state: key %q twice", k)
+	}
+	s.q.put(k, e)
+	s.bytes += Cost(k, &e)
+	return nil
+}
+
+// gone reads a remembered key, and why its record left, into s.
+func (r *stateReader) gone(s *Store) error {
+	k := r.key()
+	if r.bad || len(r.b) < 1 {
+		return errTruncated
+	}
+	l := Left(r.b[0])
+	r.b = r.b[1:]
+	if l != LeftEvicted && l != LeftExpired {
+		return fmt.Errorf("pending state: key %q left for reason %d", k, l)
+	}
+	if _, dup := s.gone.get(k); dup {
+		return fmt.Errorf("pending state: remembered key %q twice", k)
+	}
+	s.gone.put(k, l)
+	s.bytes += goneOverhead + int64(len(k))
+	s.goneBytes += goneOverhead + int64(len(k))
+	return nil
 }

@@ -110,8 +110,49 @@ func (r Report) WritePlotWith(w io.Writer, partition int, format string, opt Plo
 	if len(pr.Learners) == 0 || pr.Rounds == 0 {
 		return errors.New("plot: nothing was replayed")
 	}
+	pp := newPanels(r, pr, opt)
+	n := len(pr.Learners)
+	for i, l := range pr.Learners {
+		if err := pp.addLearner(l, i, n); err != nil {
+			return err
+		}
+	}
+	if err := pp.addChampions(pr.Learners); err != nil {
+		return err
+	}
+	// Detector glyphs in the legend, in black as on the curves.
+	if len(pr.Learners[0].Detectors) > 0 {
+		for k, d := range pr.Learners[0].Detectors {
+			pp.legend.Add("alarm: "+d.Name, glyphThumb{draw.GlyphStyle{Color: color.Black, Shape: alarmGlyphs[k%len(alarmGlyphs)], Radius: vg.Points(4)}})
+		}
+	}
+	pp.rate.Y.Max = max(pp.maxRate*1.1, 5)
+	pp.support.Y.Max = max(pp.maxSupport*1.1, 1)
+	if pp.log {
+		pp.support.Y.Max = max(pp.maxSupport*2, 10)
+	}
+	if err := pp.addShifts(pr.Shifts); err != nil {
+		return err
+	}
+	return pp.draw(w, format)
+}
+
+// panels is a partition's plot as WritePlotWith builds it: the rate panel
+// above the support panel, their legend, and the largest values drawn,
+// which set the axes.
+type panels struct {
+	rate, support *plot.Plot
+	legend        plot.Legend
+	log           bool // the support panel's scale
+	// window and rounds decide which rates count in maxRate.
+	window, rounds      int64
+	maxRate, maxSupport float64
+}
+
+// newPanels sets up the two panels' titles and axes.
+func newPanels(r Report, pr *PartitionReport, opt PlotOptions) *panels {
 	rate, support := plot.New(), plot.New()
-	rate.Title.Text = fmt.Sprintf("%s partition %d: mistakes over the last %d labeled records", r.Topic, partition, r.Window)
+	rate.Title.Text = fmt.Sprintf("%s partition %d: mistakes over the last %d labeled records", r.Topic, pr.Partition, r.Window)
 	rate.Y.Label.Text = "windowed mistakes %"
 	rate.Y.Min = 0
 	support.X.Label.Text = "records"
@@ -140,78 +181,95 @@ func (r Report) WritePlotWith(w io.Writer, partition int, format string, opt Plo
 		p.X.Tick.Marker = ticks
 		p.Add(plotter.NewGrid())
 	}
-
 	legend := plot.NewLegend()
 	legend.Top = true
 	legend.Left = true
-	var maxRate, maxSupport float64
-	n := len(pr.Learners)
-	for i, l := range pr.Learners {
-		rates, sizes := make(plotter.XYs, len(l.Trace)), make(plotter.XYs, len(l.Trace))
-		for j, t := range l.Trace {
-			rates[j] = plotter.XY{X: float64(t.Round), Y: 100 * t.WindowRate}
-			sizes[j] = plotter.XY{X: float64(t.Round), Y: float64(t.Support)}
-			if opt.LogSupport {
-				sizes[j].Y = max(sizes[j].Y, 1) // log(0) is off the axis
-			}
-			// The first rounds' rates (100 % after one mistake) would
-			// squash the rest of the plot: scale to full windows' rates.
-			if t.Round >= int64(r.Window) || pr.Rounds < int64(2*r.Window) {
-				maxRate = max(maxRate, 100*t.WindowRate)
-			}
-			maxSupport = max(maxSupport, float64(t.Support))
+	return &panels{rate: rate, support: support, legend: legend, log: opt.LogSupport, window: int64(r.Window), rounds: pr.Rounds}
+}
+
+// curves are learner l's rate and support curves.
+func (pp *panels) curves(l LearnerReport) (rates, sizes plotter.XYs) {
+	rates, sizes = make(plotter.XYs, len(l.Trace)), make(plotter.XYs, len(l.Trace))
+	for j, t := range l.Trace {
+		rates[j] = plotter.XY{X: float64(t.Round), Y: 100 * t.WindowRate}
+		sizes[j] = plotter.XY{X: float64(t.Round), Y: float64(t.Support)}
+		if pp.log {
+			sizes[j].Y = max(sizes[j].Y, 1) // log(0) is off the axis
 		}
-		style := draw.LineStyle{Color: learnerColor(l.Spec), Dashes: plotutil.Dashes(i),
-			// Earlier learners are drawn wider, so a later one drawn over
-			// an identical curve leaves the earlier one visible beside it.
-			Width: vg.Points(1 + 0.8*float64(n-1-i))}
-		glyph := draw.GlyphStyle{Color: learnerColor(l.Spec), Shape: learnerGlyphs[i%len(learnerGlyphs)], Radius: vg.Points(3)}
-		var entry []plot.Thumbnailer
-		for _, s := range []struct {
-			p   *plot.Plot
-			xys plotter.XYs
-		}{{rate, rates}, {support, sizes}} {
-			line, err := plotter.NewLine(s.xys)
-			if err != nil {
-				return fmt.Errorf("plot %s: %w", l.Spec, err)
-			}
-			line.LineStyle = style
-			s.p.Add(line)
-			if s.p == rate {
-				entry = append(entry, line)
-			}
+		// The first rounds' rates (100 % after one mistake) would
+		// squash the rest of the plot: scale to full windows' rates.
+		if t.Round >= pp.window || pp.rounds < 2*pp.window {
+			pp.maxRate = max(pp.maxRate, 100*t.WindowRate)
 		}
-		marks, err := plotter.NewScatter(staggered(sizes, i, n))
+		pp.maxSupport = max(pp.maxSupport, float64(t.Support))
+	}
+	return rates, sizes
+}
+
+// addLearner draws learner i of n: its curves on both panels, the
+// glyphs on its support curve, its legend entry and its detectors'
+// alarms on its rate curve.
+func (pp *panels) addLearner(l LearnerReport, i, n int) error {
+	rates, sizes := pp.curves(l)
+	style := draw.LineStyle{Color: learnerColor(l.Spec), Dashes: plotutil.Dashes(i),
+		// Earlier learners are drawn wider, so a later one drawn over
+		// an identical curve leaves the earlier one visible beside it.
+		Width: vg.Points(1 + 0.8*float64(n-1-i))}
+	glyph := draw.GlyphStyle{Color: learnerColor(l.Spec), Shape: learnerGlyphs[i%len(learnerGlyphs)], Radius: vg.Points(3)}
+	var entry []plot.Thumbnailer
+	for _, s := range []struct {
+		p   *plot.Plot
+		xys plotter.XYs
+	}{{pp.rate, rates}, {pp.support, sizes}} {
+		line, err := plotter.NewLine(s.xys)
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", l.Spec, err)
 		}
-		marks.GlyphStyle = glyph
-		support.Add(marks)
-		entry = append(entry, marks)
-		legend.Add(l.Spec, entry...)
-
-		for k, d := range l.Detectors {
-			if len(d.Detected) == 0 {
-				continue
-			}
-			pts := make(plotter.XYs, len(d.Detected))
-			for j, round := range d.Detected {
-				pts[j] = plotter.XY{X: float64(round), Y: rateAt(rates, round)}
-			}
-			sc, err := plotter.NewScatter(pts)
-			if err != nil {
-				return fmt.Errorf("plot %s alarms: %w", l.Spec, err)
-			}
-			// Black, as in the legend: the shape says which detector, the
-			// curve it sits on which learner.
-			sc.GlyphStyle = draw.GlyphStyle{Color: color.Black, Shape: alarmGlyphs[k%len(alarmGlyphs)], Radius: vg.Points(4)}
-			rate.Add(sc)
+		line.LineStyle = style
+		s.p.Add(line)
+		if s.p == pp.rate {
+			entry = append(entry, line)
 		}
 	}
-	// An auto learner's changes of champion, as stars on its curve.
+	marks, err := plotter.NewScatter(staggered(sizes, i, n))
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", l.Spec, err)
+	}
+	marks.GlyphStyle = glyph
+	pp.support.Add(marks)
+	entry = append(entry, marks)
+	pp.legend.Add(l.Spec, entry...)
+	return pp.addAlarms(l, rates)
+}
+
+// addAlarms draws learner l's detectors' alarms on its rate curve.
+func (pp *panels) addAlarms(l LearnerReport, rates plotter.XYs) error {
+	for k, d := range l.Detectors {
+		if len(d.Detected) == 0 {
+			continue
+		}
+		pts := make(plotter.XYs, len(d.Detected))
+		for j, round := range d.Detected {
+			pts[j] = plotter.XY{X: float64(round), Y: rateAt(rates, round)}
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			return fmt.Errorf("plot %s alarms: %w", l.Spec, err)
+		}
+		// Black, as in the legend: the shape says which detector, the
+		// curve it sits on which learner.
+		sc.GlyphStyle = draw.GlyphStyle{Color: color.Black, Shape: alarmGlyphs[k%len(alarmGlyphs)], Radius: vg.Points(4)}
+		pp.rate.Add(sc)
+	}
+	return nil
+}
+
+// addChampions marks an auto learner's changes of champion, as stars on
+// its curve.
+func (pp *panels) addChampions(ls []LearnerReport) error {
 	champGlyph := draw.GlyphStyle{Color: color.Black, Shape: draw.PlusGlyph{}, Radius: vg.Points(5)}
 	changes := false
-	for i, l := range pr.Learners {
+	for _, l := range ls {
 		if len(l.Champions) == 0 {
 			continue
 		}
@@ -225,29 +283,24 @@ func (r Report) WritePlotWith(w io.Writer, partition int, format string, opt Plo
 		}
 		sc, err := plotter.NewScatter(pts)
 		if err != nil {
-			return fmt.Errorf("plot %s changes of champion: %w", pr.Learners[i].Spec, err)
+			return fmt.Errorf("plot %s changes of champion: %w", l.Spec, err)
 		}
 		sc.GlyphStyle = champGlyph
-		rate.Add(sc)
+		pp.rate.Add(sc)
 		changes = true
 	}
 	if changes {
-		legend.Add("change of champion (auto)", glyphThumb{champGlyph})
+		pp.legend.Add("change of champion (auto)", glyphThumb{champGlyph})
 	}
-	// Detector glyphs in the legend, in black as on the curves.
-	if len(pr.Learners[0].Detectors) > 0 {
-		for k, d := range pr.Learners[0].Detectors {
-			legend.Add("alarm: "+d.Name, glyphThumb{draw.GlyphStyle{Color: color.Black, Shape: alarmGlyphs[k%len(alarmGlyphs)], Radius: vg.Points(4)}})
-		}
-	}
-	rate.Y.Max = max(maxRate*1.1, 5)
-	support.Y.Max = max(maxSupport*1.1, 1)
-	if opt.LogSupport {
-		support.Y.Max = max(maxSupport*2, 10)
-	}
+	return nil
+}
+
+// addShifts draws the known shifts as dashed lines across both panels,
+// once their axes are set.
+func (pp *panels) addShifts(shifts []Shift) error {
 	shiftStyle := draw.LineStyle{Color: color.Black, Width: vg.Points(0.8), Dashes: []vg.Length{vg.Points(4), vg.Points(3)}}
-	for _, sh := range pr.Shifts {
-		for _, p := range []*plot.Plot{rate, support} {
+	for _, sh := range shifts {
+		for _, p := range []*plot.Plot{pp.rate, pp.support} {
 			mark, err := plotter.NewLine(plotter.XYs{{X: float64(sh.Round), Y: p.Y.Min}, {X: float64(sh.Round), Y: p.Y.Max}})
 			if err != nil {
 				return fmt.Errorf("plot shift: %w", err)
@@ -256,25 +309,30 @@ func (r Report) WritePlotWith(w io.Writer, partition int, format string, opt Plo
 			p.Add(mark)
 		}
 	}
-	if len(pr.Shifts) > 0 {
+	if len(shifts) > 0 {
 		mark, _ := plotter.NewLine(plotter.XYs{{}, {X: 1}})
 		mark.LineStyle = shiftStyle
-		legend.Add("known shift", mark)
+		pp.legend.Add("known shift", mark)
 	}
+	return nil
+}
 
+// draw lays the panels out one above the other, the legend to their
+// right, and writes the image.
+func (pp *panels) draw(w io.Writer, format string) error {
 	const width, height, legendWidth = 28 * vg.Centimeter, 16 * vg.Centimeter, 6 * vg.Centimeter
 	c, err := draw.NewFormattedCanvas(width, height, format)
 	if err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
 	dc := draw.New(c)
-	panels := draw.Crop(dc, 0, -legendWidth, 0, 0)
+	area := draw.Crop(dc, 0, -legendWidth, 0, 0)
 	tiles := draw.Tiles{Rows: 2, Cols: 1, PadX: vg.Millimeter, PadY: 3 * vg.Millimeter,
 		PadTop: 2 * vg.Millimeter, PadBottom: 2 * vg.Millimeter, PadLeft: 2 * vg.Millimeter, PadRight: 4 * vg.Millimeter}
-	canvases := plot.Align([][]*plot.Plot{{rate}, {support}}, tiles, panels)
-	rate.Draw(canvases[0][0])
-	support.Draw(canvases[1][0])
-	legend.Draw(draw.Crop(dc, width-legendWidth, 0, 0, -8*vg.Millimeter))
+	canvases := plot.Align([][]*plot.Plot{{pp.rate}, {pp.support}}, tiles, area)
+	pp.rate.Draw(canvases[0][0])
+	pp.support.Draw(canvases[1][0])
+	pp.legend.Draw(draw.Crop(dc, width-legendWidth, 0, 0, -8*vg.Millimeter))
 	if _, err := c.WriteTo(w); err != nil {
 		return fmt.Errorf("plot: write: %w", err)
 	}

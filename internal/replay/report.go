@@ -449,44 +449,7 @@ func (r Report) WriteTable(w io.Writer) error {
 			continue
 		}
 		for _, l := range p.Learners {
-			if st := l.Status(); st != "" {
-				// No rates to show: 0.00 % would read as a perfect learner.
-				fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t%d\t\t\t\n", p.Partition, l.Spec, st, l.Support)
-				continue
-			}
-			segs := ""
-			for i, s := range l.Segments {
-				if i > 0 {
-					segs += " "
-				}
-				segs += fmt.Sprintf("%.1f", 100*s.MistakeRate)
-			}
-			rec := ""
-			for i, rc := range l.Recovery {
-				if i > 0 {
-					rec += " "
-				}
-				switch {
-				case rc.Records == nil:
-					rec += "-"
-				case rc.AtMost:
-					rec += fmt.Sprintf("≤%d", *rc.Records)
-					atMost = true
-				default:
-					rec += fmt.Sprint(*rc.Records)
-				}
-			}
-			if rec == "" {
-				rec = "no shifts"
-			}
-			dets := ""
-			for i, d := range l.Detectors {
-				if i > 0 {
-					dets += " "
-				}
-				dets += fmt.Sprintf("%s %d/%d,%d", d.Name, len(d.Known)-d.Missed, len(d.Known), d.FalseAlarms)
-			}
-			fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%.3f\t%d\t%s\t%s\t%s\n", p.Partition, l.Spec, 100*l.MistakeRate, 100*l.BaselineRate, l.Kappa, l.Support, segs, rec, dets)
+			atMost = writeRow(tw, p.Partition, l) || atMost
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -503,6 +466,58 @@ func (r Report) WriteTable(w io.Writer) error {
 		fmt.Fprintf(w, "recovery ≤N: back within tolerance over the first %d labeled records after the shift (--recovery-window), which end N records after it; it may have come sooner\n",
 			r.RecoveryWindow)
 	}
+	r.writeSelections(w)
+	r.writeChampions(w)
+	return r.writeSummaries(w)
+}
+
+// writeRow writes learner l's row of the table and says whether a
+// recovery in it is a bound (≤N), which a note below the table explains.
+func writeRow(tw io.Writer, partition int, l LearnerReport) (atMost bool) {
+	if st := l.Status(); st != "" {
+		// No rates to show: 0.00 % would read as a perfect learner.
+		fmt.Fprintf(tw, "%d\t%s\t%s\t\t\t%d\t\t\t\n", partition, l.Spec, st, l.Support)
+		return false
+	}
+	segs := ""
+	for i, s := range l.Segments {
+		if i > 0 {
+			segs += " "
+		}
+		segs += fmt.Sprintf("%.1f", 100*s.MistakeRate)
+	}
+	rec := ""
+	for i, rc := range l.Recovery {
+		if i > 0 {
+			rec += " "
+		}
+		switch {
+		case rc.Records == nil:
+			rec += "-"
+		case rc.AtMost:
+			rec += fmt.Sprintf("≤%d", *rc.Records)
+			atMost = true
+		default:
+			rec += fmt.Sprint(*rc.Records)
+		}
+	}
+	if rec == "" {
+		rec = "no shifts"
+	}
+	dets := ""
+	for i, d := range l.Detectors {
+		if i > 0 {
+			dets += " "
+		}
+		dets += fmt.Sprintf("%s %d/%d,%d", d.Name, len(d.Known)-d.Missed, len(d.Known), d.FalseAlarms)
+	}
+	fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%.3f\t%d\t%s\t%s\t%s\n", partition, l.Spec, 100*l.MistakeRate, 100*l.BaselineRate, l.Kappa, l.Support, segs, rec, dets)
+	return atMost
+}
+
+// writeSelections compares each partition's selection with the best
+// single learner in hindsight.
+func (r Report) writeSelections(w io.Writer) {
 	for _, p := range r.Partitions {
 		for i, l := range p.Learners {
 			if !l.Selector || i == 0 || l.Labeled == 0 {
@@ -519,6 +534,11 @@ func (r Report) WriteTable(w io.Writer) error {
 				p.Partition, 100*l.MistakeRate, l.Switches, p.Learners[l.Champion].Spec, b.Spec, 100*b.MistakeRate, 100*(l.MistakeRate-b.MistakeRate))
 		}
 	}
+}
+
+// writeChampions lists the auto learners' changes of champion and their
+// candidates at the end.
+func (r Report) writeChampions(w io.Writer) {
 	for _, p := range r.Partitions {
 		for _, l := range p.Learners {
 			if len(l.Candidates) == 0 {
@@ -535,6 +555,11 @@ func (r Report) WriteTable(w io.Writer) error {
 			autolearn.WriteCandidates(w, l.Candidates)
 		}
 	}
+}
+
+// writeSummaries writes the all-partition lines: delayed labels, then
+// the many-class learners' scores and confusion matrices.
+func (r Report) writeSummaries(w io.Writer) error {
 	for _, sm := range r.Learners {
 		if sm.Labels != nil {
 			fmt.Fprintf(w, "%s, all partitions: delayed labels: %s\n", sm.Spec, sm.Labels)

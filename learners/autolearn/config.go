@@ -99,6 +99,7 @@ type Config struct {
 	Emit string
 }
 
+// withDefaults is c with its zero fields at their defaults, checked.
 func (c Config) withDefaults() (Config, error) {
 	if len(c.Learners) == 0 {
 		c.Learners = DefaultLearners
@@ -106,86 +107,105 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.Kernels) == 0 {
 		c.Kernels = []string{"linear", "poly", "rbf"}
 	}
-	if c.GammaLo == 0 && c.GammaHi == 0 {
-		c.GammaLo, c.GammaHi = 0.001, 10
+	// A range is defaulted whole: one bound given is a range to check.
+	rangeOrDefault(&c.GammaLo, &c.GammaHi, 0.001, 10)
+	rangeOrDefault(&c.BudgetLo, &c.BudgetHi, 50, 400)
+	rangeOrDefault(&c.DegreeLo, &c.DegreeHi, 2, 4)
+	orDefault(&c.Scale, "both")
+	orDefault(&c.Memory, 64<<20)
+	orDefault(&c.Width, 48)
+	orDefault(&c.Keep, 3)
+	orDefault(&c.Rung, 200)
+	orDefault(&c.Window, 1000)
+	orDefault(&c.Margin, 0.01)
+	orDefault(&c.Drift, "adwin")
+	orDefault(&c.Cost, 10)
+	orDefault(&c.Emit, "vote")
+	if err := c.checkNames(); err != nil {
+		return c, err
 	}
-	if c.BudgetLo == 0 && c.BudgetHi == 0 {
-		c.BudgetLo, c.BudgetHi = 50, 400
+	for _, r := range configRules {
+		if !r.ok(c) {
+			return c, r.err(c)
+		}
 	}
-	if c.DegreeLo == 0 && c.DegreeHi == 0 {
-		c.DegreeLo, c.DegreeHi = 2, 4
+	return c, nil
+}
+
+// orDefault sets *p to def when it is zero.
+func orDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
 	}
-	if c.Scale == "" {
-		c.Scale = "both"
+}
+
+// rangeOrDefault sets the range *lo..*hi to def when both bounds are zero.
+func rangeOrDefault[T comparable](lo, hi *T, defLo, defHi T) {
+	var zero T
+	if *lo == zero && *hi == zero {
+		*lo, *hi = defLo, defHi
 	}
-	if c.Memory == 0 {
-		c.Memory = 64 << 20
-	}
-	if c.Width == 0 {
-		c.Width = 48
-	}
-	if c.Keep == 0 {
-		c.Keep = 3
-	}
-	if c.Rung == 0 {
-		c.Rung = 200
-	}
-	if c.Window == 0 {
-		c.Window = 1000
-	}
-	if c.Margin == 0 {
-		c.Margin = 0.01
-	}
-	if c.Drift == "" {
-		c.Drift = "adwin"
-	}
-	if c.Cost == 0 {
-		c.Cost = 10
-	}
-	if c.Emit == "" {
-		c.Emit = "vote"
-	}
+}
+
+// checkNames checks the names c lists: the drift detector, the kernel
+// families and the learners, each of which needs a budget to search.
+func (c Config) checkNames() error {
 	if c.Drift != "none" && !slices.Contains(drift.Names(), c.Drift) {
-		return c, fmt.Errorf("auto: drift=%s: want %s or none", c.Drift, strings.Join(drift.Names(), ", "))
+		return fmt.Errorf("auto: drift=%s: want %s or none", c.Drift, strings.Join(drift.Names(), ", "))
 	}
 	for _, k := range c.Kernels {
 		if k != "linear" && k != "poly" && k != "rbf" {
-			return c, fmt.Errorf("auto: kernel family %q: want linear, poly or rbf", k)
+			return fmt.Errorf("auto: kernel family %q: want linear, poly or rbf", k)
 		}
 	}
 	for _, l := range c.Learners {
 		if l == Name {
-			return c, fmt.Errorf("auto: learners: %s cannot search itself", Name)
+			return fmt.Errorf("auto: learners: %s cannot search itself", Name)
 		}
 		if _, err := budgetKey(l); err != nil {
-			return c, err
+			return err
 		}
 	}
-	switch {
-	case !(c.GammaLo > 0 && c.GammaLo <= c.GammaHi && !math.IsInf(c.GammaHi, 0)):
-		return c, fmt.Errorf("auto: gamma=%g..%g: want 0 < lo ≤ hi", c.GammaLo, c.GammaHi)
-	case c.BudgetLo < 1 || c.BudgetLo > c.BudgetHi || c.BudgetHi > 1<<20:
-		return c, fmt.Errorf("auto: budget=%d..%d: want 1 ≤ lo ≤ hi ≤ %d", c.BudgetLo, c.BudgetHi, 1<<20)
-	case c.DegreeLo < 1 || c.DegreeLo > c.DegreeHi || c.DegreeHi > 64:
-		return c, fmt.Errorf("auto: degree=%d..%d: want 1 ≤ lo ≤ hi ≤ 64", c.DegreeLo, c.DegreeHi)
-	case c.Scale != "both" && c.Scale != "on" && c.Scale != "off":
-		return c, fmt.Errorf("auto: scale=%s: want both, on or off", c.Scale)
-	case c.Memory < 1<<16:
-		return c, fmt.Errorf("auto: memory=%d: want at least 64KiB", c.Memory)
-	case c.Width < 1 || c.Width > 256:
-		return c, fmt.Errorf("auto: width=%d: want 1 to 256", c.Width)
-	case c.Keep < 1 || c.Keep > c.Width:
-		return c, fmt.Errorf("auto: keep=%d: want 1 to width (%d)", c.Keep, c.Width)
-	case c.Rung < 1 || c.Window < 2 || c.Rung > 1<<30 || c.Window > 1<<30:
-		return c, fmt.Errorf("auto: rung=%d, window=%d: want rung ≥ 1, window ≥ 2", c.Rung, c.Window)
-	case !(c.Cost >= 1 && c.Cost <= 1e9):
-		return c, fmt.Errorf("auto: cost=%v: want 1 ≤ cost ≤ 1e9", c.Cost)
-	case c.Emit != "vote" && c.Emit != "champion":
-		return c, fmt.Errorf("auto: emit=%s: want vote or champion", c.Emit)
-	case !(c.Margin >= 0 && c.Margin < 1):
-		return c, fmt.Errorf("auto: margin=%v: want 0 ≤ margin < 1", c.Margin)
-	}
-	return c, nil
+	return nil
+}
+
+// configRules are the bounds of a configuration's numbers and choices,
+// in the order they are checked: the first broken one is reported.
+var configRules = []struct {
+	ok  func(Config) bool
+	err func(Config) error
+}{
+	{func(c Config) bool { return c.GammaLo > 0 && c.GammaLo <= c.GammaHi && !math.IsInf(c.GammaHi, 0) },
+		func(c Config) error {
+			return fmt.Errorf("auto: gamma=%g..%g: want 0 < lo ≤ hi", c.GammaLo, c.GammaHi)
+		}},
+	{func(c Config) bool { return c.BudgetLo >= 1 && c.BudgetLo <= c.BudgetHi && c.BudgetHi <= 1<<20 },
+		func(c Config) error {
+			return fmt.Errorf("auto: budget=%d..%d: want 1 ≤ lo ≤ hi ≤ %d", c.BudgetLo, c.BudgetHi, 1<<20)
+		}},
+	{func(c Config) bool { return c.DegreeLo >= 1 && c.DegreeLo <= c.DegreeHi && c.DegreeHi <= 64 },
+		func(c Config) error {
+			return fmt.Errorf("auto: degree=%d..%d: want 1 ≤ lo ≤ hi ≤ 64", c.DegreeLo, c.DegreeHi)
+		}},
+	{func(c Config) bool { return c.Scale == "both" || c.Scale == "on" || c.Scale == "off" },
+		func(c Config) error { return fmt.Errorf("auto: scale=%s: want both, on or off", c.Scale) }},
+	{func(c Config) bool { return c.Memory >= 1<<16 },
+		func(c Config) error { return fmt.Errorf("auto: memory=%d: want at least 64KiB", c.Memory) }},
+	{func(c Config) bool { return c.Width >= 1 && c.Width <= 256 },
+		func(c Config) error { return fmt.Errorf("auto: width=%d: want 1 to 256", c.Width) }},
+	{func(c Config) bool { return c.Keep >= 1 && c.Keep <= c.Width },
+		func(c Config) error { return fmt.Errorf("auto: keep=%d: want 1 to width (%d)", c.Keep, c.Width) }},
+	{func(c Config) bool { return c.Rung >= 1 && c.Window >= 2 && c.Rung <= 1<<30 && c.Window <= 1<<30 },
+		func(c Config) error {
+			return fmt.Errorf("auto: rung=%d, window=%d: want rung ≥ 1, window ≥ 2", c.Rung, c.Window)
+		}},
+	{func(c Config) bool { return c.Cost >= 1 && c.Cost <= 1e9 },
+		func(c Config) error { return fmt.Errorf("auto: cost=%v: want 1 ≤ cost ≤ 1e9", c.Cost) }},
+	{func(c Config) bool { return c.Emit == "vote" || c.Emit == "champion" },
+		func(c Config) error { return fmt.Errorf("auto: emit=%s: want vote or champion", c.Emit) }},
+	{func(c Config) bool { return c.Margin >= 0 && c.Margin < 1 },
+		func(c Config) error { return fmt.Errorf("auto: margin=%v: want 0 ≤ margin < 1", c.Margin) }},
 }
 
 // budgetKey is the parameter that bounds learner name's active set:

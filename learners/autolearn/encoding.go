@@ -211,81 +211,17 @@ func Unmarshal(b []byte) (*Auto, error) {
 		return nil, fmt.Errorf("%w: not an auto state", errCorrupt)
 	}
 	d := &dec{b: b[len(magic):]}
-	v := d.u()
-	if d.err == nil && (v < 1 || v > version) {
-		return nil, fmt.Errorf("auto state format version %d not supported (this build reads 1 to %d)", v, version)
-	}
-	spec := d.str()
-	k := d.kernel()
-	seed := d.u()
-	g := d.bytes()
-	if d.err != nil {
-		return nil, d.err
-	}
-	sp, err := learners.ParseSpec(spec)
+	a, v, err := d.head()
 	if err != nil {
-		return nil, fmt.Errorf("%w: auto: %v", errCorrupt, err)
+		return nil, err
 	}
-	cfg, err := Parse(sp)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
-	}
-	a := &Auto{cfg: cfg, spec: cfg.Spec(), kernel: k, seed: seed, src: rng.New(0, 0)}
-	if err := a.src.UnmarshalBinary(g); err != nil {
-		return nil, fmt.Errorf("%w: auto: %v", errCorrupt, err)
-	}
-	var champion, halving uint64
-	var maxIdx uint64
-	for _, p := range []*uint64{&champion, &a.nextID, &a.labeled, &a.rounds, &a.nnz, &maxIdx, &halving, &a.rungEnd, &a.rungLen, &a.switches} {
-		*p = d.u()
-	}
-	a.maxIdx, a.halving = uint32(min(maxIdx, math.MaxUint32)), halving == 1
-	a.stats = make([]float64, d.count(8))
-	for i := range a.stats {
-		a.stats[i] = d.f()
-	}
-	if len(a.stats)%2 != 0 {
-		d.fail("scaler statistics")
-	}
-	a.history = make([]Change, d.count(2))
-	for i := range a.history {
-		a.history[i] = Change{After: d.u(), Name: d.str()}
-	}
-	a.losers = make([]string, d.count(1))
-	for i := range a.losers {
-		a.losers[i] = d.str()
-	}
+	champion := a.readBook(d)
 	n := d.count(8)
 	for range n {
-		c := &cand{id: d.u(), pt: d.point()}
-		for _, p := range []*uint64{&c.born, &c.total, &c.rung, &c.from, &c.mine, &c.champ} {
-			*p = d.u()
-		}
-		if v >= 3 {
-			for _, p := range []*uint64{&c.spent, &c.rungWork, &c.mineWork, &c.champWork} {
-				*p = d.u()
-			}
-		}
-		if v >= 4 {
-			c.parent = d.u()
-		}
-		if v >= 5 {
-			if c.w = d.f(); !(c.w >= 0 && c.w <= 1) {
-				d.failf("vote weight %v", c.w)
-			}
-		}
-		state := d.bytes()
-		if d.err != nil {
-			return nil, d.err
-		}
-		l, err := learners.Unmarshal(state)
+		c, err := d.readCand(v)
 		if err != nil {
-			return nil, fmt.Errorf("auto: candidate %d: %w", c.id, err)
+			return nil, err
 		}
-		if _, isAuto := l.(*Auto); isAuto {
-			return nil, fmt.Errorf("%w: auto: a candidate is itself auto", errCorrupt)
-		}
-		c.l, c.name = l, c.pt.String()
 		a.cands = append(a.cands, c)
 	}
 	var w []byte
@@ -310,6 +246,97 @@ func Unmarshal(b []byte) (*Auto, error) {
 	}
 	a.champion = int(champion)
 	return a, nil
+}
+
+// head reads the state's format version, then the search's configuration,
+// kernel, seed and random source, into a search without candidates.
+func (d *dec) head() (*Auto, uint64, error) {
+	v := d.u()
+	if d.err == nil && (v < 1 || v > version) {
+		return nil, 0, fmt.Errorf("auto state format version %d not supported (this build reads 1 to %d)", v, version)
+	}
+	spec := d.str()
+	k := d.kernel()
+	seed := d.u()
+	g := d.bytes()
+	if d.err != nil {
+		return nil, 0, d.err
+	}
+	sp, err := learners.ParseSpec(spec)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: auto: %v", errCorrupt, err)
+	}
+	cfg, err := Parse(sp)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", errCorrupt, err)
+	}
+	a := &Auto{cfg: cfg, spec: cfg.Spec(), kernel: k, seed: seed, src: rng.New(0, 0)}
+	if err := a.src.UnmarshalBinary(g); err != nil {
+		return nil, 0, fmt.Errorf("%w: auto: %v", errCorrupt, err)
+	}
+	return a, v, nil
+}
+
+// readBook reads the search's counters, its scaler's statistics, its
+// changes of champion and its losers. It returns the champion's index,
+// which Unmarshal checks once the candidates are read.
+func (a *Auto) readBook(d *dec) (champion uint64) {
+	var halving, maxIdx uint64
+	for _, p := range []*uint64{&champion, &a.nextID, &a.labeled, &a.rounds, &a.nnz, &maxIdx, &halving, &a.rungEnd, &a.rungLen, &a.switches} {
+		*p = d.u()
+	}
+	a.maxIdx, a.halving = uint32(min(maxIdx, math.MaxUint32)), halving == 1
+	a.stats = make([]float64, d.count(8))
+	for i := range a.stats {
+		a.stats[i] = d.f()
+	}
+	if len(a.stats)%2 != 0 {
+		d.fail("scaler statistics")
+	}
+	a.history = make([]Change, d.count(2))
+	for i := range a.history {
+		a.history[i] = Change{After: d.u(), Name: d.str()}
+	}
+	a.losers = make([]string, d.count(1))
+	for i := range a.losers {
+		a.losers[i] = d.str()
+	}
+	return champion
+}
+
+// readCand reads a candidate of a state of format v: its counters (work
+// from format 3, parent from 4, vote weight from 5), then its learner.
+func (d *dec) readCand(v uint64) (*cand, error) {
+	c := &cand{id: d.u(), pt: d.point()}
+	for _, p := range []*uint64{&c.born, &c.total, &c.rung, &c.from, &c.mine, &c.champ} {
+		*p = d.u()
+	}
+	if v >= 3 {
+		for _, p := range []*uint64{&c.spent, &c.rungWork, &c.mineWork, &c.champWork} {
+			*p = d.u()
+		}
+	}
+	if v >= 4 {
+		c.parent = d.u()
+	}
+	if v >= 5 {
+		if c.w = d.f(); !(c.w >= 0 && c.w <= 1) {
+			d.failf("vote weight %v", c.w)
+		}
+	}
+	state := d.bytes()
+	if d.err != nil {
+		return nil, d.err
+	}
+	l, err := learners.Unmarshal(state)
+	if err != nil {
+		return nil, fmt.Errorf("auto: candidate %d: %w", c.id, err)
+	}
+	if _, isAuto := l.(*Auto); isAuto {
+		return nil, fmt.Errorf("%w: auto: a candidate is itself auto", errCorrupt)
+	}
+	c.l, c.name = l, c.pt.String()
+	return c, nil
 }
 
 // restoreWatch sets the drift detector from its encoding w, or a fresh
