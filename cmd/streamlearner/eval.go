@@ -136,6 +136,9 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	if mc.Events && c.Standardize {
 		return errors.New("--standardize is for records; events scale with --scale online")
 	}
+	if only := c.eventOnly(c.Scale); !mc.Events && len(only) > 0 {
+		return fmt.Errorf("%s: only named-field events use them, and %s holds indexed records (LIBSVM or {\"label\",\"features\"}); remove them (records scale with --standardize)", strings.Join(only, ", "), c.Data)
+	}
 	var train *offline.Data
 	if c.streams() {
 		train = c.stream(mc, labels)
@@ -184,6 +187,11 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	if len(results) == 0 {
 		return err
+	}
+	if err == nil {
+		if err := c.nothingToLearn(ctx, mc, labels, results); err != nil {
+			return err
+		}
 	}
 	// An interrupted eval (Ctrl-C) still prints what it measured.
 	var werr error
