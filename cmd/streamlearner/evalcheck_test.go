@@ -1,8 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/alecthomas/kong"
+
+	"github.com/streamlearner/streamlearner/embedded"
 )
 
 const elec2 = "../../testdata/elec2.3000.jsonl.gz"
@@ -84,5 +90,82 @@ func TestEvalTableNamesTheOrder(t *testing.T) {
 		if err != nil || !strings.Contains(out, tc.want) {
 			t.Errorf("%v: %v; output lacks %q:\n%s", tc.flags, err, tc.want, out)
 		}
+	}
+}
+
+// Every command that connects takes the same short flags: -b for the
+// brokers, and -t for the topic it reads or writes (tail had them, produce
+// and replay answered "unknown flag -b").
+func TestConnectingCommandsShareShortFlags(t *testing.T) {
+	k := cliModel(t)
+	byCmd := map[string]map[string]rune{}
+	for f, n := range flagOwners(k.Model.Node) {
+		path := strings.Join(commandPath(n), " ")
+		if byCmd[path] == nil {
+			byCmd[path] = map[string]rune{}
+		}
+		byCmd[path][f.Name] = f.Short
+	}
+	connecting := 0
+	for path, flags := range byCmd {
+		short, ok := flags["brokers"]
+		if !ok {
+			continue
+		}
+		connecting++
+		if short != 'b' {
+			t.Errorf("%s: --brokers has short %q, want -b", path, short)
+		}
+		// checkpoint list's --topic filters the input topics listed.
+		if s, ok := flags["topic"]; ok && !strings.HasPrefix(path, "checkpoint") && s != 't' {
+			t.Errorf("%s: --topic has short %q, want -t", path, s)
+		}
+	}
+	if connecting < 5 {
+		t.Fatalf("%d commands with --brokers: the walk missed some (%v)", connecting, byCmd)
+	}
+	for _, args := range [][]string{
+		{"produce", "-b", "h:1", "-t", "in", "--data", "cli_test.go"},
+		{"replay", "-b", "h:1", "-t", "in", "--learner", "perceptron"},
+	} {
+		var parsed cli
+		p, err := kong.New(&parsed, options(context.Background(), &bytes.Buffer{})...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Parse(args); err != nil {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+}
+
+// replay of a topic of indexed records refused nothing: --scale online
+// and the other event-only flags were accepted and did nothing, as in
+// eval. Detected (auto) or said (--input records), records refuse them;
+// events take them.
+func TestReplayRefusesEventFlagsOnRecords(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := execute(t, "gen", "sea", "--n", "300", "-b", b.Addr(), "-t", "sea", "--auto-create"); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"replay", "-b", b.Addr(), "-t", "sea", "--learner", "perceptron"}
+	for _, flags := range [][]string{{"--scale", "online"}, {"--input", "records", "--scale", "online"}, {"--key-field", "id"}} {
+		_, err := execute(t, append(base, flags...)...)
+		if err == nil || !strings.Contains(err.Error(), "indexed records") {
+			t.Errorf("%v: %v", flags, err)
+		}
+	}
+	if _, err := execute(t, base...); err != nil {
+		t.Errorf("without them: %v", err)
+	}
+	if _, err := execute(t, "produce", "-b", b.Addr(), "-t", "elec", "--data", elec2, "--auto-create"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := execute(t, "replay", "-b", b.Addr(), "-t", "elec", "--learner", "perceptron", "--label-field", "class", "--positive", "UP", "--scale", "online"); err != nil {
+		t.Errorf("events with --scale online: %v", err)
 	}
 }

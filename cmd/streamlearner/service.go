@@ -29,7 +29,7 @@ import (
 
 // connFlags are the connection options every Kafka-facing command shares.
 type connFlags struct {
-	Brokers  []string `required:"" placeholder:"HOST:PORT" help:"Bootstrap brokers."`
+	Brokers  []string `required:"" short:"b" placeholder:"HOST:PORT" help:"Bootstrap brokers."`
 	connOpts `embed:""`
 }
 
@@ -119,7 +119,7 @@ type runCmd struct {
 	connFlags              `embed:""`
 	logFlags               `embed:""`
 	registryFlags          `embed:""`
-	Topic                  string `required:"" help:"Input topic of labeled (or unlabeled) records."`
+	Topic                  string `required:"" short:"t" help:"Input topic of labeled (or unlabeled) records."`
 	Group                  string `required:"" help:"Consumer group id; members of one group share the partitions."`
 	OutputTopic            string `required:"" help:"Topic for predictions (keyed topic/partition/offset)."`
 	DLQTopic               string `name:"dlq-topic" help:"Dead-letter topic for bad records (default: <topic>.dlq)."`
@@ -457,7 +457,7 @@ func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger, reg *schemar
 
 type produceCmd struct {
 	connFlags     `embed:""`
-	Topic         string  `required:"" help:"Topic to write to."`
+	Topic         string  `required:"" short:"t" help:"Topic to write to."`
 	Data          string  `required:"" type:"existingfile" placeholder:"FILE" help:"LIBSVM, JSON lines, or CSV with a header row (.csv: each row sent as a JSON event; true/false as booleans, empty cells missing); gzip allowed."`
 	Rate          float64 `help:"Records per second (0: as fast as possible)."`
 	Key           string  `default:"round-robin" placeholder:"FIELD|round-robin|line" help:"Record keys: round-robin (none), line (line number) or a JSON field."`
