@@ -83,6 +83,15 @@ func (c *evalCmd) Validate() error {
 	if c.Delay < 0 {
 		return fmt.Errorf("--delay %d: want 0 or more records", c.Delay)
 	}
+	if c.KeepOrder && c.Orders > 1 {
+		return fmt.Errorf("--orders %d with --keep-order: the file's order is one order; drop one of them", c.Orders)
+	}
+	if c.Window != 1000 && c.PrintEvery == 0 && c.Curve == "" {
+		return errors.New("--window is the windowed rate of --print-every and --curve; give one of them")
+	}
+	if c.MaxClasses != 100 && c.Classes != model.Auto {
+		return errors.New("--max-classes bounds the classes --classes auto discovers; give --classes auto")
+	}
 	if c.Select != "" && c.Trace != "" {
 		return errors.New("--trace is for learners run apart, not with --select")
 	}

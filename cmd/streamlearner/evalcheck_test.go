@@ -63,7 +63,7 @@ func TestEvalOneSidedPositiveFails(t *testing.T) {
 // Flags only events use did nothing on records: --scale online gave the
 // same mistakes with and without it. They are refused.
 func TestEvalRefusesEventFlagsOnRecords(t *testing.T) {
-	for _, flags := range [][]string{{"--scale", "online"}, {"--key-field", "id"}, {"--normalize-text"}} {
+	for _, flags := range [][]string{{"--scale", "online"}, {"--key-field", "id"}, {"--normalize-text"}, {"--label-field", "class"}, {"--hash-bits", "10"}} {
 		args := append([]string{"eval", "--data", "../../testdata/a9a.gz", "--limit", "200", "--learner", "perceptron"}, flags...)
 		_, err := execute(t, args...)
 		if err == nil || !strings.Contains(err.Error(), flags[0]) || !strings.Contains(err.Error(), "indexed records") {
@@ -72,6 +72,31 @@ func TestEvalRefusesEventFlagsOnRecords(t *testing.T) {
 	}
 	if _, err := execute(t, "eval", "--data", elec2, "--label-field", "class", "--positive", "UP", "--learner", "perceptron", "--scale", "online", "--limit", "300"); err != nil {
 		t.Errorf("--scale online on events: %v", err)
+	}
+}
+
+// Flags that change nothing in the run asked for are refused, each
+// saying what it needs: they were accepted and silently ignored.
+func TestEvalRefusesFlagsWithoutEffect(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--keep-order", "--orders", "3"}, "--orders 3 with --keep-order"},
+		{[]string{"--window", "50"}, "--window is the windowed rate of --print-every and --curve"},
+		{[]string{"--max-classes", "5"}, "give --classes auto"},
+	} {
+		args := append([]string{"eval", "--data", "../../testdata/a9a.gz", "--limit", "200", "--learner", "perceptron"}, tc.flags...)
+		if _, err := execute(t, args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error saying %q", tc.flags, err, tc.want)
+		}
+	}
+	// With what they need, they are taken.
+	for _, flags := range [][]string{{"--window", "50", "--print-every", "100"}, {"--orders", "3"}} {
+		args := append([]string{"eval", "--data", "../../testdata/a9a.gz", "--limit", "200", "--learner", "perceptron"}, flags...)
+		if _, err := execute(t, args...); err != nil {
+			t.Errorf("%v: %v", flags, err)
+		}
 	}
 }
 

@@ -32,15 +32,17 @@ type fieldFlags struct {
 	NormText    bool     `name:"normalize-text" help:"Divide each text field's term counts by their Euclidean norm."`
 }
 
-// eventOnly names the flags given that only events use (--key-field,
-// --ignore-field, --features, --normalize-text, --scale online): with
-// records they would be ignored without a word.
+// eventOnly names the flags given that only events use (--label-field
+// and --hash-bits other than their defaults, --key-field, --ignore-field,
+// --features, --normalize-text, --scale online): with records they would
+// be ignored without a word.
 func (f fieldFlags) eventOnly(scale string) []string {
 	var set []string
 	for _, fl := range []struct {
 		name string
 		on   bool
-	}{{"--key-field", f.KeyField != ""}, {"--ignore-field", len(f.IgnoreField) > 0}, {"--features", f.Features != ""},
+	}{{"--label-field " + f.LabelField, f.LabelField != "" && f.LabelField != "label"}, {"--hash-bits", f.HashBits != 0 && f.HashBits != 18},
+		{"--key-field", f.KeyField != ""}, {"--ignore-field", len(f.IgnoreField) > 0}, {"--features", f.Features != ""},
 		{"--normalize-text", f.NormText}, {"--scale " + scale, scale != "" && scale != "none"}} {
 		if fl.on {
 			set = append(set, fl.name)
