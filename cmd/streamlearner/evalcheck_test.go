@@ -194,3 +194,21 @@ func TestReplayRefusesEventFlagsOnRecords(t *testing.T) {
 		t.Errorf("events with --scale online: %v", err)
 	}
 }
+
+// features listed the label as one more feature, without a word, when the
+// label field named no field of the records.
+func TestFeaturesWarnsOfAMissingLabelField(t *testing.T) {
+	out, err := execute(t, "features", "--data", elec2, "--show", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`no record has the label field "label"`, "class (3000)", "--label-field"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = execute(t, "features", "--data", elec2, "--show", "0", "--label-field", "class")
+	if err != nil || strings.Contains(out, "warning") || !strings.Contains(out, "27000 fields") {
+		t.Errorf("with the label field: %v\n%s", err, out)
+	}
+}
