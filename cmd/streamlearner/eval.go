@@ -159,6 +159,9 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 		if test, err = c.load(ctx, c.Test, mc, labels, 0); err != nil {
 			return err
 		}
+		if w := c.testSpace(ctx, mc); w != "" {
+			fmt.Fprintln(os.Stderr, "streamlearner: warning:", w)
+		}
 	}
 	cfg := offline.Config{
 		Learners: c.Learner, Kernel: kern, Orders: c.Orders, Seed: c.Seed,

@@ -25,6 +25,8 @@ type census struct {
 	records int
 	fields  map[string]int
 	labels  map[string]int
+	indices map[uint32]int // records: feature index → its nonzero entries
+	entries int            // records: nonzero entries in all
 }
 
 // nothingToLearn is eval's error for a training stream on which the
@@ -42,7 +44,7 @@ func (c *evalCmd) nothingToLearn(ctx context.Context, mc model.Config, labels co
 	if r.Labeled > 0 && !oneSided {
 		return nil
 	}
-	cs, err := c.census(ctx, mc)
+	cs, err := c.census(ctx, c.Data, mc)
 	if err != nil {
 		return fmt.Errorf("nothing to learn in %s, and reading it again failed: %w", c.Data, err)
 	}
@@ -61,17 +63,21 @@ func (c *evalCmd) nothingToLearn(ctx context.Context, mc model.Config, labels co
 		r.Labeled, c.Data, side, strings.Join(labels.Positive, ","), cs.records, counted(cs.labels))
 }
 
-// census reads the first censusRecords records of the training file.
-func (c *evalCmd) census(ctx context.Context, mc model.Config) (census, error) {
-	cs := census{fields: map[string]int{}, labels: map[string]int{}}
+// census reads the first censusRecords records of a data file.
+func (c *evalCmd) census(ctx context.Context, path string, mc model.Config) (census, error) {
+	cs := census{fields: map[string]int{}, labels: map[string]int{}, indices: map[uint32]int{}}
 	if !mc.Events {
-		raw, err := dataset.LoadRaw(ctx, c.Data, dataset.Options{Limit: censusRecords, MaxBad: censusRecords})
+		raw, err := dataset.LoadRaw(ctx, path, dataset.Options{Limit: censusRecords, MaxBad: censusRecords})
 		if err != nil {
 			return cs, err
 		}
 		cs.records = len(raw.Labels)
-		for _, l := range raw.Labels {
+		for i, l := range raw.Labels {
 			cs.labels[l]++
+			for _, j := range raw.X[i].Idx {
+				cs.indices[j]++
+			}
+			cs.entries += raw.X[i].Len()
 		}
 		return cs, nil
 	}
@@ -88,7 +94,7 @@ func (c *evalCmd) census(ctx context.Context, mc model.Config) (census, error) {
 		return cs, err
 	}
 	var ev codec.Event
-	err = c.eachEvent(ctx, c.Data, mc, censusRecords, false, func(_ int, b []byte) error {
+	err = c.eachEvent(ctx, path, mc, censusRecords, false, func(_ int, b []byte) error {
 		if dec.Decode(b, &ev) != nil {
 			return nil // a bad record names no field
 		}
@@ -121,4 +127,55 @@ func counted(m map[string]int) string {
 		parts = append(parts, fmt.Sprintf("and %d more", len(names)-30))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// testSpace warns when --test does not look like the training file's
+// feature space: event fields that only one of the files has, or records
+// with more than a tenth of their nonzero entries on indices the training
+// file never uses. A model scored there would measure nothing of what it learned.
+// "" when the files agree (or one cannot be read: loading says why).
+func (c *evalCmd) testSpace(ctx context.Context, mc model.Config) string {
+	train, err := c.census(ctx, c.Data, mc)
+	if err != nil {
+		return ""
+	}
+	test, err := c.census(ctx, c.Test, mc)
+	if err != nil || test.records == 0 {
+		return ""
+	}
+	if mc.Events {
+		onlyTest, onlyTrain := missing(test.fields, train.fields, test.records), missing(train.fields, test.fields, train.records)
+		if onlyTest == "" && onlyTrain == "" {
+			return ""
+		}
+		return fmt.Sprintf("--test %s and --data %s have different fields (their first %d records): only in the test file: %s; only in the training file: %s",
+			c.Test, c.Data, censusRecords, cmp.Or(onlyTest, "none"), cmp.Or(onlyTrain, "none"))
+	}
+	unseen := 0
+	for j, n := range test.indices {
+		if train.indices[j] == 0 {
+			unseen += n
+		}
+	}
+	if test.entries == 0 || 10*unseen <= test.entries {
+		return ""
+	}
+	return fmt.Sprintf("--test %s looks like another feature space than --data %s: %d of its %d nonzero features (first %d records) are on indices the training file's first %d records never use",
+		c.Test, c.Data, unseen, test.entries, test.records, train.records)
+}
+
+// missing lists the names of a that b lacks, "" when none; a name in
+// fewer than 1 % of a's records is left out (an optional field that a
+// sample happens to miss is no sign of another space).
+func missing(a, b map[string]int, records int) string {
+	only := map[string]int{}
+	for n, k := range a {
+		if b[n] == 0 && 100*k >= records {
+			only[n] = k
+		}
+	}
+	if len(only) == 0 {
+		return ""
+	}
+	return counted(only)
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -210,5 +213,38 @@ func TestFeaturesWarnsOfAMissingLabelField(t *testing.T) {
 	out, err = execute(t, "features", "--data", elec2, "--show", "0", "--label-field", "class")
 	if err != nil || strings.Contains(out, "warning") || !strings.Contains(out, "27000 fields") {
 		t.Errorf("with the label field: %v\n%s", err, out)
+	}
+}
+
+// eval --test took a file of another feature space without a word, and
+// scored the model there.
+func TestEvalWarnsOfATestInAnotherSpace(t *testing.T) {
+	warned := func(args ...string) string {
+		return captureStderr(t, func() {
+			if _, err := execute(t, append([]string{"eval", "--learner", "perceptron", "--kernel", "linear"}, args...)...); err != nil {
+				t.Errorf("%v: %v", args, err)
+			}
+		})
+	}
+	if e := warned("--data", "../../testdata/a9a.gz", "--limit", "300", "--test", "../../testdata/usps-2000.gz", "--positive", "1"); !strings.Contains(e, "another feature space") {
+		t.Errorf("a9a against USPS: no warning:\n%s", e)
+	}
+	if e := warned("--data", "../../testdata/a9a.gz", "--limit", "300", "--test", "../../testdata/a9a.t.gz"); strings.Contains(e, "warning") {
+		t.Errorf("a9a against its test file: %s", e)
+	}
+	adult := []string{"--label-field", "income", "--positive", ">50K", "--data", "../../testdata/adult.train.3000.jsonl.gz"}
+	if e := warned(append(adult, "--test", "../../testdata/adult.test.1000.jsonl.gz")...); strings.Contains(e, "warning") {
+		t.Errorf("Adult against its test file: %s", e)
+	}
+	other := filepath.Join(t.TempDir(), "other.jsonl")
+	var b strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&b, "{\"income\":\"%s\",\"Elevation\":%d}\n", []string{">50K", "<=50K"}[i%2], 2000+i)
+	}
+	if err := os.WriteFile(other, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if e := warned(append(adult, "--test", other)...); !strings.Contains(e, "different fields") || !strings.Contains(e, "Elevation (20)") || !strings.Contains(e, "education (3000)") {
+		t.Errorf("Adult against another space: %s", e)
 	}
 }
