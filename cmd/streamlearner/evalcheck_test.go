@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -246,5 +247,22 @@ func TestEvalWarnsOfATestInAnotherSpace(t *testing.T) {
 	}
 	if e := warned(append(adult, "--test", other)...); !strings.Contains(e, "different fields") || !strings.Contains(e, "Elevation (20)") || !strings.Contains(e, "education (3000)") {
 		t.Errorf("Adult against another space: %s", e)
+	}
+}
+
+// run --input auto against brokers it cannot reach waited out
+// --connect-timeout, then suggested setting --input instead of naming
+// the connection.
+func TestRunNamesUnreachableBrokers(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	code, _, errOut := runCLI(t, "run", "-b", addr, "-t", "in", "--group", "g", "--output-topic", "out", "--learner", "perceptron",
+		"--connect-timeout", "1s", "--metrics-addr", "")
+	if code == 0 || !strings.Contains(errOut, "cannot reach the brokers "+addr+" within --connect-timeout 1s") || strings.Contains(errOut, "set --input") {
+		t.Errorf("exit %d:\n%s", code, errOut)
 	}
 }

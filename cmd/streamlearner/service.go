@@ -426,6 +426,10 @@ func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger, reg *schemar
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+	if ue := (*feed.UnreachableError)(nil); errors.As(err, &ue) {
+		return replay.KindRecords, fmt.Errorf("cannot reach the brokers %s within --connect-timeout %v: %w; check --brokers, that they are up and listening there, and the --tls/--sasl settings",
+			strings.Join(c.Brokers, ","), c.ConnectTimeout, ue.Err)
+	}
 	if err != nil && !errors.Is(err, feed.ErrNoTopic) {
 		return replay.KindRecords, fmt.Errorf("--input auto: looking at the first records of %s: %w (or set --input records or events)", c.Topic, err)
 	}
