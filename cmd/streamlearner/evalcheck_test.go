@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alecthomas/kong"
+	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/embedded"
 )
@@ -264,5 +266,45 @@ func TestRunNamesUnreachableBrokers(t *testing.T) {
 		"--connect-timeout", "1s", "--metrics-addr", "")
 	if code == 0 || !strings.Contains(errOut, "cannot reach the brokers "+addr+" within --connect-timeout 1s") || strings.Contains(errOut, "set --input") {
 		t.Errorf("exit %d:\n%s", code, errOut)
+	}
+}
+
+// run with a label field no record has predicted every record from a
+// model that learned nothing. Each is dead-lettered (missing_label) with
+// a detail naming the field and the record's fields, until a label comes.
+func TestRunDeadLettersRecordsWithoutTheLabelField(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"ev", "out", "ev.dlq"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := execute(t, "produce", "-b", b.Addr(), "-t", "ev", "--data", elec2, "--limit", "40"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := executeCtx(t, ctx, "run", "-b", b.Addr(), "-t", "ev", "--group", "g", "--output-topic", "out", "--learner", "perceptron",
+			"--label-field", "klass", "--positive", "UP", "--log-level", "error", "--metrics-addr", "", "--flush-interval", "50ms")
+		done <- err
+	}()
+	defer func() { cancel(); <-done }()
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr()}, Topic: "ev.dlq", Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer rd.Close()
+	rctx, rcancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer rcancel()
+	for i := range 40 {
+		m, err := rd.ReadMessage(rctx)
+		if err != nil {
+			t.Fatalf("dead letter %d: %v", i, err)
+		}
+		h := map[string]string{}
+		for _, x := range m.Headers {
+			h[x.Key] = string(x.Value)
+		}
+		if h["streamlearner.error"] != "missing_label" || !strings.Contains(h["streamlearner.error.detail"], `no label field "klass"`) ||
+			!strings.Contains(h["streamlearner.error.detail"], "class") {
+			t.Fatalf("dead letter %d: %v", i, h)
+		}
 	}
 }

@@ -283,6 +283,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		return err
 	}
 	cfg.Event, cfg.Features, cfg.Classes, cfg.MaxClasses = mc.Event, mc.Features, mc.Classes, mc.MaxClasses
+	cfg.LabelRequired = true // a stream without labels says so at once (dead letters, log) instead of predicting from an empty model
 	if cfg.Registry, err = c.registryFlags.client(c.config()); err != nil {
 		return err
 	}
