@@ -308,3 +308,23 @@ func TestRunDeadLettersRecordsWithoutTheLabelField(t *testing.T) {
 		}
 	}
 }
+
+// replay of a topic whose records lack the label field printed "no
+// labels" rows and exited 0; it fails, naming the field.
+func TestReplayWithoutLabelsFails(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := execute(t, "produce", "-b", b.Addr(), "-t", "e", "--data", elec2, "--limit", "100", "--auto-create"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := execute(t, "replay", "-b", b.Addr(), "-t", "e", "--learner", "perceptron", "--label-field", "klass", "--positive", "UP")
+	if err == nil || !strings.Contains(err.Error(), `the label field "klass"`) || !strings.Contains(out, "no labels") {
+		t.Errorf("%v\n%s", err, out)
+	}
+	if _, err := execute(t, "replay", "-b", b.Addr(), "-t", "e", "--learner", "perceptron", "--label-field", "class", "--positive", "UP"); err != nil {
+		t.Errorf("with the label field: %v", err)
+	}
+}

@@ -146,7 +146,28 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 	if werr := writeReplay(out, rep, c.Report, c.Plot, replay.PlotOptions{LogSupport: c.PlotLogSupport}); werr != nil {
 		return errors.Join(err, werr)
 	}
+	if err == nil {
+		err = c.nothingLearned(rep)
+	}
 	return err
+}
+
+// nothingLearned is the error of a replay in which no record carried a
+// label: every row says "no labels", and the exit status says so too.
+func (c *replayCmd) nothingLearned(rep replay.Report) error {
+	var rounds int64
+	for _, p := range rep.Partitions {
+		rounds += p.Rounds
+	}
+	for _, l := range rep.Learners {
+		if l.Labeled > 0 {
+			return nil
+		}
+	}
+	if rounds == 0 || c.delayedLabels() {
+		return nil
+	}
+	return fmt.Errorf("no record of topic %s has a label (events: the label field %q): nothing was learned or scored; set --label-field to the field that holds the label", c.Topic, c.LabelField)
 }
 
 // refuseEventOnly refuses the flags only named-field events use when the
