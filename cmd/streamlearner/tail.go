@@ -121,19 +121,21 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 }
 
 // tailWidths are the widths of tail's table columns, fixed so that the
-// columns stay put from one batch of predictions to the next (a longer
-// value is cut, its last rune an ellipsis); numbers are right-aligned.
-var tailWidths = [...]int{16, 10, 24, 10, 10, 10, 5, 8, 8}
+// columns stay put from one batch of predictions to the next. A longer
+// key or class name is cut, its last rune an ellipsis; a longer source or
+// number is never cut (it would lose its partition or digits) and pushes
+// its row to the right. Numbers are right-aligned.
+var tailWidths = [...]int{16, 12, 24, 10, 12, 10, 5, 8, 8}
 
 // tailRow lays out one row of tail's table.
 func tailRow(cells ...string) string {
 	var b strings.Builder
 	for i, cell := range cells {
 		w := tailWidths[i]
-		if utf8.RuneCountInString(cell) > w {
+		if n := utf8.RuneCountInString(cell); n > w && (i == 2 || i == 3 || i == 5) {
 			cell = string([]rune(cell)[:w-1]) + "…"
 		}
-		pad := strings.Repeat(" ", w-utf8.RuneCountInString(cell))
+		pad := strings.Repeat(" ", max(w-utf8.RuneCountInString(cell), 0))
 		if i > 0 {
 			b.WriteString("  ")
 		}

@@ -55,6 +55,12 @@ func TestTailColumnsStayAndPastTheEndSaysWhy(t *testing.T) {
 		t.Errorf("margin not under its heading:\n%s\n%s", lines[0], lines[120])
 	}
 
+	// A number too wide for its column pushes the row, but is never cut.
+	if row := tailRow("a-long-input-topic-name/12", "123456789012345", "k", "+1", "-123456789.0000", "1", "yes", "100.00%", "100.00%"); !strings.Contains(row, "a-long-input-topic-name/12") ||
+		!strings.Contains(row, " 123456789012345 ") || !strings.Contains(row, " -123456789.0000 ") {
+		t.Errorf("cut: %q", row)
+	}
+
 	c, err := parse(t, "tail", "-b", b.Addr(), "-t", "out", "-e", "--from", "99999")
 	if err != nil {
 		t.Fatal(err)
