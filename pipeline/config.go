@@ -69,6 +69,11 @@ type Config struct {
 	// Learner alone.
 	Challengers []model.Candidate
 	Select      selection.Config
+	// LabelRequired dead-letters (missing_label) a record without a label
+	// while its partition's model has learned from none (model.Config
+	// LabelRequired): a misspelled label field shows at once instead of
+	// an empty model's predictions. Not with DelayedLabels. Default false.
+	LabelRequired bool
 
 	// DelayedLabels lets a label come after its record (model.Config
 	// Delayed): a record with a key and no label is predicted at once (its
@@ -369,6 +374,7 @@ func (c *Config) ModelConfig(p int) model.Config {
 		Events: c.Events, Event: c.Event, Features: c.Features, Classes: c.Classes, MaxClasses: c.MaxClasses,
 		Format: c.Format, Schemas: c.schemas(),
 		Challengers: c.Challengers, Select: c.Select, Delayed: c.pending(),
+		LabelRequired: c.LabelRequired && c.pending() == nil,
 	}
 }
 

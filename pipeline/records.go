@@ -10,6 +10,7 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/learners"
 )
 
@@ -52,7 +53,8 @@ const (
 // label value streamlearner_dead_letters_total can carry: codec's, the
 // learners' refusals and its own.
 func Reasons() []codec.Reason {
-	return append(codec.Reasons(), learners.RefusedKernel, learners.RefusedMargin, ReasonInternal, ReasonOutputRefused, ReasonCorruptBatch)
+	return append(codec.Reasons(), learners.RefusedKernel, learners.RefusedMargin, ReasonInternal, ReasonOutputRefused, ReasonCorruptBatch,
+		model.ReasonMissingLabel)
 }
 
 // Reasons returns the dead-letter reasons a member with this configuration
@@ -68,6 +70,8 @@ func (c *Config) Reasons() []codec.Reason {
 			return !delayed
 		case codec.ReasonTooManyClasses:
 			return len(c.Classes) == 0
+		case model.ReasonMissingLabel:
+			return !c.LabelRequired || delayed
 		case codec.ReasonBadField:
 			return !c.Events
 		case codec.ReasonBadFraming, codec.ReasonUnknownSchema, codec.ReasonSchemaMismatch, codec.ReasonSchemaTooLarge, codec.ReasonBadSchema:

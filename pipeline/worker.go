@@ -80,6 +80,9 @@ type worker struct {
 	// the partition degraded (degraded) until it is reset.
 	unused, undelivered int
 	degraded            bool
+	// unlabeledWarned: the first record without a label refused before
+	// any learning (model.ReasonMissingLabel) has been logged.
+	unlabeledWarned bool
 	// aborts counts the transactions aborted in a row since the last
 	// commit; abortLoop of them halt the partition in /readyz.
 	aborts int
@@ -845,6 +848,11 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 		if isLabelReason(reason) {
 			mt.OrphanLabels.WithLabelValues(w.label, string(reason)).Inc()
 		}
+		if reason == model.ReasonMissingLabel && !w.unlabeledWarned {
+			w.unlabeledWarned = true
+			w.log.Warn().Int64("offset", msg.Offset).Str("detail", detail).
+				Msg("nothing is being learned: records without a label are dead-lettered (missing_label) until one with a label comes")
+		}
 		w.deadLetter(msg, reason, detail)
 		w.unused++
 		w.health(string(reason))
@@ -1488,6 +1496,9 @@ func (w *worker) health(why string) {
 			what = "all had their predictions refused by the brokers"
 		}
 		msg := fmt.Sprintf("the last %d records %s (last reason %s)", degradedAfter, what, why)
+		if why == string(model.ReasonMissingLabel) {
+			msg += ": nothing is being learned, the records have no label field (see the dead letters' reason detail)"
+		}
 		w.log.Error().Msg("partition degraded: " + msg)
 		w.m.cfg.Metrics.health.degrade(w.label, msg)
 	case !bad && w.degraded:

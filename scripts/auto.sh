@@ -38,7 +38,7 @@ fi
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(a9a banana covtype covtype-events w8a waveform usps pendigits letter mnist elec2 adult-events nursery)
 mkdir -p "$out"
-go build -o bin/streamlearner ./cmd/streamlearner
+make -s build
 sl=bin/streamlearner
 if [ "${sets[0]}" = drift ]; then
   : > "$out/quarters.md"

@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 out=${1:-out/bench}
 count=${COUNT:-5}
 mkdir -p "$out"
-CGO_ENABLED=0 go build -o bin/streamlearner ./cmd/streamlearner # as make build
+make -s build
 
 step() { # file, command...
   local f=$1; shift

@@ -15,7 +15,7 @@ sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(elec2 gauss sea)
 delays=(0 10 100 1000)
 mkdir -p "$out"
-go build -o bin/streamlearner ./cmd/streamlearner
+make -s build
 sl=bin/streamlearner
 learners=(rbp:budget=100 lbp:budget=100 forgetron:budget=100 projectron++:budget=100 perceptron)
 flags=()

@@ -5,7 +5,8 @@
 # local broker, `replay` runs every learner over it side by side.
 # Usage: scripts/drift.sh [reuters|pendigits|usps|letter ...] (default: all four)
 # Reads ../shared/datasets (or $DATASETS); writes reports, plots and tables to
-# out/drift (or $OUT). docs/drift.md quotes the tables.
+# out/drift (or $OUT). docs/drift.md quotes the tables; each run compares
+# its tables with docs/drift/<set>.md (CHECK=1: fails when one differs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/datasets.sh
@@ -14,7 +15,7 @@ port=${PORT:-19392}
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(reuters pendigits usps letter)
 mkdir -p "$out"
-go build -o bin/streamlearner ./cmd/streamlearner
+make -s build
 sl=bin/streamlearner
 
 # One broker for all streams, on loopback, stopped on exit.
@@ -76,8 +77,19 @@ for set in "${sets[@]}"; do
     done
   done
   go run ./scripts/drifttable "$out" "$set" | tee "$out/$set.md"
+  # docs/drift/$set.md is this table as committed (and docs/drift.md's
+  # summary is checked against it by go test ./scripts/drifttable): say
+  # when it is stale; CHECK=1 makes that an error.
+  if ! cmp -s "docs/drift/$set.md" "$out/$set.md"; then
+    echo "drift.sh: docs/drift/$set.md differs from this run's $out/$set.md: copy it there and update docs/drift.md" >&2
+    stale="${stale:-} $set"
+  fi
   # Like the paper's Fig. 5: a 7-shift stream, a few learners, over time.
   "$sl" replay --brokers "$brokers" --topic "$set-s7-1" --kernel "$kernel" --learner perceptron --learner sop:a=1 \
     --learner rbp:budget=100 --learner lbp:budget=100 --learner forgetron:budget=100 --learner lbsop:budget=50,a=1 \
     --shifts from-headers --window 200 --detector none --plot "$out/$set-s7-1-time.png" > /dev/null
 done
+if [ -n "${stale:-}" ] && [ -n "${CHECK:-}" ]; then
+  echo "drift.sh: stale tables:$stale" >&2
+  exit 1
+fi

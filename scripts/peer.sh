@@ -50,7 +50,7 @@ peer=$dir/build/bin/KOL
 data=$dir/src/sample_dataset/a9a_train
 [ -f "$data" ] || skip "no $data in the peer's source"
 echo "peer: $peer ($(git -C "$dir/src" log -1 --format='%h %cs' 2>/dev/null || echo '?'))"
-CGO_ENABLED=0 go build -o bin/streamlearner ./cmd/streamlearner # as make build
+make -s build
 echo "ours: bin/streamlearner ($(bin/streamlearner --version))"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) cores; $runs alternating pairs per row"
 

@@ -12,7 +12,7 @@ out=${2:-out/reproduction}
 . scripts/datasets.sh
 jobs=${JOBS:-2}
 mkdir -p "$out" "$out/data"
-go build -o bin/streamlearner ./cmd/streamlearner
+make -s build
 sl=bin/streamlearner
 
 run() { # name, then eval arguments

@@ -14,7 +14,7 @@ out=${OUT:-out/selection}
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(sea hyperplane gauss checkerboard elec2 reuters)
 mkdir -p "$out"
-go build -o bin/streamlearner ./cmd/streamlearner
+make -s build
 sl=bin/streamlearner
 
 # candidates A B C: four budget learners and the Perceptron on the stream's

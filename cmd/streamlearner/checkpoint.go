@@ -26,7 +26,7 @@ type checkpointCmd struct {
 type storeFlags struct {
 	CheckpointDir   string   `aliases:"dir" type:"existingdir" placeholder:"DIR" help:"Checkpoint directory, as given to run --checkpoint-dir."`
 	CheckpointTopic string   `placeholder:"TOPIC" help:"Checkpoint topic, as given to run --checkpoint-topic (with --brokers)."`
-	Brokers         []string `placeholder:"HOST:PORT" help:"Bootstrap brokers, for --checkpoint-topic."`
+	Brokers         []string `short:"b" placeholder:"HOST:PORT" help:"Bootstrap brokers, for --checkpoint-topic."`
 	connOpts        `embed:""`
 }
 

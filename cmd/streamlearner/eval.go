@@ -83,6 +83,15 @@ func (c *evalCmd) Validate() error {
 	if c.Delay < 0 {
 		return fmt.Errorf("--delay %d: want 0 or more records", c.Delay)
 	}
+	if c.KeepOrder && c.Orders > 1 {
+		return fmt.Errorf("--orders %d with --keep-order: the file's order is one order; drop one of them", c.Orders)
+	}
+	if c.Window != 1000 && c.PrintEvery == 0 && c.Curve == "" {
+		return errors.New("--window is the windowed rate of --print-every and --curve; give one of them")
+	}
+	if c.MaxClasses != 100 && c.Classes != model.Auto {
+		return errors.New("--max-classes bounds the classes --classes auto discovers; give --classes auto")
+	}
 	if c.Select != "" && c.Trace != "" {
 		return errors.New("--trace is for learners run apart, not with --select")
 	}
@@ -136,6 +145,9 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	if mc.Events && c.Standardize {
 		return errors.New("--standardize is for records; events scale with --scale online")
 	}
+	if only := c.eventOnly(c.Scale); !mc.Events && len(only) > 0 {
+		return fmt.Errorf("%s: only named-field events use them, and %s holds indexed records (LIBSVM or {\"label\",\"features\"}); remove them (records scale with --standardize)", strings.Join(only, ", "), c.Data)
+	}
 	var train *offline.Data
 	if c.streams() {
 		train = c.stream(mc, labels)
@@ -146,6 +158,9 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	if c.Test != "" {
 		if test, err = c.load(ctx, c.Test, mc, labels, 0); err != nil {
 			return err
+		}
+		if w := c.testSpace(ctx, mc); w != "" {
+			fmt.Fprintln(os.Stderr, "streamlearner: warning:", w)
 		}
 	}
 	cfg := offline.Config{
@@ -184,6 +199,11 @@ func (c *evalCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	if len(results) == 0 {
 		return err
+	}
+	if err == nil {
+		if err := c.nothingToLearn(ctx, mc, labels, results); err != nil {
+			return err
+		}
 	}
 	// An interrupted eval (Ctrl-C) still prints what it measured.
 	var werr error

@@ -32,15 +32,17 @@ type fieldFlags struct {
 	NormText    bool     `name:"normalize-text" help:"Divide each text field's term counts by their Euclidean norm."`
 }
 
-// eventOnly names the flags given that only events use (--key-field,
-// --ignore-field, --features, --normalize-text, --scale online): with
-// records they would be ignored without a word.
+// eventOnly names the flags given that only events use (--label-field
+// and --hash-bits other than their defaults, --key-field, --ignore-field,
+// --features, --normalize-text, --scale online): with records they would
+// be ignored without a word.
 func (f fieldFlags) eventOnly(scale string) []string {
 	var set []string
 	for _, fl := range []struct {
 		name string
 		on   bool
-	}{{"--key-field", f.KeyField != ""}, {"--ignore-field", len(f.IgnoreField) > 0}, {"--features", f.Features != ""},
+	}{{"--label-field " + f.LabelField, f.LabelField != "" && f.LabelField != "label"}, {"--hash-bits", f.HashBits != 0 && f.HashBits != 18},
+		{"--key-field", f.KeyField != ""}, {"--ignore-field", len(f.IgnoreField) > 0}, {"--features", f.Features != ""},
 		{"--normalize-text", f.NormText}, {"--scale " + scale, scale != "" && scale != "none"}} {
 		if fl.on {
 			set = append(set, fl.name)
@@ -188,7 +190,8 @@ func (c *featuresCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	var ev codec.Event
 	names := map[string]uint32{} // distinct feature names → index
-	records, fields := 0, 0
+	records, fields, labeled := 0, 0, 0
+	seen := map[string]int{} // field → records that have it
 	var text textFields
 	err = dataset.LinesOf(ctx, c.Data, func(line int, b []byte) (bool, error) {
 		if err := dec.Decode(b, &ev); err != nil {
@@ -197,6 +200,14 @@ func (c *featuresCmd) Run(ctx context.Context, out io.Writer) error {
 		x, _ := fz.Vector(&ev)
 		records++
 		fields += len(ev.Fields)
+		if ev.Label() != nil {
+			labeled++
+		}
+		if records <= censusRecords {
+			for _, fl := range ev.Fields {
+				seen[string(ev.Name(fl))]++
+			}
+		}
 		text.see(&ev)
 		for _, fl := range ev.Fields {
 			name, text := ev.Name(fl), ev.Text(fl)
@@ -234,6 +245,12 @@ func (c *featuresCmd) Run(ctx context.Context, out io.Writer) error {
 		records, fields, len(names), len(byIndex), fz.Config().HashBits, shared, sharedIdx)
 	if w := text.warning(); w != "" {
 		fmt.Fprintln(out, w)
+	}
+	if records > 0 && labeled == 0 {
+		// The label is then read as one more feature, and a model would
+		// have nothing to learn.
+		fmt.Fprintf(out, "warning: no record has the label field %q: every field is read as a feature, the label too. Fields (records that have them): %s; set --label-field to the field that holds the label\n",
+			c.LabelField, counted(seen))
 	}
 	return nil
 }

@@ -39,8 +39,8 @@ type genCmd struct {
 // with its shifts sidecar, or a topic.
 type genSink struct {
 	Out        string   `short:"o" placeholder:"FILE" help:"Output LIBSVM file, with the shift positions in FILE.shifts.json (default: standard output, no sidecar)."`
-	Brokers    []string `placeholder:"HOST:PORT" help:"Bootstrap brokers, for --topic."`
-	Topic      string   `help:"Produce to this topic instead of writing LIBSVM: JSON records, labels 1/-1, each with header streamlearner.segment = its segment number."`
+	Brokers    []string `short:"b" placeholder:"HOST:PORT" help:"Bootstrap brokers, for --topic."`
+	Topic      string   `short:"t" help:"Produce to this topic instead of writing LIBSVM: JSON records, labels 1/-1, each with header streamlearner.segment = its segment number."`
 	connOpts   `embed:""`
 	AutoCreate bool    `help:"Create the topic if missing (with --topic)."`
 	Rate       float64 `help:"Records per second into the topic (0: as fast as possible)."`

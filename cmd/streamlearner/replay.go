@@ -22,7 +22,7 @@ type replayCmd struct {
 	fieldFlags        `embed:""`
 	modelFlags        `embed:""`
 	selectFlags       `embed:""`
-	Topic             string        `required:"" help:"Topic to replay (records as run reads them)."`
+	Topic             string        `required:"" short:"t" help:"Topic to replay (records as run reads them)."`
 	Partition         []int         `placeholder:"N" help:"Partitions to replay, repeatable (default: all, each its own stream)."`
 	From              string        `default:"earliest" placeholder:"BOUND" help:"First record: earliest, latest, an offset or an RFC 3339 time."`
 	To                string        `default:"latest" placeholder:"BOUND" help:"End, exclusive: latest (the end when the replay starts), an offset or an RFC 3339 time."`
@@ -134,6 +134,9 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 	src := replay.Source{Conn: c.config(), Topic: c.Topic, Partitions: c.Partition, From: c.From, To: c.To,
 		Labels: labels, Progress: bar.Update, DetectInput: c.Input == "auto", ReadUncommitted: c.ReadUncommitted,
 		LabelTopic: c.LabelTopic, Registry: reg}
+	if err := c.refuseEventOnly(ctx, src); err != nil {
+		return err
+	}
 	rep, err := replay.Run(ctx, src, cfg)
 	bar.Done()
 	if err != nil && len(rep.Partitions) == 0 {
@@ -143,7 +146,46 @@ func (c *replayCmd) Run(ctx context.Context, out io.Writer) error {
 	if werr := writeReplay(out, rep, c.Report, c.Plot, replay.PlotOptions{LogSupport: c.PlotLogSupport}); werr != nil {
 		return errors.Join(err, werr)
 	}
+	if err == nil {
+		err = c.nothingLearned(rep)
+	}
 	return err
+}
+
+// nothingLearned is the error of a replay in which no record carried a
+// label: every row says "no labels", and the exit status says so too.
+func (c *replayCmd) nothingLearned(rep replay.Report) error {
+	var rounds int64
+	for _, p := range rep.Partitions {
+		rounds += p.Rounds
+	}
+	for _, l := range rep.Learners {
+		if l.Labeled > 0 {
+			return nil
+		}
+	}
+	if rounds == 0 || c.delayedLabels() {
+		return nil
+	}
+	return fmt.Errorf("no record of topic %s has a label (events: the label field %q): nothing was learned or scored; set --label-field to the field that holds the label", c.Topic, c.LabelField)
+}
+
+// refuseEventOnly refuses the flags only named-field events use when the
+// topic holds indexed records (--input records, or auto deciding so), as
+// run does: they would change nothing, and the replay would not match the
+// run a user had in mind.
+func (c *replayCmd) refuseEventOnly(ctx context.Context, src replay.Source) error {
+	only := c.eventOnly(c.Scale)
+	if len(only) == 0 || c.Input != "auto" && c.Input != "records" {
+		return nil
+	}
+	if c.Input == "auto" {
+		events, decided, err := replay.DetectEvents(ctx, src, c.delayedLabels())
+		if err != nil || events || !decided {
+			return err
+		}
+	}
+	return fmt.Errorf("%s: only named-field events use them, and topic %s holds indexed records (LIBSVM or {\"label\",\"features\"}); remove them", strings.Join(only, ", "), c.Topic)
 }
 
 // writeReplay prints the summary table and writes the report and plot

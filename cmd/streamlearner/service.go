@@ -30,7 +30,7 @@ import (
 
 // connFlags are the connection options every Kafka-facing command shares.
 type connFlags struct {
-	Brokers  []string `required:"" placeholder:"HOST:PORT" help:"Bootstrap brokers."`
+	Brokers  []string `required:"" short:"b" placeholder:"HOST:PORT" help:"Bootstrap brokers."`
 	connOpts `embed:""`
 }
 
@@ -120,7 +120,7 @@ type runCmd struct {
 	connFlags              `embed:""`
 	logFlags               `embed:""`
 	registryFlags          `embed:""`
-	Topic                  string `required:"" help:"Input topic of labeled (or unlabeled) records."`
+	Topic                  string `required:"" short:"t" help:"Input topic of labeled (or unlabeled) records."`
 	Group                  string `required:"" help:"Consumer group id; members of one group share the partitions."`
 	OutputTopic            string `required:"" help:"Topic for predictions (keyed topic/partition/offset)."`
 	DLQTopic               string `name:"dlq-topic" help:"Dead-letter topic for bad records (default: <topic>.dlq)."`
@@ -279,6 +279,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 		return err
 	}
 	cfg.Event, cfg.Features, cfg.Classes, cfg.MaxClasses = mc.Event, mc.Features, mc.Classes, mc.MaxClasses
+	cfg.LabelRequired = true // a stream without labels says so at once (dead letters, log) instead of predicting from an empty model
 	if cfg.Registry, err = c.registryFlags.client(c.config()); err != nil {
 		return err
 	}
@@ -432,6 +433,10 @@ func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger, reg *schemar
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+	if ue := (*fetch.UnreachableError)(nil); errors.As(err, &ue) {
+		return replay.KindRecords, fmt.Errorf("cannot reach the brokers %s within --connect-timeout %v: %w; check --brokers, that they are up and listening there, and the --tls/--sasl settings",
+			strings.Join(c.Brokers, ","), c.ConnectTimeout, ue.Err)
+	}
 	if err != nil && !errors.Is(err, fetch.ErrNoTopic) {
 		return replay.KindRecords, fmt.Errorf("--input auto: looking at the first records of %s: %w (or set --input records or events)", c.Topic, err)
 	}
@@ -463,7 +468,7 @@ func (c *runCmd) inputKind(ctx context.Context, log zerolog.Logger, reg *schemar
 
 type produceCmd struct {
 	connFlags     `embed:""`
-	Topic         string  `required:"" help:"Topic to write to."`
+	Topic         string  `required:"" short:"t" help:"Topic to write to."`
 	Data          string  `required:"" type:"existingfile" placeholder:"FILE" help:"LIBSVM, JSON lines, or CSV with a header row (.csv: each row sent as a JSON event; true/false as booleans, empty cells missing); gzip allowed."`
 	Rate          float64 `help:"Records per second (0: as fast as possible)."`
 	Key           string  `default:"round-robin" placeholder:"FIELD|round-robin|line" help:"Record keys: round-robin (none), line (line number) or a JSON field."`

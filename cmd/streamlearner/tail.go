@@ -7,7 +7,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
+	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/internal/feed"
@@ -50,11 +53,10 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 	headed := false
 	header := func() {
 		if c.Format == "table" && !headed {
-			fmt.Fprintln(tw, "source\toffset\tkey\tpred\tmargin\tlabel\tright\taccuracy\twindow")
+			fmt.Fprintln(out, tailRow("source", "offset", "key", "pred", "margin", "label", "right", "accuracy", "window"))
 			headed = true
 		}
 	}
-	n := 0
 	if c.ReadUncommitted {
 		fmt.Fprintln(warn, "streamlearner: reading uncommitted: predictions of aborted transactions are read too (those repeating an input offset are counted as duplicates, not shown)")
 	}
@@ -97,15 +99,11 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 		key := p.Key
 		if key == "" {
 			key = "-"
-		} else if len(key) > 24 {
-			key = key[:23] + "…"
 		}
 		// The accuracies are the input partition's: each has its own model.
-		fmt.Fprintf(tw, "%s/%d\t%d\t%s\t%s\t%.4f\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.Offset, key, pred, p.Margin, label, right, percent(st.SourceAccuracy), percent(st.SourceWindow))
-		if n++; n%50 == 0 {
-			return tw.Flush()
-		}
-		return nil
+		_, err := fmt.Fprintln(out, tailRow(fmt.Sprintf("%s/%d", p.Topic, p.Partition), strconv.FormatInt(p.Offset, 10), key, pred,
+			strconv.FormatFloat(p.Margin, 'f', 4, 64), label, right, percent(st.SourceAccuracy), percent(st.SourceWindow)))
+		return err
 	})
 	if err == nil || ctx.Err() != nil {
 		summary(tw, c.Format, st)
@@ -114,10 +112,58 @@ func (c *tailCmd) tail(ctx context.Context, out, warn io.Writer) error {
 	if st.Skipped > 0 {
 		fmt.Fprintf(warn, "streamlearner: %d records of %s were not predictions and were skipped\n", st.Skipped, c.Topic)
 	}
+	if err == nil && c.ExitAtEnd && st.Predictions == 0 && st.Skipped == 0 && len(st.Held) > 0 {
+		fmt.Fprintf(warn, "streamlearner: nothing to show from --from %s: %s\n", c.From, heldText(c.Topic, st.Held))
+	}
 	if ctx.Err() != nil {
 		return nil // Ctrl-C is how a tail ends
 	}
 	return err
+}
+
+// tailWidths are the widths of tail's table columns, fixed so that the
+// columns stay put from one batch of predictions to the next. A longer
+// key or class name is cut, its last rune an ellipsis; a longer source or
+// number is never cut (it would lose its partition or digits) and pushes
+// its row to the right. Numbers are right-aligned.
+var tailWidths = [...]int{16, 12, 24, 10, 12, 10, 5, 8, 8}
+
+// tailRow lays out one row of tail's table.
+func tailRow(cells ...string) string {
+	var b strings.Builder
+	for i, cell := range cells {
+		w := tailWidths[i]
+		if n := utf8.RuneCountInString(cell); n > w && (i == 2 || i == 3 || i == 5) {
+			cell = string([]rune(cell)[:w-1]) + "…"
+		}
+		pad := strings.Repeat(" ", max(w-utf8.RuneCountInString(cell), 0))
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		switch i {
+		case 1, 4, 7, 8: // offset, margin, accuracies
+			b.WriteString(pad + cell)
+		default:
+			b.WriteString(cell + pad)
+		}
+	}
+	return strings.TrimRight(b.String(), " ")
+}
+
+// heldText says what a topic held: its records, and each partition's
+// offsets.
+func heldText(topic string, held []feed.Held) string {
+	var n int64
+	var parts []string
+	for _, h := range held {
+		n += h.End - h.First
+		if h.End > h.First {
+			parts = append(parts, fmt.Sprintf("partition %d: offsets %d to %d", h.Partition, h.First, h.End-1))
+		} else {
+			parts = append(parts, fmt.Sprintf("partition %d: empty (next offset %d)", h.Partition, h.End))
+		}
+	}
+	return fmt.Sprintf("topic %s holds %d records (%s)", topic, n, strings.Join(parts, ", "))
 }
 
 // summary closes a table with each input partition's accuracy and the

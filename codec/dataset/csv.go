@@ -59,16 +59,10 @@ func csvRows(r io.Reader) iter.Seq2[int, csvRow] {
 			ret(1, nil, fmt.Errorf("csv header: %w", err))
 			return
 		}
-		seen := map[string]bool{}
-		keys := make([][]byte, len(header))
-		for i, h := range header {
-			h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-			if h == "" || seen[h] {
-				ret(1, nil, fmt.Errorf("csv header: column %d name %q is empty or repeated", i+1, h))
-				return
-			}
-			seen[h] = true
-			keys[i] = appendString(nil, h)
+		keys, err := headerKeys(header)
+		if err != nil {
+			ret(1, nil, err)
+			return
 		}
 		for {
 			rec, err := cr.Read()
@@ -93,6 +87,45 @@ func csvRows(r io.Reader) iter.Seq2[int, csvRow] {
 			}
 		}
 	}
+}
+
+// headerHelp says what a CSV file's first row must be, for the errors of
+// a file without one (numpy's savetxt writes none; pandas' to_csv writes
+// its index as a column without a name).
+const headerHelp = "a CSV file's first row must name its fields, the label's among them (e.g. x1,x2,label); " +
+	"pandas: df.to_csv(path, index=False); numpy: np.savetxt(path, data, delimiter=\",\", header=\"x1,x2,label\", comments=\"\")"
+
+// headerKeys checks the header row and returns its names as JSON keys.
+// A row of numbers that are not the column numbers pandas gives unnamed
+// columns (0, 1, 2, …) is a data row: the file has no header.
+func headerKeys(header []string) ([][]byte, error) {
+	numbers, columns := 0, 0
+	for i, h := range header {
+		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		if _, err := strconv.ParseFloat(h, 64); err == nil {
+			numbers++
+			if h == strconv.Itoa(i) {
+				columns++
+			}
+		}
+	}
+	if numbers == len(header) && columns < len(header) {
+		return nil, fmt.Errorf("csv: line 1 (%s) is numbers, not a header row of field names; %s", strings.Join(header[:min(len(header), 4)], ","), headerHelp)
+	}
+	seen := map[string]int{}
+	keys := make([][]byte, len(header))
+	for i, h := range header {
+		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		if h == "" {
+			return nil, fmt.Errorf("csv header: column %d has no name; %s", i+1, headerHelp)
+		}
+		if j, ok := seen[h]; ok {
+			return nil, fmt.Errorf("csv header: column %d is named %q as column %d is; %s", i+1, h, j+1, headerHelp)
+		}
+		seen[h] = i
+		keys[i] = appendString(nil, h)
+	}
+	return keys, nil
 }
 
 // appendCell writes one CSV cell as a JSON value.

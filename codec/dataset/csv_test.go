@@ -71,3 +71,36 @@ func TestCSVFilesAreEvents(t *testing.T) {
 		t.Fatalf("%v: %q at lines %v", err, got, lines)
 	}
 }
+
+// A CSV file without a header row (numpy's savetxt), or with pandas'
+// unnamed index column, failed with a message that did not say that the
+// first row must name the fields. Pandas' own names for unnamed columns
+// (0, 1, 2, …) are a header.
+func TestCSVWithoutAHeaderSaysSo(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"5.1,3.5,1.4,0.2,0\n4.9,3.0,1.4,0.2,0\n", "line 1 (5.1,3.5,1.4,0.2) is numbers, not a header row"},
+		{"1.0,1.0,0\n2.0,2.0,1\n", "is numbers, not a header row"},
+		{",x1,label\n0,1.5,a\n", "column 1 has no name"},
+		{"x,label,x\n1,a,2\n", `column 3 is named "x" as column 1 is`},
+	} {
+		var err error
+		for _, e := range CSVEvents(strings.NewReader(tc.in)) {
+			if e != nil {
+				err = e
+			}
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "first row must name its fields") || !strings.Contains(err.Error(), "index=False") {
+			t.Errorf("%q: %v, want %q and what the first row must be", tc.in, err, tc.want)
+		}
+	}
+	var rows []string
+	for row, err := range CSVEvents(strings.NewReader("0,1,2\n5.1,3.5,1\n")) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, string(row))
+	}
+	if len(rows) != 1 || rows[0] != `{"0":5.1,"1":3.5,"2":1}` {
+		t.Errorf("pandas' column numbers as a header: %q", rows)
+	}
+}

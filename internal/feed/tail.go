@@ -67,6 +67,17 @@ type TailStats struct {
 	// Sources is every input partition seen, "topic/partition", with its
 	// predictions and accuracy, by topic and then partition number.
 	Sources []SourceStats
+	// Held is what each partition of the topic held when the tail
+	// started, so that a tail that shows nothing can say why (a --from
+	// past the end, an empty topic).
+	Held []Held
+}
+
+// Held is the offsets a partition held when a tail started: First is its
+// first record's, End the next one's (End − First records).
+type Held struct {
+	Partition  int
+	First, End int64
 }
 
 // SourceStats is the accuracy of one input partition's predictions.
@@ -146,6 +157,7 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 		if err != nil {
 			return st, fmt.Errorf("tail: %w", err)
 		}
+		st.Held = append(st.Held, Held{Partition: p, First: first, End: last})
 		start, err := fetch.ResolveBound(ctx, client, cfg.Topic, p, cfg.From, first, first, last)
 		if err != nil {
 			return st, fmt.Errorf("tail --from: %w", err)

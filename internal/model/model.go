@@ -100,6 +100,7 @@
 package model
 
 import (
+	"cmp"
 	"encoding"
 	"encoding/binary"
 	"encoding/json"
@@ -155,6 +156,14 @@ type Config struct {
 	Schemas codec.SchemaSource
 	// Labels maps label tokens to +1/−1 in binary mode.
 	Labels codec.LabelMap
+	// LabelRequired refuses (ReasonMissingLabel) a record without a
+	// label while the model has learned from none: a stream whose records
+	// all lack the label field (a misspelled --label-field) has nothing to
+	// learn, and an empty model's predictions would mean nothing. Once a
+	// label has been learned, unlabeled records are predicted as usual.
+	// Not with Delayed, whose records come without their labels. Default
+	// false (eval and replay score such a stream as it is).
+	LabelRequired bool
 	// Classes selects many-class one-vs-rest: {"auto"} discovers classes
 	// online, a list fixes them in its order. Empty: binary.
 	Classes []string
@@ -525,9 +534,32 @@ func (m *Model) Step(b []byte) (Result, error) {
 	if err != nil {
 		return Result{}, m.undo(err)
 	}
+	if m.cfg.LabelRequired && len(label) == 0 && m.eval.Labeled == 0 {
+		return Result{}, m.undo(m.missingLabel())
+	}
 	r, err := m.step(x, label, true)
 	r.Key = key
 	return r, m.undo(err)
+}
+
+// ReasonMissingLabel is the refusal of Config.LabelRequired.
+const ReasonMissingLabel codec.Reason = "missing_label"
+
+// missingLabel is the error of a record refused under LabelRequired: it
+// names the label field and, for an event, the fields it has.
+func (m *Model) missingLabel() error {
+	if !m.cfg.Events {
+		return &codec.Error{Reason: ReasonMissingLabel, Detail: "the record has no label, and nothing has been learned yet"}
+	}
+	var names []string
+	for _, f := range m.ev.Fields[:min(len(m.ev.Fields), 20)] {
+		names = append(names, string(m.ev.Name(f)))
+	}
+	if len(m.ev.Fields) > 20 {
+		names = append(names, "…")
+	}
+	return &codec.Error{Reason: ReasonMissingLabel, Detail: fmt.Sprintf("the record has no label field %q (its fields: %s), and nothing has been learned yet: set --label-field to the field that holds the label",
+		cmp.Or(m.cfg.Event.LabelField, codec.DefaultLabelField), strings.Join(names, ", "))}
 }
 
 // undo, when err is not nil, takes back what decoding the refused message

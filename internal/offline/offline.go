@@ -210,6 +210,16 @@ type Result struct {
 	// dropped there and are not counted here.
 	Unlisted     int `json:"unlisted,omitempty"`
 	TestUnlisted int `json:"test_unlisted,omitempty"`
+	// Labeled is how many records carried a label that was scored (the
+	// fewest of any order), and Positives how many of them were +1 (binary
+	// runs): eval refuses a stream that has nothing to learn, where a
+	// mistake rate of 0 would mean nothing.
+	Labeled   int `json:"labeled"`
+	Positives int `json:"positives,omitempty"`
+	// KeepOrder and Seed say which order the records were played in: the
+	// file's, or Orders random orders drawn from Seed. Rates depend on it.
+	KeepOrder bool   `json:"keep_order"`
+	Seed      uint64 `json:"seed"`
 	// Classes, Accuracy, MacroF1, Recall and Confusion are set for
 	// many-class runs: the classes (in the order the first order met
 	// them), the mean accuracy and macro-F1 over orders, and per-class
@@ -297,6 +307,8 @@ type rowStats struct {
 	supportMax   int
 	testAcc      float64
 	switches     uint64
+	labeled      uint64 // records scored
+	positives    uint64 // of them, labeled +1 (binary)
 	auto         *AutoReport
 }
 
@@ -674,6 +686,7 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 			rs.row = k
 			rs.mistakeRate, rs.baselineRate, rs.kappa, rs.updates = ev.MistakeRate(), ev.BaselineRate(), sc.Kappa, ev.Updates
 			rs.support, rs.supportMax = ev.Support, ev.SupportMax
+			rs.labeled, rs.positives = ev.Labeled, positivesOf(ev, m.Multi())
 			rs.accuracy, rs.macroF1, rs.confusion, rs.unanswered = sc.Accuracy, sc.MacroF1, ev.Confusion(), ev.UnansweredByClass()
 			if sel := m.Selector(); sel != nil && k == selector {
 				rs.switches = sel.Switches()
@@ -847,6 +860,7 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 	for row, canon := range names {
 		var mr, br, kappa, upd, sup, supMax, acc, eps, seen, played, sw []float64
 		skipped, unlisted, testUnlisted := 0, 0, 0
+		labeled, positives := -1, -1
 		complete := true
 		var auto *AutoReport
 		for _, r := range runs {
@@ -862,6 +876,7 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 				played = append(played, float64(r.seen-r.skipped-r.unlisted))
 				skipped = max(skipped, r.skipped)
 				unlisted, testUnlisted = max(unlisted, r.unlisted), max(testUnlisted, r.testUnlisted)
+				labeled, positives = minCount(labeled, rs.labeled), minCount(positives, rs.positives)
 				mr = append(mr, rs.mistakeRate)
 				br = append(br, rs.baselineRate)
 				kappa = append(kappa, rs.kappa)
@@ -882,9 +897,9 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 		complete = complete && len(seen) == orders
 		res := Result{
 			Spec: canon, Kernel: kernels[row], Orders: len(seen), Examples: int(math.Round(mean(played))), Skipped: skipped,
-			Unlisted: unlisted, TestUnlisted: testUnlisted,
+			Unlisted: unlisted, TestUnlisted: testUnlisted, Labeled: labeled, Positives: positives,
 			ExamplesPerSecond: mean(eps), Interrupted: !complete, Updates: mean(upd), BaselineRate: mean(br),
-			Delay: cfg.Delay, Auto: auto,
+			Delay: cfg.Delay, Auto: auto, KeepOrder: cfg.KeepOrder, Seed: cfg.Seed,
 		}
 		if cfg.Select != nil && row == len(names)-1 {
 			res.Selector, res.Switches = true, mean(sw)
@@ -901,6 +916,29 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 		out = append(out, res)
 	}
 	return out
+}
+
+// minCount is the smaller of a count so far (-1: none yet) and n.
+func minCount(so int, n uint64) int {
+	if so < 0 || int(n) < so {
+		return int(n)
+	}
+	return so
+}
+
+// positivesOf is how many of ev's scored rounds had label +1: the row of
+// class 1 in a binary confusion matrix (0 for many classes). A binary
+// model always predicts, so none of them is outside the matrix.
+func positivesOf(ev *prequential.Evaluator, multi bool) uint64 {
+	conf := ev.Confusion()
+	if multi || len(conf) < 2 {
+		return 0
+	}
+	var sum uint64
+	for _, c := range conf[1] {
+		sum += c
+	}
+	return sum
 }
 
 // mergeClasses fills the many-class fields of res from row's runs:

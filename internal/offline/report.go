@@ -12,6 +12,19 @@ import (
 	"text/tabwriter"
 )
 
+// orderLine says which order the records were played in, since every
+// rate of the table depends on it.
+func orderLine(r Result) string {
+	if r.KeepOrder {
+		return "order: the file's (--keep-order)."
+	}
+	orders := "1 random order"
+	if r.Orders != 1 {
+		orders = fmt.Sprintf("%d random orders", r.Orders)
+	}
+	return fmt.Sprintf("order: %s of the records (--seed %d); --keep-order plays them in the file's.", orders, r.Seed)
+}
+
 // WriteTable prints results as an aligned table, rates in percent, each
 // learner's mistake rate beside the majority-class baseline on the same
 // stream and Cohen's kappa.
@@ -37,6 +50,9 @@ func WriteTable(w io.Writer, results []Result) error {
 		return err
 	}
 	fmt.Fprintln(w, "baseline: always the class seen most so far (prequential); kappa: agreement beyond chance (0: none, 1: perfect).")
+	if len(results) > 0 {
+		fmt.Fprintln(w, orderLine(results[0]))
+	}
 	if len(results) > 0 && results[0].Delay > 0 {
 		records := "records"
 		if results[0].Delay == 1 {

@@ -1,6 +1,6 @@
-// Package progress draws a one-line progress bar on a terminal and stays
-// silent otherwise, so that long commands show they are alive without
-// polluting logs or pipes.
+// Package progress draws a one-line progress bar on a terminal, and
+// elsewhere (a log, a pipe) writes a plain line every LogEvery, so that
+// long commands show they are alive without filling a log with redraws.
 package progress
 
 import (
@@ -23,14 +23,25 @@ type Bar struct {
 	start time.Time
 	last  time.Time
 	drawn bool
+	log   bool // not a terminal: a line every LogEvery, nothing redrawn
 }
 
-// New returns a bar drawing on f when f is a terminal, or an inactive bar.
+// LogEvery is how often a bar that is not on a terminal writes its line.
+// The first comes LogEvery after the start, so that a short command
+// writes none.
+var LogEvery = 5 * time.Second
+
+// New returns a bar drawing on f when f is a terminal, or writing a line
+// on f every LogEvery when it is not; nil (inactive) when f is nil.
 func New(f *os.File, label string) *Bar {
-	if !IsTerminal(f) {
+	if f == nil {
 		return nil
 	}
-	return &Bar{w: f, label: label, start: time.Now()}
+	now := time.Now()
+	if !IsTerminal(f) {
+		return &Bar{w: f, label: label, start: now, last: now, log: true}
+	}
+	return &Bar{w: f, label: label, start: now}
 }
 
 // Update redraws the bar, at most ten times a second.
@@ -41,12 +52,38 @@ func (b *Bar) Update(done, total int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := time.Now()
+	if b.log {
+		if now.Sub(b.last) >= LogEvery {
+			b.last = now
+			fmt.Fprintln(b.w, "streamlearner: "+LogLine(b.label, done, total, now.Sub(b.start)))
+		}
+		return
+	}
 	if now.Sub(b.last) < 100*time.Millisecond && (done < total || total <= 0) {
 		return
 	}
 	b.last = now
 	b.drawn = true
 	fmt.Fprint(b.w, "\r"+Line(b.label, done, total, now.Sub(b.start)))
+}
+
+// LogLine is a progress line for a log: what is done of how much, the
+// rate and the time left; with a total of 0 or less (unknown), the count
+// and the rate alone.
+func LogLine(label string, done, total int64, elapsed time.Duration) string {
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(done) / s
+	}
+	if total <= 0 {
+		return fmt.Sprintf("%s: %s records, %s/s", label, human(float64(done)), human(rate))
+	}
+	eta := "?"
+	if rate > 0 {
+		eta = (time.Duration(float64(max(total-done, 0))/rate) * time.Second).Round(time.Second).String()
+	}
+	return fmt.Sprintf("%s: %s of %s records (%.1f%%), %s/s, eta %s", label, human(float64(done)), human(float64(total)),
+		100*min(float64(done)/float64(total), 1), human(rate), eta)
 }
 
 // Done erases the bar.

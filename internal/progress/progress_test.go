@@ -1,6 +1,7 @@
 package progress
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,4 +25,32 @@ func TestInactiveBarIsSilent(t *testing.T) {
 	var b *Bar // what New returns when not on a terminal
 	b.Update(1, 2)
 	b.Done()
+}
+
+// Off a terminal (a log, a pipe) a long command printed nothing until it
+// was done; it writes a plain line every LogEvery, none before.
+func TestBarOffATerminalWritesLogLines(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	saved := LogEvery
+	defer func() { LogEvery = saved }()
+	LogEvery = time.Hour
+	b := New(f, "eval")
+	b.Update(10, 1000) // before LogEvery: nothing
+	LogEvery = 0
+	b.Update(500, 1000)
+	b.Update(2000, 0)
+	b.Done()
+	got, err := os.ReadFile(f.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(got), "\n"), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "streamlearner: eval: 500 of 1.0k records (50.0%), ") || !strings.Contains(lines[0], "/s, eta ") ||
+		!strings.HasPrefix(lines[1], "streamlearner: eval: 2.0k records, ") || strings.ContainsAny(string(got), "\r\033") {
+		t.Errorf("log lines:\n%q", got)
+	}
 }

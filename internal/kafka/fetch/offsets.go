@@ -46,8 +46,19 @@ func Partitions(ctx context.Context, d *kafka.Dialer, brokers []string, topic st
 		slices.Sort(ids)
 		return ids, nil
 	}
-	return nil, fmt.Errorf("connect to %v: %w", brokers, lastErr)
+	return nil, &UnreachableError{Brokers: brokers, Err: lastErr}
 }
+
+// UnreachableError is the error of a call that reached none of the
+// brokers, so that a caller can name the connection as the problem
+// rather than what it was asking for.
+type UnreachableError struct {
+	Brokers []string
+	Err     error // the last broker's
+}
+
+func (e *UnreachableError) Error() string { return fmt.Sprintf("connect to %v: %v", e.Brokers, e.Err) }
+func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // ListOffsets asks for a partition's offsets: first and last when
 // requested, and off, the offset a time request found (−1 if none).
