@@ -46,7 +46,7 @@ func New(f *os.File, label string) *Bar {
 
 // Update redraws the bar, at most ten times a second.
 func (b *Bar) Update(done, total int64) {
-	if b == nil {
+	if b == nil || b.w == nil {
 		return
 	}
 	b.mu.Lock()
@@ -88,7 +88,7 @@ func LogLine(label string, done, total int64, elapsed time.Duration) string {
 
 // Done erases the bar.
 func (b *Bar) Done() {
-	if b == nil {
+	if b == nil || b.w == nil {
 		return
 	}
 	b.mu.Lock()

@@ -1,6 +1,7 @@
 package progress
 
 import (
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -21,10 +22,32 @@ func TestLine(t *testing.T) {
 	}
 }
 
+// A nil bar (what New gives without a file) and the zero Bar are
+// inactive: they write nothing, to the standard error either, and do not
+// fail.
 func TestInactiveBarIsSilent(t *testing.T) {
-	var b *Bar // what New returns when not on a terminal
-	b.Update(1, 2)
-	b.Done()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = w
+	defer func() { os.Stderr = saved }()
+	if b := New(nil, "eval"); b != nil {
+		t.Errorf("New(nil) = %v, want nil", b)
+	}
+	var none *Bar
+	var zero Bar
+	for _, b := range []*Bar{none, &zero} {
+		b.Update(1, 2)
+		b.Update(2, 2)
+		b.Done()
+	}
+	os.Stderr = saved
+	w.Close()
+	if out, _ := io.ReadAll(r); len(out) != 0 {
+		t.Errorf("an inactive bar wrote %q", out)
+	}
 }
 
 // Off a terminal (a log, a pipe) a long command printed nothing until it
