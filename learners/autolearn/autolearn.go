@@ -1038,8 +1038,11 @@ type Status struct {
 	Born     uint64  `json:"born"`     // labeled records before its first
 	Mistakes uint64  `json:"mistakes"` // since its birth
 	Rate     float64 `json:"rate"`     // mistakes per labeled record since its birth
-	Champion bool    `json:"champion,omitempty"`
-	Support  int     `json:"support"`
+	// Labeled is the labeled records since its birth: 0 for a candidate
+	// born at the last one, whose Rate says nothing yet.
+	Labeled  uint64 `json:"labeled"`
+	Champion bool   `json:"champion,omitempty"`
+	Support  int    `json:"support"`
 	// Work is its learners.Outcome.Work per labeled record since its
 	// birth: what Config.Cost compares.
 	Work float64 `json:"work"`
@@ -1064,7 +1067,7 @@ func (a *Auto) Candidates() []Status {
 			share = ws[i] / total
 		}
 		n := a.labeled - c.born
-		out[i] = Status{Name: c.name, Born: c.born, Mistakes: c.total, Champion: i == a.champion, Support: c.l.Size(), Vote: share}
+		out[i] = Status{Name: c.name, Born: c.born, Mistakes: c.total, Labeled: n, Champion: i == a.champion, Support: c.l.Size(), Vote: share}
 		if n > 0 {
 			out[i].Rate = float64(c.total) / float64(n)
 			out[i].Work = float64(c.spent) / float64(n)
@@ -1099,7 +1102,13 @@ func WriteCandidates(w io.Writer, cs []Status) {
 		if c.Champion {
 			mark = "*"
 		}
-		fmt.Fprintf(w, "  %s %6.2f %%  %9s  %5.1f %%  from %d  %s\n", mark, 100*c.Rate, fmtWork(c.Work), 100*c.Vote, c.Born, c.Name)
+		// A candidate born at the last labeled record has no rate yet:
+		// "0.00 %" would read as perfect.
+		rate, work, note := fmt.Sprintf("%6.2f %%", 100*c.Rate), fmtWork(c.Work), ""
+		if c.Labeled == 0 {
+			rate, work, note = "     new", "-", " (no labeled record since its birth)"
+		}
+		fmt.Fprintf(w, "  %s %s  %9s  %5.1f %%  from %d  %s%s\n", mark, rate, work, 100*c.Vote, c.Born, c.Name, note)
 	}
 }
 

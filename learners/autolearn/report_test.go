@@ -45,3 +45,31 @@ func TestParamsListTheDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestNewbornIsNotListedAsPerfect: a candidate born at the last labeled
+// record has made no mistake because it has not been scored, which
+// "0.00 %" would hide.
+func TestNewbornIsNotListedAsPerfect(t *testing.T) {
+	a, err := New(Config{Learners: []string{"rbp"}, Kernels: []string{"rbf"}, Width: 4, Keep: 2}, learners.Kernel{Kind: learners.Linear}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	print := func() string {
+		var b strings.Builder
+		WriteCandidates(&b, a.Candidates())
+		return b.String()
+	}
+	if out := print(); strings.Contains(out, "0.00 %") || !strings.Contains(out, "new") {
+		t.Fatalf("no labeled record yet, listed as:\n%s", out)
+	}
+	xs, ys := board(1, 1, 1)
+	a.Round(xs[0], ys[0])
+	for _, c := range a.Candidates() {
+		if c.Labeled != 1 {
+			t.Fatalf("%s: %d labeled records since its birth, want 1", c.Name, c.Labeled)
+		}
+	}
+	if out := print(); strings.Contains(out, "new") || !strings.Contains(out, " %  ") {
+		t.Fatalf("after a labeled record, listed as:\n%s", out)
+	}
+}
