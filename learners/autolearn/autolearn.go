@@ -176,11 +176,48 @@ type cand struct {
 	work uint64 // this round's work
 }
 
-// Change is a change of champion: from the labeled record After on, Name's
-// predictions were emitted.
+// Change is a change of champion, decided at labeled record After (After
+// labeled records had been seen): Name is champion from labeled record
+// After+1 on, the number reports give (the first champion's is 1).
 type Change struct {
 	After uint64 `json:"after"`
 	Name  string `json:"name"`
+	// Why is what decided it; nil for the first champion and for changes
+	// made before a restore (a snapshot does not keep it).
+	Why *Why `json:"why,omitempty"`
+}
+
+// From is the 1-based number of the first labeled record at which Name is
+// champion: what eval, replay, checkpoint inspect and run's log print.
+func (c Change) From() uint64 { return c.After + 1 }
+
+// Why is what decided a change of champion: the new champion's mistakes
+// against the runner-up's over the labeled records the rule counted.
+type Why struct {
+	// Rule is "rung" (it leads the halving's rung so far), "halving" (the
+	// best at a rung's end) or "duel" (it won its duel with the champion).
+	Rule string `json:"rule"`
+	// Over is the labeled records counted: the rung so far, the rung, or
+	// the duel's window.
+	Over     uint64 `json:"over"`
+	Mistakes uint64 `json:"mistakes"` // the new champion's, over them
+	// RunnerUp is the old champion (rung, duel) or the rung's second best
+	// (halving; "" when it was alone), with its mistakes over them.
+	RunnerUp         string `json:"runner_up"`
+	RunnerUpMistakes uint64 `json:"runner_up_mistakes"`
+}
+
+// String says why in a line: "won its duel: 12 mistakes against 25 for the
+// old champion over 1000 labeled records".
+func (w Why) String() string {
+	what, other := map[string]string{"rung": "leads the rung so far", "halving": "best at the rung's end", "duel": "won its duel"}[w.Rule], "the old champion"
+	if w.Rule == "halving" {
+		other = "the runner-up, " + w.RunnerUp
+		if w.RunnerUp == "" {
+			return fmt.Sprintf("%s: %s over %d labeled records, alone", what, mistakes(w.Mistakes), w.Over)
+		}
+	}
+	return fmt.Sprintf("%s: %s against %d for %s, over %d labeled records", what, mistakes(w.Mistakes), w.RunnerUpMistakes, other, w.Over)
 }
 
 // maxHistory bounds the champion changes kept.
@@ -223,6 +260,9 @@ type Auto struct {
 	switches uint64
 	history  []Change
 	losers   []string
+	// why is the reason of the change of champion setCands is about to
+	// make (switched records it).
+	why *Why
 
 	// The scaler: per feature j, the sum of its values over the rounds
 	// played at 2j and of their squares at 2j+1.
@@ -687,6 +727,7 @@ func (a *Auto) rank(c, d *cand) int {
 func (a *Auto) crown() {
 	ch := a.cands[a.champion]
 	if best := slices.MinFunc(a.cands, a.rank); best.rung < ch.rung {
+		a.why = &Why{Rule: "rung", Over: a.labeled - (a.rungEnd - a.rungLen), Mistakes: best.rung, RunnerUp: ch.name, RunnerUpMistakes: ch.rung}
 		a.setCands(a.cands, best)
 	}
 }
@@ -750,6 +791,12 @@ func (a *Auto) halve() {
 	median := works[(len(works)-1)/2]
 	ranked := slices.DeleteFunc(slices.Clone(a.cands), func(c *cand) bool { return a.tooCostly(c.rungWork, median) })
 	slices.SortStableFunc(ranked, a.rank)
+	if len(ranked) > 0 {
+		a.why = &Why{Rule: "halving", Over: a.labeled - (a.rungEnd - a.rungLen), Mistakes: ranked[0].rung}
+		if len(ranked) > 1 {
+			a.why.RunnerUp, a.why.RunnerUpMistakes = ranked[1].name, ranked[1].rung
+		}
+	}
 	for _, c := range a.cands {
 		c.rung, c.rungWork = 0, 0
 	}
@@ -782,13 +829,14 @@ func (a *Auto) setCands(cs []*cand, ch *cand) {
 	if ch != prev {
 		a.switched()
 	}
+	a.why = nil
 }
 
 // switched records a change of champion and restarts the duels.
 func (a *Auto) switched() {
 	ch := a.cands[a.champion]
 	a.switches++
-	a.history = append(a.history, Change{After: a.labeled, Name: ch.name})
+	a.history = append(a.history, Change{After: a.labeled, Name: ch.name, Why: a.why})
 	if len(a.history) > maxHistory {
 		a.history = slices.Delete(a.history, 0, len(a.history)-maxHistory)
 	}
@@ -812,6 +860,7 @@ func (a *Auto) duel(i int) {
 	if float64(c.champ)-float64(c.mine) > margin {
 		// The old champion stays as a challenger: it is trained, and
 		// the next duel may bring it back.
+		a.why = &Why{Rule: "duel", Over: a.labeled - c.from, Mistakes: c.mine, RunnerUp: a.cands[a.champion].name, RunnerUpMistakes: c.champ}
 		a.setCands(a.cands, c)
 		return
 	}
@@ -1029,8 +1078,29 @@ func (a *Auto) Reopens() uint64 { return a.reopens }
 func (a *Auto) Switches() uint64 { return a.switches }
 
 // History is the latest changes of champion (at most 64), the first
-// champion first when it is still among them.
-func (a *Auto) History() []Change { return slices.Clone(a.history) }
+// champion first when it is still among them, as a snapshot keeps them:
+// without their Why (see Changes).
+func (a *Auto) History() []Change {
+	h := slices.Clone(a.history)
+	for i := range h {
+		h[i].Why = nil
+	}
+	return h
+}
+
+// Changes is History with what decided each change, where known.
+func (a *Auto) Changes() []Change { return slices.Clone(a.history) }
+
+// LastChange is the latest change of champion (the first champion when
+// there was none), with its Why.
+func (a *Auto) LastChange() Change { return a.history[len(a.history)-1] }
+
+// Narrowing reports whether the search is still halving, with the
+// candidates it holds and the labeled record at which its rung ends: on
+// a short stream, reports say the search has not narrowed yet.
+func (a *Auto) Narrowing() (halving bool, candidates int, rungEnd uint64) {
+	return a.halving, len(a.cands), a.rungEnd
+}
 
 // Status is a candidate as reports show it.
 type Status struct {
@@ -1094,7 +1164,8 @@ func round3(v float64) float64 {
 
 // WriteCandidates prints candidates, one a line: the champion marked *,
 // the mistake rate since its birth, its work a labeled record, its share
-// of the vote, the labeled record it was born at and its name.
+// of the vote, its first labeled record (1-based, as changes of champion
+// are numbered) and its name.
 func WriteCandidates(w io.Writer, cs []Status) {
 	fmt.Fprintln(w, "candidates (mistakes and work a record since their birth, share of the vote; * the champion):")
 	for _, c := range cs {
@@ -1108,8 +1179,15 @@ func WriteCandidates(w io.Writer, cs []Status) {
 		if c.Labeled == 0 {
 			rate, work, note = "     new", "-", " (no labeled record since its birth)"
 		}
-		fmt.Fprintf(w, "  %s %s  %9s  %5.1f %%  from %d  %s%s\n", mark, rate, work, 100*c.Vote, c.Born, c.Name, note)
+		fmt.Fprintf(w, "  %s %s  %9s  %5.1f %%  from %d  %s%s\n", mark, rate, work, 100*c.Vote, c.Born+1, c.Name, note)
 	}
+}
+
+func mistakes(n uint64) string {
+	if n == 1 {
+		return "1 mistake"
+	}
+	return strconv.FormatUint(n, 10) + " mistakes"
 }
 
 // fmtWork prints a work count in k (10³), M (10⁶) or G (10⁹).

@@ -73,3 +73,51 @@ func TestNewbornIsNotListedAsPerfect(t *testing.T) {
 		t.Fatalf("after a labeled record, listed as:\n%s", out)
 	}
 }
+
+// TestChangesSayWhy: each change of champion records the labeled record
+// that decided it and a reason that holds by its rule: the rung's leader
+// made fewer mistakes than the old champion, the best at a rung's end no
+// more than the runner-up over the whole rung, a duel's winner fewer by
+// more than the margin over the window.
+func TestChangesSayWhy(t *testing.T) {
+	xs, ys := board(5000, 1, 10)
+	a := build(t, quick, 3)
+	rules := map[string]int{}
+	for i := range xs {
+		before := a.Switches()
+		a.Round(xs[i], ys[i])
+		if a.Switches() == before {
+			continue
+		}
+		c := a.LastChange()
+		if c.After != a.Labeled() || c.From() != a.Labeled()+1 || c.Name != a.Champion() || c.Why == nil {
+			t.Fatalf("record %d (labeled %d): change %+v, champion %s", i, a.Labeled(), c, a.Champion())
+		}
+		w := *c.Why
+		rules[w.Rule]++
+		ok := false
+		switch w.Rule {
+		case "rung":
+			ok = w.Mistakes < w.RunnerUpMistakes && w.Over >= 1 && w.Over <= a.labeled
+		case "halving":
+			ok = w.Mistakes <= w.RunnerUpMistakes && w.RunnerUp != "" && w.Over >= 50 && w.Over%50 == 0
+		case "duel":
+			ok = float64(w.RunnerUpMistakes)-float64(w.Mistakes) > 0.01*300 && w.Over == 300
+		}
+		if !ok || w.Mistakes > w.Over || w.RunnerUpMistakes > w.Over {
+			t.Fatalf("record %d: change to %s for %q", i, c.Name, w)
+		}
+	}
+	if rules["rung"] == 0 || rules["duel"] == 0 {
+		t.Fatalf("the stream should change champions along a rung and by duels: %v", rules)
+	}
+	h, cs := a.History(), a.Changes()
+	if len(h) != len(cs) || cs[0].Why != nil || cs[len(cs)-1].Why == nil {
+		t.Fatalf("history %d, changes %d", len(h), len(cs))
+	}
+	for i := range h {
+		if h[i].Why != nil || h[i].After != cs[i].After || h[i].Name != cs[i].Name {
+			t.Fatalf("history %+v against change %+v", h[i], cs[i])
+		}
+	}
+}
