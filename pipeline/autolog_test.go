@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
@@ -87,6 +88,24 @@ func TestAutoLogsDuelsAtInfo(t *testing.T) {
 	for i, d := range duels {
 		if logged[i] != d {
 			t.Fatalf("change %d logged as %+v, the model made %+v", i, logged[i], d)
+		}
+	}
+}
+
+// `run --learner auto --classes auto` at every other default starts: the
+// classes share four times auto's memory= (64 MiB), and the estimate
+// counts that, not memory= once for each of the up to 100 classes.
+func TestAutoManyClassesStartAtDefaults(t *testing.T) {
+	b := startBroker(t)
+	for _, snaps := range []Checkpointer{nil, &memCheckpoints{}} {
+		cfg := testConfig(t, b, "auto")
+		cfg.Classes, cfg.Checkpoints = []string{model.Auto}, snaps
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("checkpoints %v: %v", snaps != nil, err)
+		}
+		mem, per, err := cfg.ModelMemory()
+		if err != nil || mem.Held != 256<<20 || mem.Peak > cfg.MaxModelBytes || !strings.Contains(per, "memory= shared among them") {
+			t.Fatalf("checkpoints %v: estimate %+v, %q, %v", snaps != nil, mem, per, err)
 		}
 	}
 }

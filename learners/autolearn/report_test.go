@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/streamlearner/streamlearner/learners"
+	"github.com/streamlearner/streamlearner/learners/rng"
+	"github.com/streamlearner/streamlearner/learners/sparse"
 )
 
 // TestParamsListTheDefaults holds the table `streamlearner learners` prints
@@ -119,5 +121,59 @@ func TestChangesSayWhy(t *testing.T) {
 		if h[i].Why != nil || h[i].After != cs[i].After || h[i].Name != cs[i].Name {
 			t.Fatalf("history %+v against change %+v", h[i], cs[i])
 		}
+	}
+}
+
+// TestGroupDividesItsMemory: a many-class search holds its candidates in
+// every class, so its classes share a bound, groupShare times memory=,
+// however many the stream reveals: the classes' estimates sum to at most
+// min(classes, groupShare) times memory= at every record, and as each
+// class comes.
+func TestGroupDividesItsMemory(t *testing.T) {
+	src := rng.New(9, 9)
+	const n, dim, memory = 1500, 100, 6 << 20
+	const spec = "auto:memory=6MiB,learners=rbp|forgetron|perceptron,rung=100,window=400"
+	var ls []learners.Learner
+	bound := func() int64 { return memory * min(int64(len(ls)), groupShare) }
+	addClass := func() {
+		ls = append(ls, build(t, spec, uint64(len(ls)+1)))
+		if err := Group(ls); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addClass()
+	addClass()
+	// Every class holds the lead's candidates; only the lead keeps the
+	// records' shape that estimates them.
+	sum := func() int64 { return int64(len(ls)) * ls[0].(*Auto).Memory() }
+	for i := range n {
+		if i%30 == 0 && i > 0 && len(ls) < 8 {
+			addClass()
+			if m := sum(); m > bound() {
+				t.Fatalf("class %d added at record %d: the classes hold %d bytes, bound %d", len(ls), i, m, bound())
+			}
+		}
+		v := make([]float64, dim)
+		for j := range v {
+			v[j] = src.Float64()
+		}
+		x := sparse.FromDense(v)
+		class := int(v[0]*float64(len(ls))) % len(ls)
+		for k, l := range ls {
+			y := -1
+			if k == class {
+				y = 1
+			}
+			l.Round(x, y)
+		}
+		if err := Settle(ls, len(ls), x, class); err != nil {
+			t.Fatal(err)
+		}
+		if m := sum(); m > bound() && i > 0 {
+			t.Fatalf("record %d, %d classes: the classes hold %d bytes, bound %d", i, len(ls), m, bound())
+		}
+	}
+	if len(ls[0].(*Auto).Candidates()) < 2 {
+		t.Fatal("the bound left the champion alone: the test would pass on any division")
 	}
 }
