@@ -92,7 +92,7 @@ func init() {
 				{Name: "budget", Default: "50..400", Doc: "budget range"},
 				{Name: "degree", Default: "2..4", Doc: "polynomial degree range"},
 				{Name: "scale", Default: "both", Doc: "online scaling: both, on, off"},
-				{Name: "memory", Default: "64MiB", Doc: "bound on the candidates' memory"},
+				{Name: "memory", Default: "64MiB", Doc: "bound on the candidates' memory; k classes of a many-class model share min(k, 4) times it"},
 				{Name: "width", Default: "48", Doc: "candidates at the start"},
 				{Name: "keep", Default: "3", Doc: "candidates after the halving (champion and challengers)"},
 				{Name: "rung", Default: "200", Doc: "labeled records of the first halving rung"},
