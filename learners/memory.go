@@ -52,6 +52,11 @@ type Memory struct {
 	// copy decoded from it to check it restores, beside the model: at
 	// most Held again, as a restore sizes its arrays to fit.
 	Snapshot int64
+	// Group, when not 0, bounds what a many-class model's one-vs-rest
+	// learners hold together, however many they are (auto's classes
+	// divide a bound among them): the model counts at most Group for its
+	// classes, not Held once a class.
+	Group int64
 
 	held  func(n int) (held, peak int64)
 	what  string // what to lower, for messages

@@ -411,6 +411,12 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 		return m.Held
 	}
 	snap := snapOf(mem)
+	// group bounds what the classes hold together (auto's memory=,
+	// divided among them), when not 0.
+	group := mem.Group
+	if len(c.Challengers) > 0 {
+		group = 0 // the challengers' learners are one a class
+	}
 	for _, ch := range c.Challengers {
 		if err != nil {
 			break
@@ -435,10 +441,17 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 		per = fmt.Sprintf("partition (%d learners)", 1+len(c.Challengers))
 	}
 	if k := c.classBound(); k > 1 && err == nil {
-		mem.Peak += int64(k-1) * mem.Held // the others are full; one grows
-		mem.Held *= int64(k)
-		snap *= int64(k)
+		grown := int64(k) // the others are full; one grows
+		if group > 0 {
+			grown = min(grown, (group+mem.Held-1)/mem.Held)
+		}
+		mem.Peak += (grown - 1) * mem.Held
+		mem.Held *= grown
+		snap *= grown
 		per = fmt.Sprintf("partition (%d classes, a learner each)", k)
+		if group > 0 {
+			per = fmt.Sprintf("partition (%d classes, auto's memory= shared among them)", k)
+		}
 		if len(c.Challengers) > 0 {
 			per = fmt.Sprintf("partition (%d learners × %d classes)", 1+len(c.Challengers), k)
 		}

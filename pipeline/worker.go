@@ -896,7 +896,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 		// An auto learner chose another configuration (docs/auto.md).
 		w.switches.Inc()
 		w.setChampion(mt)
-		w.log.Info().Int64("offset", msg.Offset).Str("from", r.SearchFrom).Str("to", r.SearchTo).Msg("champion switched")
+		w.logSearchChange(msg.Offset, r)
 	}
 	if r.SearchReopened {
 		w.reopens.Inc()
@@ -1588,4 +1588,21 @@ func (w *worker) sideName(y int) string {
 		return w.posName
 	}
 	return w.negName
+}
+
+// logSearchChange logs an auto learner's change of champion, numbered by
+// labeled record as eval and replay number it, with what decided it. A
+// change while the search halves is the rung's leader changing, many times
+// in the first few thousand records: at debug level; a duel's at info.
+func (w *worker) logSearchChange(offset int64, r model.Result) {
+	ch := r.SearchChange
+	ev := w.log.Info()
+	if ch.Why != nil && ch.Why.Rule != "duel" {
+		ev = w.log.Debug()
+	}
+	ev = ev.Int64("offset", offset).Uint64("labeled_record", ch.From()).Str("from", r.SearchFrom).Str("to", r.SearchTo)
+	if ch.Why != nil {
+		ev = ev.Str("why", ch.Why.String())
+	}
+	ev.Msg("champion switched")
 }

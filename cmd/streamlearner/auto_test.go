@@ -47,7 +47,7 @@ func TestAutoReplayEqualsEval(t *testing.T) {
 	flags := []string{"--learner", "auto:rung=50,window=300,width=10", "--seed", "3"}
 	ev := evalJSON(t, append([]string{"eval", "--data", file, "--keep-order", "--format", "json"}, flags...)...)
 	table, rep := replaySea(t, b, dir, flags)
-	if !strings.Contains(table, "changes of champion; round ") || !strings.Contains(table, "candidates (mistakes and work a record since their birth") {
+	if !strings.Contains(table, "changes of champion\nchampion from labeled record:\n") || !strings.Contains(table, "candidates (mistakes and work a record since their birth") {
 		t.Fatalf("the replay table does not show the search:\n%s", table)
 	}
 	rows := rep.Partitions[0].Learners

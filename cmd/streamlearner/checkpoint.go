@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -97,7 +98,11 @@ func (c *checkpointListCmd) Run(ctx context.Context, out io.Writer) error {
 			fmt.Fprintf(tw, "%s\t-\t-\tUNREADABLE: %v\t-\t%d\t-\n", n, err, len(b))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%s\n", n, s.Partition, s.NextOffset, s.Learner, l.Size(), len(b), s.Created.Format(time.RFC3339))
+		learner := s.Learner
+		if searchesKernels(l) {
+			learner = strings.Replace(learner, " kernel="+s.Kernel, " kernel=searched", 1)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%s\n", n, s.Partition, s.NextOffset, learner, l.Size(), len(b), s.Created.Format(time.RFC3339))
 	}
 	return tw.Flush()
 }
@@ -121,12 +126,16 @@ func (c *checkpointInspectCmd) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", c.Name, err)
 	}
+	kernel := s.Kernel
+	if searchesKernels(l) {
+		kernel = "searched (given " + s.Kernel + ", unused); champion " + l.(supportOf).m.SearchChampion()
+	}
 	fmt.Fprintf(out, "snapshot     %s\ntopic        %s\npartition    %d\ngeneration   %d\nsequence     %d\nnext offset  %d\nlearner      %s\nkernel       %s\nform         %s\nsupport      %d\nbytes        %d (model %d)\nsaved        %s\n",
-		c.Name, s.Topic, s.Partition, s.Generation, s.Seq, s.NextOffset, s.Learner, s.Kernel, formOf(l), l.Size(), len(b), len(s.Model), s.Created.Format(time.RFC3339Nano))
+		c.Name, s.Topic, s.Partition, s.Generation, s.Seq, s.NextOffset, s.Learner, kernel, formOf(l), l.Size(), len(b), len(s.Model), s.Created.Format(time.RFC3339Nano))
 	if m, ok := l.(supportOf); ok {
 		for i := range m.m.Candidates() {
 			if a := offline.AutoOf(m.m, i); a != nil {
-				fmt.Fprintf(out, "\nsearch (%s): %d changes of champion; ", m.m.CandidateName(i), a.Switches)
+				fmt.Fprintf(out, "\nsearch (%s): %d changes of champion\n", m.m.CandidateName(i), a.Switches)
 				offline.WriteAuto(out, a)
 			}
 		}
@@ -175,6 +184,19 @@ func formOf(l interface{ Size() int }) string {
 		return f + " (support vectors)"
 	}
 	return f + " (learners in primal and in dual form)"
+}
+
+// searchesKernels reports whether l, a decoded snapshot's model, emits an
+// auto learner that searches kernels itself (not kernel=given): the
+// kernel the snapshot was given is then not the one its champion uses.
+func searchesKernels(l interface{ Size() int }) bool {
+	m, ok := l.(supportOf)
+	if !ok || m.m.SearchChampion() == "" {
+		return false
+	}
+	spec, _ := m.m.CandidateSpec(m.m.Champion())
+	sp, err := learners.ParseSpec(spec)
+	return err == nil && sp.Params["kernel"] != "given"
 }
 
 func (s supportOf) Size() int { return s.m.Support() }

@@ -26,7 +26,7 @@ type replayCmd struct {
 	Partition         []int         `placeholder:"N" help:"Partitions to replay, repeatable (default: all, each its own stream)."`
 	From              string        `default:"earliest" placeholder:"BOUND" help:"First record: earliest, latest, an offset or an RFC 3339 time."`
 	To                string        `default:"latest" placeholder:"BOUND" help:"End, exclusive: latest (the end when the replay starts), an offset or an RFC 3339 time."`
-	Learner           []string      `required:"" sep:"none" placeholder:"SPEC" help:"Learner spec, repeatable: the learners run side by side (see 'streamlearner learners')."`
+	Learner           []string      `default:"auto" sep:"none" placeholder:"SPEC" help:"Learner spec, repeatable: the learners run side by side (see 'streamlearner learners'). Default auto, as eval's: the learner, kernel, γ, budget and scaling searched online (docs/auto.md)."`
 	Kernel            string        `default:"${default_kernel}" placeholder:"SPEC" help:"${kernel_help}"`
 	Seed              uint64        `default:"1" help:"Seed of randomized learners (partition p uses seed+p, as run does)."`
 	Positive          string        `placeholder:"LABELS" help:"Labels mapped to +1 (default: binary labels)."`

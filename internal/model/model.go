@@ -238,6 +238,9 @@ type Result struct {
 	// shared search) and chose another after this record: the
 	// configurations before and after (see Model.SearchChampion).
 	SearchFrom, SearchTo string
+	// SearchChange is that change as the search recorded it: the labeled
+	// record from which SearchTo is champion (From) and what decided it.
+	SearchChange autolearn.Change
 	// SearchReopened is set when that search reopened after this record,
 	// at a rise of its mistake rate (auto's drift=).
 	SearchReopened bool
@@ -777,7 +780,7 @@ func (m *Model) settle(champ, y int, labeled, updated, newClass, learn, late boo
 	record(&m.eval, r.Predicted, r.Margin, updated, support)
 	if s := m.searcher(champ); s != nil {
 		if s.Switches() != c.searched {
-			r.SearchFrom, r.SearchTo = c.chose, s.Champion()
+			r.SearchFrom, r.SearchTo, r.SearchChange = c.chose, s.Champion(), s.LastChange()
 			c.searched, c.chose = s.Switches(), r.SearchTo
 		}
 		if s.Reopens() != c.reopened {
@@ -801,6 +804,7 @@ func (m *Model) settle(champ, y int, labeled, updated, newClass, learn, late boo
 // and its reopenings.
 type searcher interface {
 	Champion() string
+	LastChange() autolearn.Change
 	Switches() uint64
 	Reopens() uint64
 }

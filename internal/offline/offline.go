@@ -316,9 +316,15 @@ type rowStats struct {
 // its candidates at the end.
 type AutoReport struct {
 	// Champions are the changes of champion (at most the last 64), each
-	// from the labeled record After on.
+	// decided at labeled record After, in effect from After+1 on, with
+	// what decided it.
 	Champions []autolearn.Change `json:"champions"`
 	Switches  uint64             `json:"switches"`
+	// Halving is set when the search had not narrowed yet at the end (a
+	// short stream): its candidates all still played, and the next halving
+	// was due at labeled record NextCut.
+	Halving bool   `json:"halving,omitempty"`
+	NextCut uint64 `json:"next_cut,omitempty"`
 	// Reopens counts the rises of the emitted mistake rate that reopened
 	// the search (auto's drift=).
 	Reopens uint64 `json:"reopens"`
@@ -341,7 +347,11 @@ func AutoOf(m *model.Model, k int) *AutoReport {
 	if !ok {
 		return nil
 	}
-	return &AutoReport{Champions: a.History(), Switches: a.Switches(), Reopens: a.Reopens(), Candidates: a.Candidates()}
+	r := &AutoReport{Champions: a.Changes(), Switches: a.Switches(), Reopens: a.Reopens(), Candidates: a.Candidates()}
+	if halving, _, end := a.Narrowing(); halving {
+		r.Halving, r.NextCut = true, end
+	}
+	return r
 }
 
 // Run evaluates every learner on a binary train set (and test, if not

@@ -158,21 +158,37 @@ func kernelColumn(r Result) string {
 }
 
 // writeAuto prints what an "auto" learner chose (WriteAuto) under eval's
-// table.
+// table; over several orders, the first order's search.
 func writeAuto(w io.Writer, r Result) {
-	fmt.Fprintf(w, "\n%s: %d changes of champion (first order); ", r.Spec, r.Auto.Switches)
+	fmt.Fprintf(w, "\n%s: %d changes of champion", r.Spec, r.Auto.Switches)
+	if r.Orders > 1 {
+		fmt.Fprintf(w, ", in the first of the %d random orders", r.Orders)
+	}
+	fmt.Fprintln(w)
 	WriteAuto(w, r.Auto)
 }
 
-// WriteAuto prints an "auto" learner's champions over time and its
-// candidates' mistake rates.
+// WriteAuto prints an "auto" learner's champions over time, with what
+// decided each change, and its candidates' mistake rates; it says when
+// the list of changes is cut and when the search has not narrowed yet.
 func WriteAuto(w io.Writer, a *AutoReport) {
 	if a.Reopens > 0 {
-		fmt.Fprintf(w, "%d reopenings of the search at a rise of the mistake rate; ", a.Reopens)
+		fmt.Fprintf(w, "%d reopenings of the search at a rise of the mistake rate\n", a.Reopens)
 	}
-	fmt.Fprintln(w, "champion from labeled record:")
+	if a.Halving {
+		fmt.Fprintf(w, "the search has not narrowed yet: %d candidates still play, the next halving at labeled record %d\n", len(a.Candidates), a.NextCut)
+	}
+	fmt.Fprint(w, "champion from labeled record")
+	if shown, all := len(a.Champions), a.Switches+1; uint64(shown) < all {
+		fmt.Fprintf(w, " (the last %d of %d champions)", shown, all)
+	}
+	fmt.Fprintln(w, ":")
 	for _, c := range a.Champions {
-		fmt.Fprintf(w, "  %9d  %s\n", c.After, c.Name)
+		fmt.Fprintf(w, "  %9d  %s", c.From(), c.Name)
+		if c.Why != nil {
+			fmt.Fprintf(w, "  (%s)", c.Why)
+		}
+		fmt.Fprintln(w)
 	}
 	autolearn.WriteCandidates(w, a.Candidates)
 }

@@ -82,10 +82,14 @@ type Summary struct {
 	Labels *DelayedLabels `json:"delayed_labels,omitempty"`
 }
 
-// ChampionChange is an auto learner's change of configuration at a round.
+// ChampionChange is an auto learner's change of configuration, decided at
+// a round: Name is champion from labeled record From on (numbered as eval,
+// checkpoint inspect and run's log number it), for the reason Why.
 type ChampionChange struct {
-	Round int64  `json:"round"`
-	Name  string `json:"name"`
+	Round int64          `json:"round"`
+	From  uint64         `json:"from"`
+	Name  string         `json:"name"`
+	Why   *autolearn.Why `json:"why,omitempty"`
 }
 
 // LearnerReport is one learner on one partition.
@@ -131,6 +135,12 @@ type LearnerReport struct {
 	Champions  []ChampionChange   `json:"champions,omitempty"`
 	Candidates []autolearn.Status `json:"candidates,omitempty"`
 	Reopens    uint64             `json:"reopens,omitempty"`
+	// ChampionChanges counts every change of champion, Champions the
+	// first 1,000. Halving is set when the search had not narrowed yet at
+	// the end, NextCut the labeled record of its next halving.
+	ChampionChanges int    `json:"champion_changes,omitempty"`
+	Halving         bool   `json:"halving,omitempty"`
+	NextCut         uint64 `json:"next_cut,omitempty"`
 	// Selector marks the selection's row (Config.Select): its rates are
 	// the emitted predictions', Support every learner's, Switches its
 	// champion changes and Champion the learner it ended with (an index
@@ -330,7 +340,7 @@ func (s *Stream) Report() PartitionReport {
 			BaselineMistakes: ev.BaselineMistakes, BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa,
 			Classes: classes, Confusion: ev.Confusion(), Unanswered: ev.UnansweredByClass(), Failed: ln.failed,
 			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace),
-			Champions: slices.Clone(ln.champions)}
+			Champions: slices.Clone(ln.champions), ChampionChanges: ln.changes}
 		if lr.Recovery == nil {
 			lr.Recovery = []Recovery{}
 		}
@@ -347,6 +357,9 @@ func (s *Stream) Report() PartitionReport {
 		if ls := ln.m.CandidateLearners(0); len(ls) > 0 {
 			if a, ok := ls[0].(*autolearn.Auto); ok {
 				lr.Candidates, lr.Reopens = a.Candidates(), a.Reopens()
+				if halving, _, end := a.Narrowing(); halving {
+					lr.Halving, lr.NextCut = true, end
+				}
 			}
 		}
 		if secs := ln.elapsed.Seconds(); secs > 0 {
@@ -544,15 +557,7 @@ func (r Report) writeChampions(w io.Writer) {
 			if len(l.Candidates) == 0 {
 				continue
 			}
-			fmt.Fprintf(w, "partition %d %s: %d changes of champion", p.Partition, l.Spec, len(l.Champions))
-			if l.Reopens > 0 {
-				fmt.Fprintf(w, " (%d reopenings of the search)", l.Reopens)
-			}
-			for _, c := range l.Champions {
-				fmt.Fprintf(w, "; round %d: %s", c.Round, c.Name)
-			}
-			fmt.Fprintln(w)
-			autolearn.WriteCandidates(w, l.Candidates)
+			writeSearch(w, p.Partition, l)
 		}
 	}
 }
@@ -576,4 +581,33 @@ func (r Report) writeSummaries(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeSearch prints an auto learner's changes of champion, numbered by
+// labeled record as eval numbers them, with what decided each, and its
+// candidates at the end.
+func writeSearch(w io.Writer, partition int, l LearnerReport) {
+	fmt.Fprintf(w, "partition %d %s: %d changes of champion", partition, l.Spec, l.ChampionChanges)
+	if l.Reopens > 0 {
+		fmt.Fprintf(w, " (%d reopenings of the search)", l.Reopens)
+	}
+	fmt.Fprintln(w)
+	if l.Halving {
+		fmt.Fprintf(w, "the search has not narrowed yet: %d candidates still play, the next halving at labeled record %d\n", len(l.Candidates), l.NextCut)
+	}
+	if len(l.Champions) > 0 {
+		fmt.Fprint(w, "champion from labeled record")
+		if len(l.Champions) < l.ChampionChanges {
+			fmt.Fprintf(w, " (the first %d of %d changes)", len(l.Champions), l.ChampionChanges)
+		}
+		fmt.Fprintln(w, ":")
+	}
+	for _, c := range l.Champions {
+		fmt.Fprintf(w, "  %9d  %s", c.From, c.Name)
+		if c.Why != nil {
+			fmt.Fprintf(w, "  (%s)", c.Why)
+		}
+		fmt.Fprintln(w)
+	}
+	autolearn.WriteCandidates(w, l.Candidates)
 }

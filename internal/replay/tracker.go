@@ -437,6 +437,7 @@ type lane struct {
 	labels  *DelayedLabels
 	// champions are an auto learner's changes of configuration.
 	champions []ChampionChange
+	changes   int // all of them, champions the first maxChampions
 
 	segments []SegmentStats
 
@@ -496,8 +497,12 @@ const maxChampions = 1000
 
 // observe counts one result at round.
 func (ln *lane) observe(cfg Config, round int64, o model.Result) {
-	if o.SearchTo != "" && len(ln.champions) < maxChampions {
-		ln.champions = append(ln.champions, ChampionChange{Round: round, Name: o.SearchTo})
+	if o.SearchTo != "" {
+		ln.changes++
+		if len(ln.champions) < maxChampions {
+			ch := o.SearchChange
+			ln.champions = append(ln.champions, ChampionChange{Round: round, From: ch.From(), Name: o.SearchTo, Why: ch.Why})
+		}
 	}
 	if ln.labels != nil {
 		switch {

@@ -51,7 +51,8 @@ type Config struct {
 	// Memory bounds the candidates' memory together, in bytes, as
 	// learners.EstimateMemory counts it on the records seen; default
 	// 64 MiB. The worst candidates are dropped, and explorers not started,
-	// to stay under it.
+	// to stay under it. The k classes of a many-class model, which all
+	// hold the candidates, share min(k, 4) times it (Auto.bound).
 	Memory int64
 	// Width is the number of candidates the search starts with (they all
 	// learn every record until the halving cuts them); default 48.

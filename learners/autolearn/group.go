@@ -44,6 +44,16 @@ func Group(ls []learners.Learner) error {
 	}
 	lead := as[0]
 	lead.grouped, lead.lead = true, nil
+	grew := lead.classes > 0 && len(as) > lead.classes
+	lead.classes = len(as)
+	if grew {
+		// A new class holds the candidates too: each class's share of the
+		// memory shrinks now, before the new class copies them. Not when a
+		// restore counts the classes again (classes 0): the state restored
+		// was already fitted, and fitting it again could differ from the
+		// run that saved it.
+		lead.fit(nil)
+	}
 	for _, a := range as[1:] {
 		if a.spec != lead.spec {
 			return fmt.Errorf("auto: classes with different searches: %s and %s", lead.spec, a.spec)
