@@ -41,8 +41,10 @@ func pinnedReport() Report {
 			Detectors: dets, Trace: trace(1.5, 20)},
 		{Spec: "auto:rung=20", Rounds: 1000, Labeled: 1000, Mistakes: 150, MistakeRate: 0.15, BaselineRate: 0.5, Kappa: 0.7, Support: 40,
 			Detectors: dets, Trace: trace(1.2, 40), Reopens: 2,
-			Champions:  []ChampionChange{{Round: 300, Name: "rbp:budget=50"}, {Round: 700, Name: "lbp:budget=60"}},
-			Candidates: []autolearn.Status{{Name: "rbp:budget=50", Born: 10, Mistakes: 30, Rate: 0.3, Support: 50}, {Name: "lbp:budget=60", Born: 300, Mistakes: 20, Rate: 0.2, Champion: true, Support: 60}}},
+			Champions: []ChampionChange{{Round: 300, From: 301, Name: "rbp:budget=50"},
+				{Round: 700, From: 701, Name: "lbp:budget=60", Why: &autolearn.Why{Rule: "duel", Over: 200, Mistakes: 20, RunnerUp: "rbp:budget=50", RunnerUpMistakes: 31}}},
+			ChampionChanges: 2,
+			Candidates:      []autolearn.Status{{Name: "rbp:budget=50", Born: 10, Labeled: 990, Mistakes: 30, Rate: 0.3, Support: 50}, {Name: "lbp:budget=60", Born: 300, Labeled: 700, Mistakes: 20, Rate: 0.2, Champion: true, Support: 60}}},
 		{Spec: "select", Selector: true, Rounds: 1000, Labeled: 1000, Mistakes: 130, MistakeRate: 0.13, BaselineRate: 0.5, Kappa: 0.74, Support: 960,
 			Switches: 3, Champion: 2, Detectors: dets, Trace: trace(1.1, 960)},
 	}
