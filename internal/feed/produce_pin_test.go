@@ -109,6 +109,13 @@ func TestProducePinned(t *testing.T) {
 			topic++
 		}
 	}
+	// Paced: batches of rate/10 records, each reported.
+	var progress []int64
+	n, err := Produce(context.Background(), ProduceConfig{Conn: conn, Topic: topics[topic], Data: filepath.Join(dir, "d.libsvm"),
+		Rate: 20, Progress: func(sent int64) { progress = append(progress, sent) }})
+	fmt.Fprintf(&out, "rate 20: sent %d, %v, progress %v\n", n, err, progress)
+	n, err = Produce(context.Background(), ProduceConfig{Conn: conn, Topic: "nosuch", Data: filepath.Join(dir, "d.libsvm")})
+	fmt.Fprintf(&out, "missing topic: sent %d, %v\n", n, err)
 	for _, cfg := range []ProduceConfig{{Conn: conn, Data: "x"}, {Conn: conn, Topic: "t"}, {Topic: "t", Data: "x"}} {
 		n, err := Produce(context.Background(), cfg)
 		fmt.Fprintf(&out, "%+v: sent %d, %v\n", cfg.Topic+" "+cfg.Data, n, err)
