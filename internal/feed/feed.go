@@ -274,6 +274,26 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 	// After the writer's Close (deferred below): its connections would
 	// otherwise stay open until their idle timeout.
 	defer transport.CloseIdleConnections()
+	w := newWriter(cfg, transport)
+	defer w.Close()
+	p := &producer{ctx: ctx, cfg: cfg, w: w, batch: make([]kafka.Message, 0, 1000), start: time.Now(), batchSize: 1000}
+	if cfg.Rate > 0 {
+		p.batchSize = max(1, min(1000, int(cfg.Rate/10)))
+	}
+	for m, err := range msgs {
+		if err != nil {
+			return p.sent, err
+		}
+		if err := p.add(m); err != nil {
+			return p.sent, err
+		}
+	}
+	err = p.flush()
+	return p.sent, err
+}
+
+// newWriter is the writer of cfg's records over transport.
+func newWriter(cfg WriterConfig, transport *kafka.Transport) *kafka.Writer {
 	balancer := cfg.Balancer
 	if balancer == nil {
 		balancer = &kafka.RoundRobin{}
@@ -281,71 +301,74 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 1 << 20
 	}
-	w := &kafka.Writer{
+	return &kafka.Writer{
 		Addr: kafka.TCP(cfg.Conn.Brokers...), Topic: cfg.Topic, Balancer: balancer,
 		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 1000,
 		BatchBytes: int64(cfg.MaxBatchBytes), AllowAutoTopicCreation: cfg.AutoCreateTopic, Transport: transport,
 	}
-	defer w.Close()
+}
 
-	batch := make([]kafka.Message, 0, 1000)
-	var sent int64
-	start := time.Now()
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+// producer batches the records of ProduceExamples.
+type producer struct {
+	ctx       context.Context
+	cfg       WriterConfig
+	w         *kafka.Writer
+	batch     []kafka.Message
+	batchSize int
+	sent      int64
+	start     time.Time
+}
+
+// add queues m, encoded, and flushes a full batch.
+func (p *producer) add(m Message) error {
+	value := m.Raw
+	if p.cfg.Encode != nil {
+		if value == nil {
+			return fmt.Errorf("record %d: indexed records (LIBSVM, {\"label\",\"features\"}) cannot be sent in a schema format; those carry named-field events", p.sent+int64(len(p.batch))+1)
 		}
-		if err := w.WriteMessages(ctx, batch...); err != nil {
-			err = summarize(err)
-			if errors.Is(err, kafka.UnknownTopicOrPartition) && !cfg.AutoCreateTopic {
-				return fmt.Errorf("produce to %s: the topic does not exist: create it, or pass --auto-create: %w", cfg.Topic, err)
-			}
-			return fmt.Errorf("produce to %s: %w", cfg.Topic, err)
+		var err error
+		if value, err = p.cfg.Encode(value); err != nil {
+			return fmt.Errorf("record %d: %w", p.sent+int64(len(p.batch))+1, err)
 		}
-		sent += int64(len(batch))
-		batch = batch[:0]
-		if cfg.Progress != nil {
-			cfg.Progress(sent)
-		}
-		if cfg.Rate > 0 { // pace: the n-th record goes out no earlier than n/rate
-			if ahead := time.Duration(float64(sent)/cfg.Rate*float64(time.Second)) - time.Since(start); ahead > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(ahead):
-				}
-			}
-		}
+	}
+	if value == nil {
+		value = codec.AppendJSON(nil, m.Example)
+	}
+	p.batch = append(p.batch, kafka.Message{Key: m.Key, Value: value, Headers: m.Headers})
+	if len(p.batch) >= p.batchSize {
+		return p.flush()
+	}
+	return nil
+}
+
+// flush writes the batch, then paces: the n-th record goes out no earlier
+// than n/rate.
+func (p *producer) flush() error {
+	if len(p.batch) == 0 {
 		return nil
 	}
-	batchSize := 1000
-	if cfg.Rate > 0 {
-		batchSize = max(1, min(1000, int(cfg.Rate/10)))
+	if err := p.w.WriteMessages(p.ctx, p.batch...); err != nil {
+		err = summarize(err)
+		if errors.Is(err, kafka.UnknownTopicOrPartition) && !p.cfg.AutoCreateTopic {
+			return fmt.Errorf("produce to %s: the topic does not exist: create it, or pass --auto-create: %w", p.cfg.Topic, err)
+		}
+		return fmt.Errorf("produce to %s: %w", p.cfg.Topic, err)
 	}
-	for m, err := range msgs {
-		if err != nil {
-			return sent, err
-		}
-		value := m.Raw
-		if cfg.Encode != nil {
-			if value == nil {
-				return sent, fmt.Errorf("record %d: indexed records (LIBSVM, {\"label\",\"features\"}) cannot be sent in a schema format; those carry named-field events", sent+int64(len(batch))+1)
-			}
-			if value, err = cfg.Encode(value); err != nil {
-				return sent, fmt.Errorf("record %d: %w", sent+int64(len(batch))+1, err)
-			}
-		}
-		if value == nil {
-			value = codec.AppendJSON(nil, m.Example)
-		}
-		batch = append(batch, kafka.Message{Key: m.Key, Value: value, Headers: m.Headers})
-		if len(batch) >= batchSize {
-			if err := flush(); err != nil {
-				return sent, err
+	p.sent += int64(len(p.batch))
+	p.batch = p.batch[:0]
+	if p.cfg.Progress != nil {
+		p.cfg.Progress(p.sent)
+	}
+	if p.cfg.Rate > 0 {
+		if ahead := time.Duration(float64(p.sent)/p.cfg.Rate*float64(time.Second)) - time.Since(p.start); ahead > 0 {
+			select {
+			case <-p.ctx.Done():
+				return p.ctx.Err()
+			case <-time.After(ahead):
 			}
 		}
 	}
-	return sent, flush()
+	return nil
 }
 
 // summarize shortens kafka-go's per-message errors, which repeat one
