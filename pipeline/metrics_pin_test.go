@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 )
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // describing is a Registerer that keeps the description of every
 // collector registered with it, and registers it with a real registry.
@@ -76,7 +79,7 @@ func TestNewMetricsPinned(t *testing.T) {
 		t.Fatal("no metrics without a registry")
 	}
 	path := filepath.Join("testdata", "metrics.golden")
-	if os.Getenv("UPDATE_GOLDEN") != "" {
+	if *update {
 		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -86,6 +89,6 @@ func TestNewMetricsPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal([]byte(b.String()), want) {
-		t.Errorf("metrics changed:\n%s\nwant:\n%s", b.String(), want)
+		t.Errorf("metrics changed (go test -run %s -update rewrites them):\n%s\nwant:\n%s", t.Name(), b.String(), want)
 	}
 }
