@@ -82,91 +82,110 @@ func (c *avroCompiler) node(s avro.Schema) (*avroNode, error) {
 	case *avro.NullSchema:
 		return &avroNode{t: avNull}, nil
 	case *avro.PrimitiveSchema:
-		n := &avroNode{}
-		switch s.Type() {
-		case avro.Boolean:
-			n.t = avBool
-		case avro.Int:
-			n.t = avInt
-		case avro.Long:
-			n.t = avLong
-		case avro.Float:
-			n.t = avFloat
-		case avro.Double:
-			n.t = avDouble
-		case avro.Bytes:
-			n.t = avBytes
-			if d, ok := s.Logical().(*avro.DecimalLogicalSchema); ok {
-				n.decimal, n.scale = true, d.Scale()
-			}
-		case avro.String:
-			n.t = avString
-		case avro.Null:
-			n.t = avNull
-		default:
-			return nil, fmt.Errorf("avro type %s is not supported", s.Type())
-		}
-		n.pow = math.Pow10(n.scale)
-		return n, nil
+		return primitiveNode(s)
 	case *avro.RecordSchema:
-		if n, ok := c.named[s.FullName()]; ok {
-			return n, nil
-		}
-		n := &avroNode{t: avRecord, name: s.FullName()}
-		c.named[s.FullName()] = n
-		for _, f := range s.Fields() {
-			fn, err := c.node(f.Type())
-			if err != nil {
-				return nil, fmt.Errorf("field %s: %w", f.Name(), err)
-			}
-			n.fields = append(n.fields, avroField{name: []byte(f.Name()), node: fn})
-		}
-		return n, nil
+		return c.record(s)
 	case *avro.EnumSchema:
-		if n, ok := c.named[s.FullName()]; ok {
-			return n, nil
-		}
-		n := &avroNode{t: avEnum, name: s.FullName()}
-		c.named[s.FullName()] = n
-		for _, sym := range s.Symbols() {
-			n.symbols = append(n.symbols, []byte(sym))
-		}
-		return n, nil
+		return c.enum(s), nil
 	case *avro.FixedSchema:
-		if n, ok := c.named[s.FullName()]; ok {
-			return n, nil
-		}
-		n := &avroNode{t: avFixed, size: s.Size(), name: s.FullName()}
-		if d, ok := s.Logical().(*avro.DecimalLogicalSchema); ok {
-			n.decimal, n.scale = true, d.Scale()
-		}
-		n.pow = math.Pow10(n.scale)
-		c.named[s.FullName()] = n
-		return n, nil
+		return c.fixed(s), nil
 	case *avro.ArraySchema:
-		it, err := c.node(s.Items())
-		if err != nil {
-			return nil, err
-		}
-		return &avroNode{t: avArray, items: it}, nil
+		return c.container(avArray, s.Items())
 	case *avro.MapSchema:
-		v, err := c.node(s.Values())
-		if err != nil {
-			return nil, err
-		}
-		return &avroNode{t: avMap, items: v}, nil
+		return c.container(avMap, s.Values())
 	case *avro.UnionSchema:
-		n := &avroNode{t: avUnion}
-		for _, b := range s.Types() {
-			bn, err := c.node(b)
-			if err != nil {
-				return nil, err
-			}
-			n.branches = append(n.branches, bn)
-		}
-		return n, nil
+		return c.union(s)
 	}
 	return nil, fmt.Errorf("avro schema %s is not supported", s.Type())
+}
+
+// avroPrimitives are the node types of the primitive schemas.
+var avroPrimitives = map[avro.Type]avroType{
+	avro.Boolean: avBool, avro.Int: avInt, avro.Long: avLong, avro.Float: avFloat,
+	avro.Double: avDouble, avro.Bytes: avBytes, avro.String: avString, avro.Null: avNull,
+}
+
+func primitiveNode(s *avro.PrimitiveSchema) (*avroNode, error) {
+	t, ok := avroPrimitives[s.Type()]
+	if !ok {
+		return nil, fmt.Errorf("avro type %s is not supported", s.Type())
+	}
+	n := &avroNode{t: t}
+	if t == avBytes {
+		n.decimal, n.scale = avroDecimal(s.Logical())
+	}
+	n.pow = math.Pow10(n.scale)
+	return n, nil
+}
+
+// avroDecimal says whether l is the decimal logical type, and its scale.
+func avroDecimal(l avro.LogicalSchema) (decimal bool, scale int) {
+	if d, ok := l.(*avro.DecimalLogicalSchema); ok {
+		return true, d.Scale()
+	}
+	return false, 0
+}
+
+// record compiles a record once: its node is registered under its name
+// before its fields, which may refer to it.
+func (c *avroCompiler) record(s *avro.RecordSchema) (*avroNode, error) {
+	if n, ok := c.named[s.FullName()]; ok {
+		return n, nil
+	}
+	n := &avroNode{t: avRecord, name: s.FullName()}
+	c.named[s.FullName()] = n
+	for _, f := range s.Fields() {
+		fn, err := c.node(f.Type())
+		if err != nil {
+			return nil, fmt.Errorf("field %s: %w", f.Name(), err)
+		}
+		n.fields = append(n.fields, avroField{name: []byte(f.Name()), node: fn})
+	}
+	return n, nil
+}
+
+func (c *avroCompiler) enum(s *avro.EnumSchema) *avroNode {
+	if n, ok := c.named[s.FullName()]; ok {
+		return n
+	}
+	n := &avroNode{t: avEnum, name: s.FullName()}
+	c.named[s.FullName()] = n
+	for _, sym := range s.Symbols() {
+		n.symbols = append(n.symbols, []byte(sym))
+	}
+	return n
+}
+
+func (c *avroCompiler) fixed(s *avro.FixedSchema) *avroNode {
+	if n, ok := c.named[s.FullName()]; ok {
+		return n
+	}
+	n := &avroNode{t: avFixed, size: s.Size(), name: s.FullName()}
+	n.decimal, n.scale = avroDecimal(s.Logical())
+	n.pow = math.Pow10(n.scale)
+	c.named[s.FullName()] = n
+	return n
+}
+
+// container compiles an array or a map of items.
+func (c *avroCompiler) container(t avroType, items avro.Schema) (*avroNode, error) {
+	it, err := c.node(items)
+	if err != nil {
+		return nil, err
+	}
+	return &avroNode{t: t, items: it}, nil
+}
+
+func (c *avroCompiler) union(s *avro.UnionSchema) (*avroNode, error) {
+	n := &avroNode{t: avUnion}
+	for _, b := range s.Types() {
+		bn, err := c.node(b)
+		if err != nil {
+			return nil, err
+		}
+		n.branches = append(n.branches, bn)
+	}
+	return n, nil
 }
 
 // The binary encoding's primitives.

@@ -612,69 +612,28 @@ func (d *jsonDecoder) unescape(src []byte) []byte {
 // depth containers. It keeps its own stack instead of recursing so that
 // deep nesting costs neither goroutine stack nor time beyond one pass.
 func (d *jsonDecoder) skipValue(depth int) *Error {
-	var isObj [maxDepth/64 + 1]uint64 // one bit per level opened here
-	base := depth
+	st := skipStack{base: depth, depth: depth}
 	for {
 		// A value starts here.
 		d.skipWS()
-		switch c := d.peek(); c {
-		case '{', '[':
-			if depth >= maxDepth {
-				return errorf(ReasonInvalidJSON, "offset %d: nesting deeper than %d levels", d.i, maxDepth)
+		if c := d.peek(); c == '{' || c == '[' {
+			opened, err := d.openContainer(&st, c)
+			if err != nil {
+				return err
 			}
-			lvl := depth - base
-			depth++
-			d.i++
-			d.skipWS()
-			if c == '{' {
-				isObj[lvl/64] |= 1 << (lvl % 64)
-				if d.peek() == '}' {
-					d.i++
-					depth--
-					break
-				}
-				if err := d.memberKey(); err != nil {
-					return err
-				}
+			if opened {
 				continue
 			}
-			isObj[lvl/64] &^= 1 << (lvl % 64)
-			if d.peek() == ']' {
-				d.i++
-				depth--
-				break
-			}
-			continue
-		case '"':
-			if _, _, _, err := d.scanString(); err != nil {
-				return err
-			}
-		case 't':
-			if err := d.literal("true"); err != nil {
-				return err
-			}
-		case 'f':
-			if err := d.literal("false"); err != nil {
-				return err
-			}
-		case 'n':
-			if err := d.literal("null"); err != nil {
-				return err
-			}
-		default:
-			if c != '-' && !isDigit(c) {
-				return d.unexpected("a value")
-			}
-			if _, _, err := d.scanNumber(); err != nil {
-				return err
-			}
+		} else if err := d.skipScalar(c); err != nil {
+			return err
 		}
 		// A value ended: close the containers it ends, or go on to the
-		// next element of the innermost one.
-		for depth > base {
+		// next element of the innermost one. (Inline: as a call, this loop
+		// cost a record with a field to step over 1.9 % more instructions.)
+		for st.depth > st.base {
 			d.skipWS()
-			lvl := depth - base - 1
-			obj := isObj[lvl/64]&(1<<(lvl%64)) != 0
+			lvl := st.depth - st.base - 1
+			obj := st.isObj[lvl/64]&(1<<(lvl%64)) != 0
 			c := d.peek()
 			if c == ',' {
 				d.i++
@@ -688,7 +647,7 @@ func (d *jsonDecoder) skipValue(depth int) *Error {
 			}
 			if obj && c == '}' || !obj && c == ']' {
 				d.i++
-				depth--
+				st.depth--
 				continue
 			}
 			if obj {
@@ -696,10 +655,65 @@ func (d *jsonDecoder) skipValue(depth int) *Error {
 			}
 			return d.unexpected("',' or ']'")
 		}
-		if depth == base {
+		if st.depth == st.base {
 			return nil
 		}
 	}
+}
+
+// skipStack is the containers skipValue opened, base levels down.
+type skipStack struct {
+	isObj       [maxDepth/64 + 1]uint64 // one bit per level opened, set for an object
+	base, depth int
+}
+
+// openContainer steps into the object or array c starts, up to its first
+// value (and its key): opened is false when it is empty, and already
+// stepped over.
+func (d *jsonDecoder) openContainer(st *skipStack, c byte) (opened bool, err *Error) {
+	if st.depth >= maxDepth {
+		return false, errorf(ReasonInvalidJSON, "offset %d: nesting deeper than %d levels", d.i, maxDepth)
+	}
+	lvl := st.depth - st.base
+	d.i++
+	d.skipWS()
+	if c == '{' {
+		if d.peek() == '}' {
+			d.i++
+			return false, nil
+		}
+		st.isObj[lvl/64] |= 1 << (lvl % 64)
+		st.depth++
+		return true, d.memberKey()
+	}
+	if d.peek() == ']' {
+		d.i++
+		return false, nil
+	}
+	st.isObj[lvl/64] &^= 1 << (lvl % 64)
+	st.depth++
+	return true, nil
+}
+
+// skipScalar checks and steps over the string, literal or number c
+// starts.
+func (d *jsonDecoder) skipScalar(c byte) *Error {
+	switch c {
+	case '"':
+		_, _, _, err := d.scanString()
+		return err
+	case 't':
+		return d.literal("true")
+	case 'f':
+		return d.literal("false")
+	case 'n':
+		return d.literal("null")
+	}
+	if c != '-' && !isDigit(c) {
+		return d.unexpected("a value")
+	}
+	_, _, err := d.scanNumber()
+	return err
 }
 
 // memberKey steps over an object key and the ':' after it.

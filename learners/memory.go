@@ -1,6 +1,7 @@
 package learners
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -154,105 +155,45 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 	if mod.primal != nil {
 		return primalMemory(mod.spec, d), nil
 	}
-	est := Memory{Spec: mod.spec, Vectors: mod.budget}
 	rbf := k.Kind == RBF && !k.Normalize
 	// set is the active set and the model's kernel row once they have
 	// held most vectors: arrays keep the capacity they grew to.
 	set := func(most int) int64 { return supportSetBytes(most, d, rbf) + resizeBytes(most, 1, 8) }
+	g, ok := algorithmMemory(mod.alg, sp, set, d, rbf)
+	if !ok {
+		return Memory{}, fmt.Errorf("learner %s: no memory estimate for it", sp.Name)
+	}
+	return g.estimate(Memory{Spec: mod.spec, Vectors: mod.budget}, sp, d), nil
+}
+
+// memoryGrowth is how an algorithm's memory grows with its support
+// vectors.
+type memoryGrowth struct {
+	held      func(n int) (held, transient int64)
+	quadratic bool
+	// extra is what the algorithm encodes beside its support set
+	// (stateBytes), if anything.
+	extra func(n int) int64
+	what  string // what to lower, when not the bound
+	order string // how the memory grows, when not in the bound alone
+}
+
+// estimate fills est, which has its spec and bound, from g.
+func (g memoryGrowth) estimate(est Memory, sp Spec, d Data) Memory {
+	est.held, est.Quadratic = g.held, g.quadratic
+	if est.Vectors == 0 {
+		est.what = "set max= to bound it"
+		return est
+	}
 	// bound names the parameter that bounds the active set.
 	bound, budgetWord := "the budget", "lower budget"
 	if _, ok := sp.Params["max"]; ok {
 		bound, budgetWord = "max", "lower max"
 	}
-	custom := ""
-	// extra is what the algorithm encodes beside its support set
-	// (stateBytes), if anything.
-	var extra func(n int) int64
-	switch a := mod.alg.(type) {
-	case *perceptron, *spa, *pa1:
-		est.held = func(n int) (int64, int64) { return set(n), 0 }
-	case *forgetron:
-		// It adds, then removes: the set briefly holds B+1 vectors.
-		est.held = func(n int) (int64, int64) {
-			most := n + 1
-			return set(most) + resizeBytes(most, 1, 8), 0
-		}
-	case *cks:
-		est.Quadratic = true
-		est.held = func(n int) (int64, int64) {
-			most := n + 1
-			g, prev := gramBytes(most, a.k.limit)
-			return set(most) + g, prev
-		}
-	case *tighter0:
-		est.Quadratic = true
-		est.held = func(n int) (int64, int64) {
-			most := n + 1
-			g, prev := gramBytes(most, a.k.limit)
-			return set(most) + g + appendBytes(most, 24) + resizeBytes(most, 1, 8), prev
-		}
-	case *tightest:
-		extra = func(n int) int64 { return int64(n) * 16 } // the counts c⁺, c⁻
-		est.Quadratic = true
-		est.held = func(n int) (int64, int64) {
-			most := n + 1
-			g, prev := gramBytes(most, a.k.limit)
-			return set(most) + g + 3*appendBytes(most, 8) + 3*resizeBytes(most, 1, 8), prev
-		}
-	case *tighter:
-		// The validation reservoir is a second support set with a cached
-		// kernel row per point against the active set: O(B·N).
-		// With N = B (the default) that is O(B²).
-		_, fixedN := sp.Params["validation"]
-		est.Quadratic = !fixedN
-		budgetWord = "lower budget or validation"
-		if fixedN {
-			custom = "O(B·N) in the budget and validation"
-		}
-		est.held = func(n int) (int64, int64) {
-			most, nv := n+1, a.size
-			// A point's row starts at the active set's size when it was
-			// sampled and grows by appending: at most about twice the set.
-			cross := appendBytes(nv, 24) + int64(nv)*appendBoundBytes(most, 8)
-			val := supportSetBytes(nv, d, rbf) + resizeBytes(nv, 1, 8) + resizeBytes(most, 1, 8)
-			return set(most) + cross + val, appendBytes(most, 8)
-		}
-		// The reservoir's points, as the active set's (no weight) and
-		// the random generator.
-		extra = func(int) int64 { return stateBytes(a.size, d) - int64(a.size)*8 + 64 }
-	case *projectron:
-		// K⁻¹ has no limit of its own: it doubles past the active set.
-		est.Quadratic = true
-		est.held = func(n int) (int64, int64) {
-			g, prev := gramBytes(n, 0)
-			// d and scaled: length n, capacity 2n when they grow.
-			scratch := 2 * allocBytes(int64(2*n)*8)
-			return set(n) + g + scratch, prev
-		}
-	case *sop:
-		est.Quadratic = true
-		extra = func(n int) int64 { return int64(n)*int64(n+1)/2*8 + 64 } // the packed triangle M, the generator
-		est.held = func(n int) (int64, int64) {
-			tri := int64(n) * int64(n+1) / 2
-			m, prev := appendGrowth(tri, 8)
-			// u and the shifted kernel row k.
-			scratch := resizeBytes(n, 1, 8) + appendBytes(n, 8)
-			// A rebuild (rare: only on numerical drift) keeps a packed
-			// triangle of scratch and a kernel row.
-			rebuild := allocBytes(tri*8) + resizeBytes(n, 1, 8)
-			return set(n) + m + scratch, prev + rebuild
-		}
-	default:
-		return Memory{}, fmt.Errorf("learner %s: no memory estimate for it", sp.Name)
-	}
-	if est.Vectors == 0 {
-		est.what = "set max= to bound it"
-		return est, nil
-	}
-	est.what = budgetWord
+	est.what = cmp.Or(g.what, budgetWord)
 	switch {
-	case custom != "":
-		est.order = custom
+	case g.order != "":
+		est.order = g.order
 	case est.Quadratic:
 		est.order = "O(B²) in " + bound
 	default:
@@ -263,10 +204,100 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 	est.Peak = est.Held + transient
 	// The spec and the kernel, the counters, a random generator.
 	est.Snapshot = stateBytes(est.Vectors, d) + 256
-	if extra != nil {
-		est.Snapshot += extra(est.Vectors)
+	if g.extra != nil {
+		est.Snapshot += g.extra(est.Vectors)
 	}
-	return est, nil
+	return est
+}
+
+// algorithmMemory is the growth of alg's memory, set being its support
+// set's; false for an algorithm it does not know.
+func algorithmMemory(alg algorithm, sp Spec, set func(int) int64, d Data, rbf bool) (memoryGrowth, bool) {
+	switch a := alg.(type) {
+	case *perceptron, *spa, *pa1:
+		return memoryGrowth{held: func(n int) (int64, int64) { return set(n), 0 }}, true
+	case *forgetron:
+		// It adds, then removes: the set briefly holds B+1 vectors.
+		return memoryGrowth{held: func(n int) (int64, int64) {
+			most := n + 1
+			return set(most) + resizeBytes(most, 1, 8), 0
+		}}, true
+	case *cks:
+		return memoryGrowth{quadratic: true, held: func(n int) (int64, int64) {
+			most := n + 1
+			g, prev := gramBytes(most, a.k.limit)
+			return set(most) + g, prev
+		}}, true
+	case *tighter0:
+		return memoryGrowth{quadratic: true, held: func(n int) (int64, int64) {
+			most := n + 1
+			g, prev := gramBytes(most, a.k.limit)
+			return set(most) + g + appendBytes(most, 24) + resizeBytes(most, 1, 8), prev
+		}}, true
+	case *tightest:
+		return memoryGrowth{quadratic: true, held: func(n int) (int64, int64) {
+			most := n + 1
+			g, prev := gramBytes(most, a.k.limit)
+			return set(most) + g + 3*appendBytes(most, 8) + 3*resizeBytes(most, 1, 8), prev
+		}, extra: func(n int) int64 { return int64(n) * 16 }}, true // the counts c⁺, c⁻
+	case *tighter:
+		return tighterMemory(a, sp, set, d, rbf), true
+	case *projectron:
+		return projectronMemory(set), true
+	case *sop:
+		return sopMemory(set), true
+	}
+	return memoryGrowth{}, false
+}
+
+// tighterMemory is tighter's growth. The validation reservoir is a second
+// support set with a cached kernel row per point against the active set:
+// O(B·N). With N = B (the default) that is O(B²).
+func tighterMemory(a *tighter, sp Spec, set func(int) int64, d Data, rbf bool) memoryGrowth {
+	_, fixedN := sp.Params["validation"]
+	g := memoryGrowth{quadratic: !fixedN, what: "lower budget or validation"}
+	if fixedN {
+		g.order = "O(B·N) in the budget and validation"
+	}
+	g.held = func(n int) (int64, int64) {
+		most, nv := n+1, a.size
+		// A point's row starts at the active set's size when it was
+		// sampled and grows by appending: at most about twice the set.
+		cross := appendBytes(nv, 24) + int64(nv)*appendBoundBytes(most, 8)
+		val := supportSetBytes(nv, d, rbf) + resizeBytes(nv, 1, 8) + resizeBytes(most, 1, 8)
+		return set(most) + cross + val, appendBytes(most, 8)
+	}
+	// The reservoir's points, as the active set's (no weight) and the
+	// random generator.
+	g.extra = func(int) int64 { return stateBytes(a.size, d) - int64(a.size)*8 + 64 }
+	return g
+}
+
+// projectronMemory is the projectron's growth: K⁻¹ has no limit of its
+// own, it doubles past the active set.
+func projectronMemory(set func(int) int64) memoryGrowth {
+	return memoryGrowth{quadratic: true, held: func(n int) (int64, int64) {
+		g, prev := gramBytes(n, 0)
+		// d and scaled: length n, capacity 2n when they grow.
+		scratch := 2 * allocBytes(int64(2*n)*8)
+		return set(n) + g + scratch, prev
+	}}
+}
+
+// sopMemory is SOP's growth: a packed triangle M that grows by appending.
+func sopMemory(set func(int) int64) memoryGrowth {
+	return memoryGrowth{quadratic: true,
+		extra: func(n int) int64 { return int64(n)*int64(n+1)/2*8 + 64 }, // the packed triangle M, the generator
+		held: func(n int) (int64, int64) {
+			tri := int64(n) * int64(n+1) / 2
+			m, prev := appendGrowth(tri, 8)
+			// u and the shifted kernel row k.
+			scratch := resizeBytes(n, 1, 8) + appendBytes(n, 8)
+			// A rebuild (rare: only on numerical drift) keeps a packed
+			// triangle of scratch and a kernel row.
+			rebuild := allocBytes(tri*8) + resizeBytes(n, 1, 8)
+			return set(n) + m + scratch, prev + rebuild
+		}}
 }
 
 // primalMemory is the estimate of a model in primal form: w an array

@@ -134,92 +134,14 @@ type Metrics struct {
 // NewMetrics creates the series and registers them with reg (nil: not
 // registered, for tests and tools).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	part := []string{"partition"}
-	m := &Metrics{
-		Consumed:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_consumed_total", Help: "Input records read, good or bad."}, part),
-		Predicted:     prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_predicted_total", Help: "Input records predicted."}, part),
-		Learned:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_learned_total", Help: "Labeled records the learner learned from (predict-then-learn rounds)."}, part),
-		Mistakes:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_mistakes_total", Help: "Labeled records predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label."}, part),
-		DeadLetters:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_dead_letters_total", Help: "Records sent to the dead-letter topic, by reason."}, []string{"partition", "reason"}),
-		Support:       prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_support_vectors", Help: "Active-set size of the partition's model."}, part),
-		WindowRate:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_windowed_mistake_ratio", Help: "Fraction of the last labeled records (window of 1000) predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label."}, part),
-		Produced:      prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_predictions_produced_total", Help: "Prediction records acknowledged by the brokers."}),
-		ProduceErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_produce_errors_total", Help: "Failed attempts to write predictions or dead letters (retried)."}),
-		FetchErrors:   prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_fetch_errors_total", Help: "Failed fetches of input or label records: broker errors, corrupt record batches (retried)."}),
-		Commits:       prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_offset_commits_total", Help: "Offset commits by result (ok, fenced, error)."}, []string{"result"}),
-		Rebalances:    prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_rebalances_total", Help: "Group generations this member joined."}),
-		AssignedGauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_assigned_partitions", Help: "Input partitions assigned to this member."}),
-		ReadyGauge:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_ready_partitions", Help: "Assigned partitions whose model is restored and being served."}),
-		// 1 µs to 131 ms by factors of 2: a budget round takes microseconds,
-		// the second-order and Tightest learners' large budgets milliseconds.
-		Round: newRoundHistogram(prometheus.NewDesc("streamlearner_round_duration_seconds", "Time of one predict-then-learn round on a labeled record (as of each partition's last flush).", nil, nil),
-			prometheus.ExponentialBuckets(1e-6, 2, 18)),
-		Lag:             prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_consumer_lag_records", Help: "Records in the partition not yet read: high-water mark minus next offset, as of the last fetch."}, part),
-		CheckpointSaves: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_checkpoint_saves_total", Help: "Snapshot saves by result (ok, error)."}, []string{"result"}),
-		// 1 ms to 16 s: a file save with fsync takes milliseconds, a large
-		// model written to a topic seconds.
-		CheckpointDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_checkpoint_duration_seconds", Help: "Time to encode and store one snapshot.",
-			Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)}),
-		CheckpointBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_bytes", Help: "Size of the partition's last saved snapshot."}, part),
-		CheckpointWritten: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_checkpoint_written_bytes_total",
-			Help: "Snapshot bytes saved, all partitions: a commit that names an earlier snapshot writes none (--snapshot-max-rate)."}),
-		RestoreReplayed: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_restore_replayed_records_total",
-			Help: "Records a restore played again learn-only, from its snapshot's offset to the committed one."}),
-		// 1 ms to 16 s and beyond: a replay spans up to --snapshot-interval
-		// of records.
-		RestoreReplay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_restore_replay_seconds",
-			Help: "Time a restore took to replay the records after its snapshot up to the committed offset.", Buckets: prometheus.ExponentialBuckets(1e-3, 2, 16)}),
-		CheckpointTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_last_success_timestamp_seconds",
-			Help: "Unix time when everything the partition's model learned was last in a committed checkpoint; time() minus it is the checkpoint age."}, part),
-		Skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_skipped_total", Help: "Records read but not used: transaction markers and records of aborted transactions."}, part),
-		OffsetResets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_offset_resets_total",
-			Help: "Times the partition's next offset was no longer in its log (Offset Out Of Range) and reading moved to its start or end."}, part),
-		ModelResets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_model_resets_total", Help: "New models started in place of a stored one (--reset-model), by reason."}, []string{"reason"}),
-		LearnerMistakes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_learner_mistakes_total",
-			Help: "Labeled records each learner of the partition's model predicted wrong, on its own predictions (the champion's are the ones emitted)."}, []string{"partition", "learner"}),
-		LearnerWindowRate: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_learner_windowed_mistake_ratio",
-			Help: "Each learner's mistake ratio over its last labeled records (the evaluator's window)."}, []string{"partition", "learner"}),
-		LearnerSupport: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_learner_support_vectors", Help: "Each learner's support-set size."}, []string{"partition", "learner"}),
-		Champion: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_champion",
-			Help: "1 for the learner whose predictions the partition emits (the champion among the learner and its challengers; with --learner auto, its champion configuration, which leads the vote it emits)."}, []string{"partition", "learner"}),
-		ChampionSwitches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_champion_switches_total", Help: "Times the partition's champion changed."}, part),
-		SearchReopens: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_search_reopens_total",
-			Help: "Times an auto learner's search reopened because its mistake rate rose (a drift)."}, part),
-		Stuck: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions stuck for longer than the stuck threshold: unable to flush or commit, waiting for the schema registry, held inside a record or a snapshot save, or no snapshot saved."}),
-		Degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_degraded_partitions",
-			Help: "Assigned partitions whose last 1000 records all came to nothing: every one dead-lettered, or its prediction refused by the brokers."}),
-		Unserved: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_unserved_partitions",
-			Help: "Assigned partitions not served now: their producer cannot be initialised, their model cannot be restored, their commit was fenced while the generation lives on, or their transactions abort again and again."}),
-	}
-	m.PendingRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_pending_records", Help: "Records predicted and awaiting their label (delayed labels)."}, part)
-	// 10 ms to about 12 days by factors of 4: clicks come in minutes,
-	// reviews in hours, chargebacks in days.
-	m.LabelDelay = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_label_delay_seconds", Help: "Time from a record to its label (record timestamps), for labels learned.",
-		Buckets: prometheus.ExponentialBuckets(0.01, 4, 15)})
-	m.PendingExpired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_pending_expired_total", Help: "Records whose label did not come within the pending store's maximum age."}, part)
-	m.PendingEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_pending_evicted_total", Help: "Records pushed out of the full pending store before their label came."}, part)
-	m.OrphanLabels = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_orphan_labels_total", Help: "Labels that found no record awaiting them, by reason (each is a dead letter)."}, []string{"partition", "reason"})
-	m.Transactions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_transactions_total",
-		Help: "Exactly-once transactions by result (committed, aborted) and reason of an abort (error, fenced)."}, []string{"result", "reason"})
-	// 1 ms to 16 s: a transaction spans a flush interval (200 ms by default).
-	m.TransactionDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_transaction_duration_seconds",
-		Help: "Time from a transaction's first write to its commit.", Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)})
-	m.VisibleLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_prediction_visible_latency_seconds",
-		Help:    "Per committed transaction: time from its oldest record's timestamp to the commit that made its predictions visible (read_committed).",
-		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)})
-	m.RegistryErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_schema_registry_errors_total",
-		Help: "Schema registry requests that got no answer (unreachable, 5xx); the partition waits and retries meanwhile, dead-lettering nothing."}, part)
+	m := &Metrics{}
+	groups := [][]prometheus.Collector{m.recordMetrics(), m.kafkaMetrics(), m.checkpointMetrics(),
+		m.learnerMetrics(), m.healthMetrics(), m.delayedMetrics(), m.transactionMetrics()}
 	m.health.gauge, m.health.after, m.health.degraded.gauge, m.health.halted.gauge = m.Stuck, time.Minute, m.Degraded, m.Unserved
 	if reg != nil {
-		reg.MustRegister(m.RegistryErrors)
-		reg.MustRegister(m.PendingRecords, m.LabelDelay, m.PendingExpired, m.PendingEvicted, m.OrphanLabels)
-		reg.MustRegister(m.Transactions, m.TransactionDuration, m.VisibleLatency)
-		reg.MustRegister(m.Skipped, m.OffsetResets, m.ModelResets, m.Stuck, m.Degraded, m.Unserved,
-			m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches, m.SearchReopens)
-		reg.MustRegister(m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate,
-			m.Produced, m.ProduceErrors, m.FetchErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge,
-			m.Round, m.Lag, m.CheckpointSaves, m.CheckpointDuration, m.CheckpointBytes, m.CheckpointTime,
-			m.CheckpointWritten, m.RestoreReplayed, m.RestoreReplay)
+		for _, g := range groups {
+			reg.MustRegister(g...)
+		}
 	}
 	// Series that should read 0 rather than be absent before the first event.
 	for _, r := range []string{"ok", "fenced", "error"} {
@@ -232,6 +154,124 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.ModelResets.WithLabelValues(r)
 	}
 	return m
+}
+
+// recordMetrics creates the series of each partition's records (read,
+// predicted, learned, dead-lettered) and its model's mistakes and size.
+func (m *Metrics) recordMetrics() []prometheus.Collector {
+	part := []string{"partition"}
+	m.Consumed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_consumed_total", Help: "Input records read, good or bad."}, part)
+	m.Predicted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_predicted_total", Help: "Input records predicted."}, part)
+	m.Learned = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_learned_total", Help: "Labeled records the learner learned from (predict-then-learn rounds)."}, part)
+	m.Mistakes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_mistakes_total", Help: "Labeled records predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label."}, part)
+	m.DeadLetters = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_dead_letters_total", Help: "Records sent to the dead-letter topic, by reason."}, []string{"partition", "reason"})
+	m.Support = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_support_vectors", Help: "Active-set size of the partition's model."}, part)
+	m.WindowRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_windowed_mistake_ratio", Help: "Fraction of the last labeled records (window of 1000) predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label."}, part)
+	m.Skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_skipped_total", Help: "Records read but not used: transaction markers and records of aborted transactions."}, part)
+	// 1 µs to 131 ms by factors of 2: a budget round takes microseconds,
+	// the second-order and Tightest learners' large budgets milliseconds.
+	m.Round = newRoundHistogram(prometheus.NewDesc("streamlearner_round_duration_seconds", "Time of one predict-then-learn round on a labeled record (as of each partition's last flush).", nil, nil),
+		prometheus.ExponentialBuckets(1e-6, 2, 18))
+	return []prometheus.Collector{m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.DeadLetters, m.Support, m.WindowRate, m.Skipped, m.Round}
+}
+
+// kafkaMetrics creates the series of the member's traffic with the brokers
+// (fetches, writes, commits, assignments) and the schema registry.
+func (m *Metrics) kafkaMetrics() []prometheus.Collector {
+	part := []string{"partition"}
+	m.Produced = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_predictions_produced_total", Help: "Prediction records acknowledged by the brokers."})
+	m.ProduceErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_produce_errors_total", Help: "Failed attempts to write predictions or dead letters (retried)."})
+	m.FetchErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_fetch_errors_total", Help: "Failed fetches of input or label records: broker errors, corrupt record batches (retried)."})
+	m.Commits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_offset_commits_total", Help: "Offset commits by result (ok, fenced, error)."}, []string{"result"})
+	m.Rebalances = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_rebalances_total", Help: "Group generations this member joined."})
+	m.AssignedGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_assigned_partitions", Help: "Input partitions assigned to this member."})
+	m.ReadyGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_ready_partitions", Help: "Assigned partitions whose model is restored and being served."})
+	m.Lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_consumer_lag_records", Help: "Records in the partition not yet read: high-water mark minus next offset, as of the last fetch."}, part)
+	m.OffsetResets = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_offset_resets_total",
+		Help: "Times the partition's next offset was no longer in its log (Offset Out Of Range) and reading moved to its start or end."}, part)
+	m.RegistryErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_schema_registry_errors_total",
+		Help: "Schema registry requests that got no answer (unreachable, 5xx); the partition waits and retries meanwhile, dead-lettering nothing."}, part)
+	return []prometheus.Collector{m.Produced, m.ProduceErrors, m.FetchErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge, m.Lag, m.OffsetResets, m.RegistryErrors}
+}
+
+// checkpointMetrics creates the series of snapshots: their saves, and the
+// restores and resets that start a model.
+func (m *Metrics) checkpointMetrics() []prometheus.Collector {
+	part := []string{"partition"}
+	m.CheckpointSaves = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_checkpoint_saves_total", Help: "Snapshot saves by result (ok, error)."}, []string{"result"})
+	// 1 ms to 16 s: a file save with fsync takes milliseconds, a large
+	// model written to a topic seconds.
+	m.CheckpointDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_checkpoint_duration_seconds", Help: "Time to encode and store one snapshot.",
+		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)})
+	m.CheckpointBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_bytes", Help: "Size of the partition's last saved snapshot."}, part)
+	m.CheckpointWritten = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_checkpoint_written_bytes_total",
+		Help: "Snapshot bytes saved, all partitions: a commit that names an earlier snapshot writes none (--snapshot-max-rate)."})
+	m.RestoreReplayed = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_restore_replayed_records_total",
+		Help: "Records a restore played again learn-only, from its snapshot's offset to the committed one."})
+	// 1 ms to 16 s and beyond: a replay spans up to --snapshot-interval
+	// of records.
+	m.RestoreReplay = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_restore_replay_seconds",
+		Help: "Time a restore took to replay the records after its snapshot up to the committed offset.", Buckets: prometheus.ExponentialBuckets(1e-3, 2, 16)})
+	m.CheckpointTime = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_last_success_timestamp_seconds",
+		Help: "Unix time when everything the partition's model learned was last in a committed checkpoint; time() minus it is the checkpoint age."}, part)
+	m.ModelResets = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_model_resets_total", Help: "New models started in place of a stored one (--reset-model), by reason."}, []string{"reason"})
+	return []prometheus.Collector{m.CheckpointSaves, m.CheckpointDuration, m.CheckpointBytes, m.CheckpointWritten, m.RestoreReplayed, m.RestoreReplay, m.CheckpointTime, m.ModelResets}
+}
+
+// learnerMetrics creates the series of each learner of a partition's
+// model: its challengers and an auto learner's search.
+func (m *Metrics) learnerMetrics() []prometheus.Collector {
+	part := []string{"partition"}
+	m.LearnerMistakes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_learner_mistakes_total",
+		Help: "Labeled records each learner of the partition's model predicted wrong, on its own predictions (the champion's are the ones emitted)."}, []string{"partition", "learner"})
+	m.LearnerWindowRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_learner_windowed_mistake_ratio",
+		Help: "Each learner's mistake ratio over its last labeled records (the evaluator's window)."}, []string{"partition", "learner"})
+	m.LearnerSupport = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_learner_support_vectors", Help: "Each learner's support-set size."}, []string{"partition", "learner"})
+	m.Champion = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_champion",
+		Help: "1 for the learner whose predictions the partition emits (the champion among the learner and its challengers; with --learner auto, its champion configuration, which leads the vote it emits)."}, []string{"partition", "learner"})
+	m.ChampionSwitches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_champion_switches_total", Help: "Times the partition's champion changed."}, part)
+	m.SearchReopens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_search_reopens_total",
+		Help: "Times an auto learner's search reopened because its mistake rate rose (a drift)."}, part)
+	return []prometheus.Collector{m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches, m.SearchReopens}
+}
+
+// healthMetrics creates the series of the partitions that are stuck,
+// degraded or not served.
+func (m *Metrics) healthMetrics() []prometheus.Collector {
+	m.Stuck = prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_stuck_partitions", Help: "Assigned partitions stuck for longer than the stuck threshold: unable to flush or commit, waiting for the schema registry, held inside a record or a snapshot save, or no snapshot saved."})
+	m.Degraded = prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_degraded_partitions",
+		Help: "Assigned partitions whose last 1000 records all came to nothing: every one dead-lettered, or its prediction refused by the brokers."})
+	m.Unserved = prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_unserved_partitions",
+		Help: "Assigned partitions not served now: their producer cannot be initialised, their model cannot be restored, their commit was fenced while the generation lives on, or their transactions abort again and again."})
+	return []prometheus.Collector{m.Stuck, m.Degraded, m.Unserved}
+}
+
+// delayedMetrics creates the series of records awaiting their label
+// (delayed labels).
+func (m *Metrics) delayedMetrics() []prometheus.Collector {
+	part := []string{"partition"}
+	m.PendingRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_pending_records", Help: "Records predicted and awaiting their label (delayed labels)."}, part)
+	// 10 ms to about 12 days by factors of 4: clicks come in minutes,
+	// reviews in hours, chargebacks in days.
+	m.LabelDelay = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_label_delay_seconds", Help: "Time from a record to its label (record timestamps), for labels learned.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 4, 15)})
+	m.PendingExpired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_pending_expired_total", Help: "Records whose label did not come within the pending store's maximum age."}, part)
+	m.PendingEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_pending_evicted_total", Help: "Records pushed out of the full pending store before their label came."}, part)
+	m.OrphanLabels = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_orphan_labels_total", Help: "Labels that found no record awaiting them, by reason (each is a dead letter)."}, []string{"partition", "reason"})
+	return []prometheus.Collector{m.PendingRecords, m.LabelDelay, m.PendingExpired, m.PendingEvicted, m.OrphanLabels}
+}
+
+// transactionMetrics creates the series of exactly-once transactions.
+func (m *Metrics) transactionMetrics() []prometheus.Collector {
+	m.Transactions = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_transactions_total",
+		Help: "Exactly-once transactions by result (committed, aborted) and reason of an abort (error, fenced)."}, []string{"result", "reason"})
+	// 1 ms to 16 s: a transaction spans a flush interval (200 ms by default).
+	m.TransactionDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_transaction_duration_seconds",
+		Help: "Time from a transaction's first write to its commit.", Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)})
+	m.VisibleLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_prediction_visible_latency_seconds",
+		Help:    "Per committed transaction: time from its oldest record's timestamp to the commit that made its predictions visible (read_committed).",
+		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)})
+	return []prometheus.Collector{m.Transactions, m.TransactionDuration, m.VisibleLatency}
 }
 
 // assigned creates a newly assigned partition's dead-letter series at 0 for

@@ -72,98 +72,149 @@ func Produce(ctx context.Context, cfg ProduceConfig) (int64, error) {
 		return 0, fmt.Errorf("produce: %w", err)
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
-	var r io.Reader = br
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return 0, fmt.Errorf("produce: gzip: %w", err)
-		}
-		defer zr.Close()
-		r = zr
+	r, done, err := gunzip(f)
+	if err != nil {
+		return 0, err
 	}
+	defer done()
 	var balancer kafka.Balancer = &kafka.RoundRobin{}
 	if cfg.Key != "round-robin" {
 		balancer = &kafka.Hash{}
 	}
-	key := func(line int, rec []byte) []byte {
-		switch cfg.Key {
+	key := recordKey(cfg.Key)
+	msgs := lineMessages(r, cfg.Data, key)
+	if dataset.IsCSV(cfg.Data) {
+		msgs = csvMessages(r, cfg.Data, key)
+	}
+	return ProduceExamples(ctx, WriterConfig{
+		Conn: cfg.Conn, Topic: cfg.Topic, Rate: cfg.Rate, Balancer: balancer,
+		AutoCreateTopic: cfg.AutoCreateTopic, Progress: cfg.Progress, Encode: cfg.Encode,
+	}, limited(msgs, cfg.Limit))
+}
+
+// gunzip reads f, decompressed if it starts with gzip's magic number;
+// done closes the decompressor.
+func gunzip(f io.Reader) (r io.Reader, done func(), err error) {
+	br := bufio.NewReaderSize(f, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("produce: gzip: %w", err)
+		}
+		return zr, func() { zr.Close() }, nil
+	}
+	return br, func() {}, nil
+}
+
+// recordKey is the key of the record on a line, by ProduceConfig.Key.
+func recordKey(name string) func(line int, rec []byte) []byte {
+	return func(line int, rec []byte) []byte {
+		switch name {
 		case "round-robin":
 			return nil
 		case "line":
 			return strconv.AppendInt(nil, int64(line), 10)
 		}
-		return jsonField(rec, cfg.Key)
+		return jsonField(rec, name)
 	}
-	lines := func(yield func(Message, error) bool) {
+}
+
+// limited stops msgs after limit messages; a limit ≤ 0 lets all through.
+func limited(msgs iter.Seq2[Message, error], limit int) iter.Seq2[Message, error] {
+	if limit <= 0 {
+		return msgs
+	}
+	return func(yield func(Message, error) bool) {
+		n := 0
+		for m, err := range msgs {
+			if !yield(m, err) || err != nil {
+				return
+			}
+			if n++; n >= limit {
+				return
+			}
+		}
+	}
+}
+
+// csvMessages is the rows of a CSV file, read from r, as events.
+func csvMessages(r io.Reader, data string, key func(int, []byte) []byte) iter.Seq2[Message, error] {
+	return func(yield func(Message, error) bool) {
+		n := 0
+		for row, err := range dataset.CSVEvents(r) {
+			if err != nil {
+				yield(Message{}, fmt.Errorf("%s: %w", data, err))
+				return
+			}
+			n++
+			if !yield(Message{Raw: row, Key: key(n+1, row)}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// lineMessages is the records of a LIBSVM or JSON lines file, read from
+// r, skipping blank lines and comments.
+func lineMessages(r io.Reader, data string, key func(int, []byte) []byte) iter.Seq2[Message, error] {
+	return func(yield func(Message, error) bool) {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 0, 1<<16), 16<<20)
-		lim := codec.Limits{AllowEmpty: true, MaxBytes: 16 << 20}
-		events := false
-		var eventDec *codec.EventDecoder
-		var ev codec.Event
+		lr := lineReader{lim: codec.Limits{AllowEmpty: true, MaxBytes: 16 << 20}}
 		n := 0
 		for line := 1; sc.Scan(); line++ {
 			b := bytes.TrimSpace(sc.Bytes())
 			if len(b) == 0 || b[0] == '#' {
 				continue
 			}
-			var msg Message
-			ex, err := codec.Decode(b, lim)
-			var ce *codec.Error
-			if n == 0 && errors.As(err, &ce) && ce.Reason == codec.ReasonMissingFeatures {
-				// The first record is an event: the file is sent as it is,
-				// each line checked to be one JSON object.
-				events = true
-				eventDec, _ = codec.NewEventDecoder(codec.EventConfig{Limits: lim})
-			}
-			if events {
-				err = eventDec.Decode(b, &ev)
-				var ce *codec.Error
-				if errors.As(err, &ce) && (ce.Reason == codec.ReasonBadLabel || ce.Reason == codec.ReasonEmptyFeatures) {
-					err = nil // the consumer's label field and schema decide
-				}
-				msg.Raw = bytes.Clone(b)
-			}
+			msg, err := lr.message(b, n == 0)
 			if err != nil {
-				yield(Message{}, fmt.Errorf("%s line %d: %w", cfg.Data, line, err))
+				yield(Message{}, fmt.Errorf("%s line %d: %w", data, line, err))
 				return
 			}
-			msg.Example = ex
 			msg.Key = key(line, b)
 			if !yield(msg, nil) {
 				return
 			}
-			if n++; cfg.Limit > 0 && n >= cfg.Limit {
-				return
-			}
+			n++
 		}
 		if err := sc.Err(); err != nil {
-			yield(Message{}, fmt.Errorf("read %s: %w", cfg.Data, err))
+			yield(Message{}, fmt.Errorf("read %s: %w", data, err))
 		}
 	}
-	if dataset.IsCSV(cfg.Data) {
-		lines = func(yield func(Message, error) bool) {
-			n := 0
-			for row, err := range dataset.CSVEvents(r) {
-				if err != nil {
-					yield(Message{}, fmt.Errorf("%s: %w", cfg.Data, err))
-					return
-				}
-				n++
-				if !yield(Message{Raw: row, Key: key(n+1, row)}, nil) {
-					return
-				}
-				if cfg.Limit > 0 && n >= cfg.Limit {
-					return
-				}
-			}
-		}
+}
+
+// lineReader decodes the lines of a file of records or of events.
+type lineReader struct {
+	lim    codec.Limits
+	events bool // the file holds events, sent as they are
+	dec    *codec.EventDecoder
+	ev     codec.Event
+}
+
+// message decodes line b; first says it is the file's first record.
+func (lr *lineReader) message(b []byte, first bool) (Message, error) {
+	var msg Message
+	ex, err := codec.Decode(b, lr.lim)
+	var ce *codec.Error
+	if first && errors.As(err, &ce) && ce.Reason == codec.ReasonMissingFeatures {
+		// The first record is an event: the file is sent as it is,
+		// each line checked to be one JSON object.
+		lr.events = true
+		lr.dec, _ = codec.NewEventDecoder(codec.EventConfig{Limits: lr.lim})
 	}
-	return ProduceExamples(ctx, WriterConfig{
-		Conn: cfg.Conn, Topic: cfg.Topic, Rate: cfg.Rate, Balancer: balancer,
-		AutoCreateTopic: cfg.AutoCreateTopic, Progress: cfg.Progress, Encode: cfg.Encode,
-	}, lines)
+	if lr.events {
+		err = lr.dec.Decode(b, &lr.ev)
+		if errors.As(err, &ce) && (ce.Reason == codec.ReasonBadLabel || ce.Reason == codec.ReasonEmptyFeatures) {
+			err = nil // the consumer's label field and schema decide
+		}
+		msg.Raw = bytes.Clone(b)
+	}
+	if err != nil {
+		return Message{}, err
+	}
+	msg.Example = ex
+	return msg, nil
 }
 
 // WriterConfig says where and how ProduceExamples writes.
@@ -223,6 +274,26 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 	// After the writer's Close (deferred below): its connections would
 	// otherwise stay open until their idle timeout.
 	defer transport.CloseIdleConnections()
+	w := newWriter(cfg, transport)
+	defer w.Close()
+	p := &producer{ctx: ctx, cfg: cfg, w: w, batch: make([]kafka.Message, 0, 1000), start: time.Now(), batchSize: 1000}
+	if cfg.Rate > 0 {
+		p.batchSize = max(1, min(1000, int(cfg.Rate/10)))
+	}
+	for m, err := range msgs {
+		if err != nil {
+			return p.sent, err
+		}
+		if err := p.add(m); err != nil {
+			return p.sent, err
+		}
+	}
+	err = p.flush()
+	return p.sent, err
+}
+
+// newWriter is the writer of cfg's records over transport.
+func newWriter(cfg WriterConfig, transport *kafka.Transport) *kafka.Writer {
 	balancer := cfg.Balancer
 	if balancer == nil {
 		balancer = &kafka.RoundRobin{}
@@ -230,71 +301,74 @@ func ProduceExamples(ctx context.Context, cfg WriterConfig, msgs iter.Seq2[Messa
 	if cfg.MaxBatchBytes <= 0 {
 		cfg.MaxBatchBytes = 1 << 20
 	}
-	w := &kafka.Writer{
+	return &kafka.Writer{
 		Addr: kafka.TCP(cfg.Conn.Brokers...), Topic: cfg.Topic, Balancer: balancer,
 		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 1000,
 		BatchBytes: int64(cfg.MaxBatchBytes), AllowAutoTopicCreation: cfg.AutoCreateTopic, Transport: transport,
 	}
-	defer w.Close()
+}
 
-	batch := make([]kafka.Message, 0, 1000)
-	var sent int64
-	start := time.Now()
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
+// producer batches the records of ProduceExamples.
+type producer struct {
+	ctx       context.Context
+	cfg       WriterConfig
+	w         *kafka.Writer
+	batch     []kafka.Message
+	batchSize int
+	sent      int64
+	start     time.Time
+}
+
+// add queues m, encoded, and flushes a full batch.
+func (p *producer) add(m Message) error {
+	value := m.Raw
+	if p.cfg.Encode != nil {
+		if value == nil {
+			return fmt.Errorf("record %d: indexed records (LIBSVM, {\"label\",\"features\"}) cannot be sent in a schema format; those carry named-field events", p.sent+int64(len(p.batch))+1)
 		}
-		if err := w.WriteMessages(ctx, batch...); err != nil {
-			err = summarize(err)
-			if errors.Is(err, kafka.UnknownTopicOrPartition) && !cfg.AutoCreateTopic {
-				return fmt.Errorf("produce to %s: the topic does not exist: create it, or pass --auto-create: %w", cfg.Topic, err)
-			}
-			return fmt.Errorf("produce to %s: %w", cfg.Topic, err)
+		var err error
+		if value, err = p.cfg.Encode(value); err != nil {
+			return fmt.Errorf("record %d: %w", p.sent+int64(len(p.batch))+1, err)
 		}
-		sent += int64(len(batch))
-		batch = batch[:0]
-		if cfg.Progress != nil {
-			cfg.Progress(sent)
-		}
-		if cfg.Rate > 0 { // pace: the n-th record goes out no earlier than n/rate
-			if ahead := time.Duration(float64(sent)/cfg.Rate*float64(time.Second)) - time.Since(start); ahead > 0 {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-time.After(ahead):
-				}
-			}
-		}
+	}
+	if value == nil {
+		value = codec.AppendJSON(nil, m.Example)
+	}
+	p.batch = append(p.batch, kafka.Message{Key: m.Key, Value: value, Headers: m.Headers})
+	if len(p.batch) >= p.batchSize {
+		return p.flush()
+	}
+	return nil
+}
+
+// flush writes the batch, then paces: the n-th record goes out no earlier
+// than n/rate.
+func (p *producer) flush() error {
+	if len(p.batch) == 0 {
 		return nil
 	}
-	batchSize := 1000
-	if cfg.Rate > 0 {
-		batchSize = max(1, min(1000, int(cfg.Rate/10)))
+	if err := p.w.WriteMessages(p.ctx, p.batch...); err != nil {
+		err = summarize(err)
+		if errors.Is(err, kafka.UnknownTopicOrPartition) && !p.cfg.AutoCreateTopic {
+			return fmt.Errorf("produce to %s: the topic does not exist: create it, or pass --auto-create: %w", p.cfg.Topic, err)
+		}
+		return fmt.Errorf("produce to %s: %w", p.cfg.Topic, err)
 	}
-	for m, err := range msgs {
-		if err != nil {
-			return sent, err
-		}
-		value := m.Raw
-		if cfg.Encode != nil {
-			if value == nil {
-				return sent, fmt.Errorf("record %d: indexed records (LIBSVM, {\"label\",\"features\"}) cannot be sent in a schema format; those carry named-field events", sent+int64(len(batch))+1)
-			}
-			if value, err = cfg.Encode(value); err != nil {
-				return sent, fmt.Errorf("record %d: %w", sent+int64(len(batch))+1, err)
-			}
-		}
-		if value == nil {
-			value = codec.AppendJSON(nil, m.Example)
-		}
-		batch = append(batch, kafka.Message{Key: m.Key, Value: value, Headers: m.Headers})
-		if len(batch) >= batchSize {
-			if err := flush(); err != nil {
-				return sent, err
+	p.sent += int64(len(p.batch))
+	p.batch = p.batch[:0]
+	if p.cfg.Progress != nil {
+		p.cfg.Progress(p.sent)
+	}
+	if p.cfg.Rate > 0 {
+		if ahead := time.Duration(float64(p.sent)/p.cfg.Rate*float64(time.Second)) - time.Since(p.start); ahead > 0 {
+			select {
+			case <-p.ctx.Done():
+				return p.ctx.Err()
+			case <-time.After(ahead):
 			}
 		}
 	}
-	return sent, flush()
+	return nil
 }
 
 // summarize shortens kafka-go's per-message errors, which repeat one

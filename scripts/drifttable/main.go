@@ -47,48 +47,9 @@ type cell struct {
 
 func run(dir, set string) error {
 	groups := []int{0, 1, 3, 7}
-	// family → budget (0 = none) → group → cell
-	cells := map[string]map[int]map[int]*cell{}
-	budgets := map[int]bool{}
-	for _, g := range groups {
-		paths, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("%s-s%d-*.json", set, g)))
-		if len(paths) == 0 {
-			return fmt.Errorf("no reports for %s with %d shifts in %s", set, g, dir)
-		}
-		for _, p := range paths {
-			var rep replay.Report
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			if err := json.Unmarshal(b, &rep); err != nil {
-				return fmt.Errorf("%s: %w", p, err)
-			}
-			for _, l := range rep.Partitions[0].Learners {
-				fam, budget := split(l.Spec)
-				budgets[budget] = true
-				if cells[fam] == nil {
-					cells[fam] = map[int]map[int]*cell{}
-				}
-				if cells[fam][budget] == nil {
-					cells[fam][budget] = map[int]*cell{}
-				}
-				c := cells[fam][budget][g]
-				if c == nil {
-					c = &cell{}
-					cells[fam][budget][g] = c
-				}
-				c.rate += l.MistakeRate
-				c.n++
-				for _, r := range l.Recovery {
-					c.shifts++
-					if r.Records != nil {
-						c.recovered++
-						c.recovery += float64(*r.Records)
-					}
-				}
-			}
-		}
+	cells, budgets, err := load(dir, set, groups)
+	if err != nil {
+		return err
 	}
 	bs := sortedKeys(budgets)
 	fams := make([]string, 0, len(cells))
@@ -98,22 +59,93 @@ func run(dir, set string) error {
 	sort.Slice(fams, func(i, j int) bool {
 		return order(fams[i]) < order(fams[j]) || order(fams[i]) == order(fams[j]) && fams[i] < fams[j]
 	})
-
 	for _, g := range groups {
-		fmt.Printf("\n%s, %d shifts: mistakes %% (mean of %d streams)\n", set, g, cells[fams[0]][firstKey(cells[fams[0]])][g].n)
-		header(bs)
-		for _, f := range fams {
-			fmt.Printf("| %s |", f)
-			for _, b := range bs {
-				if c := cells[f][b][g]; c != nil {
-					fmt.Printf(" %.2f |", 100*c.rate/float64(c.n))
-				} else {
-					fmt.Print(" |")
-				}
+		printRates(set, g, fams, bs, cells)
+	}
+	printRecovery(set, groups, fams, bs, cells)
+	return plotBudgets(filepath.Join(dir, set+"-budgets.png"), set, groups, fams, bs, cells)
+}
+
+// table is the cells by family, budget (0 = none) and group.
+type table = map[string]map[int]map[int]*cell
+
+// load reads the reports of each group of set in dir into a table, and
+// the budgets they use.
+func load(dir, set string, groups []int) (table, map[int]bool, error) {
+	cells := table{}
+	budgets := map[int]bool{}
+	for _, g := range groups {
+		paths, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("%s-s%d-*.json", set, g)))
+		if len(paths) == 0 {
+			return nil, nil, fmt.Errorf("no reports for %s with %d shifts in %s", set, g, dir)
+		}
+		for _, p := range paths {
+			if err := add(cells, budgets, p, g); err != nil {
+				return nil, nil, err
 			}
-			fmt.Println()
 		}
 	}
+	return cells, budgets, nil
+}
+
+// add adds the report at path, of group g, to cells and its budgets to
+// budgets.
+func add(cells table, budgets map[int]bool, path string, g int) error {
+	var rep replay.Report
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	for _, l := range rep.Partitions[0].Learners {
+		fam, budget := split(l.Spec)
+		budgets[budget] = true
+		if cells[fam] == nil {
+			cells[fam] = map[int]map[int]*cell{}
+		}
+		if cells[fam][budget] == nil {
+			cells[fam][budget] = map[int]*cell{}
+		}
+		c := cells[fam][budget][g]
+		if c == nil {
+			c = &cell{}
+			cells[fam][budget][g] = c
+		}
+		c.rate += l.MistakeRate
+		c.n++
+		for _, r := range l.Recovery {
+			c.shifts++
+			if r.Records != nil {
+				c.recovered++
+				c.recovery += float64(*r.Records)
+			}
+		}
+	}
+	return nil
+}
+
+// printRates prints the table of group g's mistake rates.
+func printRates(set string, g int, fams []string, bs []int, cells table) {
+	fmt.Printf("\n%s, %d shifts: mistakes %% (mean of %d streams)\n", set, g, cells[fams[0]][firstKey(cells[fams[0]])][g].n)
+	header(bs)
+	for _, f := range fams {
+		fmt.Printf("| %s |", f)
+		for _, b := range bs {
+			if c := cells[f][b][g]; c != nil {
+				fmt.Printf(" %.2f |", 100*c.rate/float64(c.n))
+			} else {
+				fmt.Print(" |")
+			}
+		}
+		fmt.Println()
+	}
+}
+
+// printRecovery prints the table of the shifts recovered from, all groups
+// together.
+func printRecovery(set string, groups []int, fams []string, bs []int, cells table) {
 	fmt.Printf("\n%s: shifts recovered from (mean records to recover), all groups\n", set)
 	header(bs)
 	for _, f := range fams {
@@ -136,7 +168,6 @@ func run(dir, set string) error {
 		}
 		fmt.Println()
 	}
-	return plotBudgets(filepath.Join(dir, set+"-budgets.png"), set, groups, fams, bs, cells)
 }
 
 // header starts a Markdown table with a column per budget.
