@@ -58,6 +58,11 @@ type Memory struct {
 	// divide a bound among them): the model counts at most Group for its
 	// classes, not Held once a class.
 	Group int64
+	// SnapshotFloor, with Group, is the least a class's saved state costs
+	// (its encoding and the copy decoded to check it) however little of
+	// the shared bound it holds: the classes beyond those the bound fills
+	// are counted at it.
+	SnapshotFloor int64
 
 	held  func(n int) (held, peak int64)
 	what  string // what to lower, for messages

@@ -447,7 +447,10 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 		}
 		mem.Peak += (grown - 1) * mem.Held
 		mem.Held *= grown
-		snap *= grown
+		// A save encodes, and checks by decoding, every class: those
+		// within the share at their full size, the others at least at
+		// the size a class's state takes however little it holds.
+		snap = grown*snap + (int64(k)-grown)*max(mem.SnapshotFloor, 0)
 		per = fmt.Sprintf("partition (%d classes, a learner each)", k)
 		if group > 0 {
 			per = fmt.Sprintf("partition (%d classes, auto's memory= shared among them)", k)
