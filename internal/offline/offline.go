@@ -361,30 +361,8 @@ func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, e
 // error is returned in place of results, as if the data had been loaded
 // first.
 func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, error) {
-	if len(cfg.Learners) == 0 {
-		return nil, errors.New("no learner given")
-	}
-	streaming := train.stream != nil
-	if streaming && (!cfg.KeepOrder || cfg.Delay != 0) {
-		return nil, errors.New("a stream is read in file order without a delay: load the data for random orders or a delay")
-	}
-	if !streaming && train.Len() == 0 {
-		return nil, errors.New("no training examples")
-	}
-	if cfg.Trace != nil && !cfg.KeepOrder {
-		return nil, errors.New("a trace needs the file order (keep-order)")
-	}
-	if cfg.Select == nil && len(cfg.Challengers) > 0 {
-		return nil, errors.New("challengers need a selection (Select)")
-	}
-	if cfg.Select != nil && len(cfg.Learners)+len(cfg.Challengers) < 2 {
-		return nil, errors.New("a selection needs at least two learners (add challengers)")
-	}
-	if cfg.Select != nil && cfg.Trace != nil {
-		return nil, errors.New("a trace is of learners run apart, not of a selection")
-	}
-	if cfg.Delay < 0 {
-		return nil, fmt.Errorf("delay %d: want 0 or more records", cfg.Delay)
+	if err := checkConfig(cfg, train); err != nil {
+		return nil, err
 	}
 	if train.mapped {
 		cfg.Model.Labels = codec.LabelMap{}
@@ -403,6 +381,70 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 			return nil, err
 		}
 	}
+	results := make([]*run, 0, models*orders)
+	for l := range models {
+		for o := range orders {
+			results = append(results, &run{learner: l, order: o})
+		}
+	}
+	firstErr := playAll(ctx, train, test, cfg, orders, results)
+	n := train.Len()
+	if train.stream != nil {
+		// -1: stopped before any reading reached the data's end, so no
+		// run is whole.
+		n = int(train.stream.records.Load())
+		if n == 0 && firstErr == nil && ctx.Err() == nil {
+			return nil, errors.New("no training examples")
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return summarize(cfg, orders, n, test, results), err
+	}
+	if cfg.Trace != nil {
+		if err := writeTrace(cfg.Trace, results); err != nil {
+			return nil, fmt.Errorf("write trace: %w", err)
+		}
+	}
+	return summarize(cfg, orders, n, test, results), nil
+}
+
+// checkConfig refuses what RunData cannot run, before any work.
+func checkConfig(cfg Config, train *Data) error {
+	if len(cfg.Learners) == 0 {
+		return errors.New("no learner given")
+	}
+	streaming := train.stream != nil
+	if streaming && (!cfg.KeepOrder || cfg.Delay != 0) {
+		return errors.New("a stream is read in file order without a delay: load the data for random orders or a delay")
+	}
+	if !streaming && train.Len() == 0 {
+		return errors.New("no training examples")
+	}
+	if cfg.Trace != nil && !cfg.KeepOrder {
+		return errors.New("a trace needs the file order (keep-order)")
+	}
+	if cfg.Select == nil && len(cfg.Challengers) > 0 {
+		return errors.New("challengers need a selection (Select)")
+	}
+	if cfg.Select != nil && len(cfg.Learners)+len(cfg.Challengers) < 2 {
+		return errors.New("a selection needs at least two learners (add challengers)")
+	}
+	if cfg.Select != nil && cfg.Trace != nil {
+		return errors.New("a trace is of learners run apart, not of a selection")
+	}
+	if cfg.Delay < 0 {
+		return fmt.Errorf("delay %d: want 0 or more records", cfg.Delay)
+	}
+	return nil
+}
+
+// playAll plays the runs, cfg.Jobs at a time, and returns the first error
+// that ended one; the first also stops the others. A stop from ctx is an
+// interruption, not an error: the runs keep what they played.
+func playAll(ctx context.Context, train, test *Data, cfg Config, orders int, runs []*run) error {
 	perms := make([][]int, orders)
 	for o := range perms {
 		if cfg.KeepOrder {
@@ -411,14 +453,7 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 			perms[o] = Order(cfg.Seed, o, train.Len())
 		}
 	}
-
 	tasks := make(chan *run)
-	results := make([]*run, 0, models*orders)
-	for l := range models {
-		for o := range orders {
-			results = append(results, &run{learner: l, order: o})
-		}
-	}
 	var done atomic.Int64
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -434,15 +469,15 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 			defer wg.Done()
 			for r := range tasks {
 				// A stop from the caller is an interruption, reported
-				// below with the results so far, not a failure.
-				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, len(results)); err != nil && parent.Err() == nil {
+				// with the results so far, not a failure.
+				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, len(runs)); err != nil && parent.Err() == nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 				}
 			}
 		}()
 	}
 feed:
-	for _, r := range results {
+	for _, r := range runs {
 		select {
 		case tasks <- r:
 		case <-ctx.Done():
@@ -451,27 +486,7 @@ feed:
 	}
 	close(tasks)
 	wg.Wait()
-	n := train.Len()
-	if streaming {
-		// -1: stopped before any reading reached the data's end, so no
-		// run is whole.
-		n = int(train.stream.records.Load())
-		if n == 0 && firstErr == nil && parent.Err() == nil {
-			return nil, errors.New("no training examples")
-		}
-	}
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := parent.Err(); err != nil {
-		return summarize(cfg, orders, n, test, results), err
-	}
-	if cfg.Trace != nil {
-		if err := writeTrace(cfg.Trace, results); err != nil {
-			return nil, fmt.Errorf("write trace: %w", err)
-		}
-	}
-	return summarize(cfg, orders, n, test, results), nil
+	return firstErr
 }
 
 // modelConfig is the model of learner l's runs, or with Select of every
