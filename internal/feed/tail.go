@@ -172,25 +172,34 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 	go func() { wg.Wait(); close(ch) }()
 
 	t := tally{cfg: cfg, st: &st, high: map[tailSource]int64{}, ev: prequential.Evaluator{Window: cfg.Window}, bySource: map[tailSource]*perSource{}}
-	for it := range ch {
-		if it.err != nil {
-			return st, fmt.Errorf("tail %s: %w", cfg.Topic, it.err)
-		}
-		p, ok := t.observe(it.m)
-		if !ok {
-			continue
-		}
-		if err := emit(p, st); err != nil {
-			return st, err
-		}
-		if cfg.Limit > 0 && st.Predictions >= uint64(cfg.Limit) {
-			return st, nil
-		}
+	if err := t.follow(ch, emit); err != nil || cfg.Limit > 0 && st.Predictions >= uint64(cfg.Limit) {
+		return st, err
 	}
 	if cfg.ExitAtEnd && ctx.Err() == nil {
 		return st, nil
 	}
 	return st, ctx.Err()
+}
+
+// follow tallies the records from ch and emits each prediction, until ch
+// closes, a reader fails, emit fails or the limit is reached.
+func (t *tally) follow(ch <-chan tailItem, emit func(codec.Prediction, TailStats) error) error {
+	for it := range ch {
+		if it.err != nil {
+			return fmt.Errorf("tail %s: %w", t.cfg.Topic, it.err)
+		}
+		p, ok := t.observe(it.m)
+		if !ok {
+			continue
+		}
+		if err := emit(p, *t.st); err != nil {
+			return err
+		}
+		if t.cfg.Limit > 0 && t.st.Predictions >= uint64(t.cfg.Limit) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // tailSpan is the offsets a tail reads of one partition.
