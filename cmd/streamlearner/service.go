@@ -252,7 +252,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if err := c.resolveInput(ctx, cfg, log); err != nil {
 		return err
 	}
-	return c.start(ctx, cfg, log)
+	return c.runMember(ctx, cfg, log)
 }
 
 // checkpointStore opens the store --checkpoint-dir or --checkpoint-topic
@@ -351,8 +351,9 @@ func (c *runCmd) resolveInput(ctx context.Context, cfg *pipeline.Config, log zer
 	return cfg.Validate()
 }
 
-// start runs the member until ctx ends, with progress lines and a summary.
-func (c *runCmd) start(ctx context.Context, cfg *pipeline.Config, log zerolog.Logger) error {
+// runMember runs the member until ctx ends, with progress lines and a
+// summary.
+func (c *runCmd) runMember(ctx context.Context, cfg *pipeline.Config, log zerolog.Logger) error {
 	if cfg.Metrics == nil {
 		cfg.Metrics = pipeline.NewMetrics(nil) // for the progress lines and the summary
 	}
