@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,14 +20,6 @@ import (
 	"github.com/streamlearner/streamlearner/internal/progress"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/pipeline"
-)
-
-// The service's targets (issue 17): learning keeps at least
-// endToEndTarget of the pass-through throughput, and pass-through costs at
-// most passCPUTarget of CPU per record in the service process.
-const (
-	endToEndTarget = 0.90
-	passCPUTarget  = 3 * time.Microsecond
 )
 
 type benchCmd struct {
@@ -45,7 +36,7 @@ type benchCmd struct {
 	FetchPartitionMaxBytes int    `help:"The member's --fetch-partition-max-bytes (default: run's)."`
 	FlushMaxBytes          int    `help:"The member's --flush-max-bytes (default: run's)."`
 	// ProcessingGuarantee exactly-once alternates learning runs of both
-	// guarantees and reports the ratio against exactlyOnceTarget.
+	// guarantees and reports the ratio against benchrun's target.
 	ProcessingGuarantee string `default:"at-least-once" enum:"at-least-once,exactly-once" help:"exactly-once: alternate learning runs at-least-once and exactly-once (transactions every 500 ms) and report their ratio of records/s, instead of pass-through beside learning."`
 	// Compression with several codecs alternates learning runs, one a
 	// codec, and judges the second's CPU against the first's.
@@ -59,52 +50,17 @@ type benchCmd struct {
 	SnapshotMaxRate  int           `default:"32768" placeholder:"BYTES" help:"The deferred runs' --snapshot-max-rate, bytes a second a partition (as run's: 0 is a snapshot with every commit)."`
 	SnapshotInterval time.Duration `default:"30s" help:"The deferred runs' --snapshot-interval."`
 	// DelayedLabels makes the records keyed and unlabeled: each waits in
-	// the pending store, and only every delayedLabelEvery-th gets its label
-	// (delayedLabelLag records later), so the store fills to its bounds.
+	// the pending store, and only every 4th gets its label
+	// (1,000 records later, benchrun's constants), so the store fills to its bounds.
 	DelayedLabels     bool  `help:"Records keyed and without their label: the member runs with --delayed-labels, every 4th record's label comes 1,000 records later, the others' never, so each partition's pending store fills to its bounds. --records counts the records; their labels are extra messages. Learning runs only."`
 	PendingMaxRecords int   `help:"The member's --pending-max-records (default: run's, 100,000)."`
 	PendingMaxBytes   int64 `help:"The member's --pending-max-bytes (default: run's, 64 MiB)."`
 }
 
-// snapshotRateTarget: snapshots as --snapshot-max-rate allows write at
-// most this share of the bytes a second that a snapshot with every
-// commit writes, for a big model (B = 4,000 on a9a, or a full pending
-// store).
-const snapshotRateTarget = 0.10
-
-// The labels of --delayed-labels: every delayedLabelEvery-th record's,
-// delayedLabelLag records after it.
-const (
-	delayedLabelEvery = 4
-	delayedLabelLag   = 1000
-)
-
 // restoreRecords are appended to each partition after a deferred run's
 // member is killed; the restore is served once each partition's first is
 // predicted.
 const restoreRecords = 10
-
-// compressionCPUTarget: a codec costs at most this much CPU per record
-// more than writing outputs uncompressed (lz4, issue 35).
-const compressionCPUTarget = 200 * time.Nanosecond
-
-// The targets of a member with many partitions (issue 25): CPU per record
-// at the most partitions within partitionCPUTarget times that at the
-// fewest, and peak RSS growing by no more than the models and
-// partitionRSSTarget bytes a partition.
-const (
-	partitionCPUTarget = 1.3
-	partitionRSSTarget = 100_000
-)
-
-// serviceLearnTarget: CPU per record learning minus CPU per record
-// passing through, in the service process, within this times eval's CPU
-// per round for the same learner, kernel and data (issue 25).
-const serviceLearnTarget = 1.10
-
-// exactlyOnceTarget: exactly-once keeps at least this share of
-// at-least-once's records/s (B = 100).
-const exactlyOnceTarget = 0.80
 
 // Run measures the service end to end: the embedded broker (a child
 // process, so that CPU and memory figures are the service's own), the data
@@ -117,256 +73,16 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range c.Snapshots {
-		if m != "every-commit" && m != "deferred" {
-			return fmt.Errorf("--snapshots %q: want every-commit or deferred", m)
-		}
+	b := benchrun.Bench{
+		Data: c.Data, Records: c.Records, Partitions: c.Partitions, Learner: c.Learner, Kernel: kern,
+		CheckpointEvery: c.CheckpointEvery, Runs: c.Runs, InProcess: c.InProcess, LearnOnly: c.LearnOnly,
+		FetchMaxBytes: c.FetchMaxBytes, FetchPartitionMaxBytes: c.FetchPartitionMaxBytes,
+		ProcessingGuarantee: c.ProcessingGuarantee, Compression: c.Compression, Snapshots: c.Snapshots, DelayedLabels: c.DelayedLabels,
+		Once: func(ctx context.Context, mode string, run, partitions int, msgs []kafka.Message, sampleRSS bool) (benchrun.Result, *benchrun.RestoreResult, error) {
+			return c.runOnce(ctx, mode, run, partitions, msgs, kern, sampleRSS)
+		},
 	}
-	if c.DelayedLabels && len(c.Snapshots) == 0 && len(c.Compression) < 2 && c.ProcessingGuarantee != pipeline.ExactlyOnce && !c.LearnOnly {
-		// Pass-through would dead-letter the labels and wait for their
-		// predictions.
-		return errors.New("--delayed-labels: learning runs only (--snapshots, --compression with several codecs, --processing-guarantee exactly-once or --learn-only)")
-	}
-	var msgs []kafka.Message
-	if c.DelayedLabels {
-		msgs, err = benchrun.LoadDelayed(ctx, c.Data, c.Records, delayedLabelEvery, delayedLabelLag)
-	} else {
-		msgs, err = benchrun.LoadA9A(ctx, c.Data)
-	}
-	if err != nil {
-		return err
-	}
-	sampleRSS := c.Records >= 10_000_000
-	for _, n := range c.Partitions {
-		if n <= 0 {
-			return fmt.Errorf("--partitions %d: want a positive count", n)
-		}
-	}
-	if c.DelayedLabels {
-		fmt.Fprintf(out, "end to end: %s, %d records keyed and unlabeled, every %dth one's label %d records later (%d messages), delayed labels, over %v partitions, %s %s, checkpoint every %d; broker %s\n",
-			c.Data, c.Records, delayedLabelEvery, delayedLabelLag, len(msgs), c.Partitions, c.Learner, kern, c.CheckpointEvery, brokerWhere(c.InProcess))
-	} else {
-		fmt.Fprintf(out, "end to end: %s ×%.1f = %d records over %v partitions, %s %s, checkpoint every %d; broker %s\n",
-			c.Data, float64(c.Records)/float64(len(msgs)), c.Records, c.Partitions, c.Learner, kern, c.CheckpointEvery, brokerWhere(c.InProcess))
-	}
-	if len(c.Snapshots) > 0 {
-		fmt.Fprintf(out, "%-12s %10s %12s %14s %12s %14s %12s %10s %10s %8s %8s\n", "mode", "partitions", "records/s", "cpu µs/record", "peak RSS MB", "output B/record",
-			"snap MB/s", "snapshots", "last MB", "support", "pending")
-	} else {
-		fmt.Fprintf(out, "%-12s %10s %12s %14s %12s %14s\n", "mode", "partitions", "records/s", "cpu µs/record", "peak RSS MB", "output B/record")
-	}
-	rates, cpus, outBytes := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
-	var evals []float64 // eval's CPU per round, beside each learning run
-	// Snapshot bytes a second, per mode; each deferred run's restore.
-	snapRates := map[string][]float64{}
-	var replayed, replaySecs, servedAfter []float64
-	var lastLearn benchrun.Result
-	// scale holds, per partition count, the learning runs' CPU per record
-	// and peak RSS.
-	type scaleRow struct{ cpu, rss []float64 }
-	scale := map[int]*scaleRow{}
-	for run := range c.Runs {
-		for _, parts := range c.Partitions {
-			modes := []string{"passthrough", "learn"}
-			switch {
-			case len(c.Snapshots) > 0:
-				modes = c.Snapshots
-			case len(c.Compression) > 1:
-				modes = modes[:0]
-				for _, z := range c.Compression {
-					modes = append(modes, "learn/"+z)
-				}
-			case c.ProcessingGuarantee == pipeline.ExactlyOnce:
-				modes = []string{"learn", "exactly-once"}
-			case c.LearnOnly:
-				modes = modes[1:]
-			}
-			for _, mode := range modes {
-				res, restore, err := c.runOnce(ctx, mode, run, parts, msgs, kern, sampleRSS && mode == "learn")
-				if err != nil {
-					return err
-				}
-				if parts == c.Partitions[0] {
-					rates[mode] = append(rates[mode], res.RecordsPerSecond())
-					cpus[mode] = append(cpus[mode], float64(res.CPUPerRecord()))
-					outBytes[mode] = append(outBytes[mode], float64(res.OutputBytes)/float64(res.Records))
-					snapRates[mode] = append(snapRates[mode], res.SnapshotRate())
-				}
-				row := fmt.Sprintf("%-12s %10d %12.0f %14.2f %12.0f %14.1f", mode, parts, res.RecordsPerSecond(), float64(res.CPUPerRecord().Nanoseconds())/1e3, float64(res.PeakRSS)/(1<<20),
-					float64(res.OutputBytes)/float64(res.Records))
-				if len(c.Snapshots) > 0 {
-					row += fmt.Sprintf(" %12.3f %10d %10.2f %8d %8d", res.SnapshotRate()/1e6, res.Snapshots, float64(res.SnapshotBytes)/1e6, res.Support, res.Pending)
-				}
-				fmt.Fprintln(out, row)
-				switch {
-				case restore != nil:
-					fmt.Fprintf(out, "restore: %d records replayed in %.2f s; served again %.2f s after start (assigned after %.2f s; %d partitions replayed)\n",
-						restore.Replayed, restore.ReplaySeconds, restore.Served.Seconds(), restore.Assigned.Seconds(), restore.Replays)
-					replayed = append(replayed, float64(restore.Replayed))
-					replaySecs = append(replaySecs, restore.ReplaySeconds)
-					servedAfter = append(servedAfter, restore.Served.Seconds())
-				case mode == "deferred" && c.InProcess && run == 0 && parts == c.Partitions[0]:
-					fmt.Fprintln(out, "restore: not measured with --in-process (a crash is a kill of the member's process, and this process holds the broker too)")
-				}
-				if mode == "learn" && parts == c.Partitions[0] && !c.LearnOnly && c.ProcessingGuarantee != pipeline.ExactlyOnce {
-					// Eval's round beside each pair of runs, not once at the
-					// end: on a shared host the CPU a round costs drifts by
-					// a quarter within minutes, and the target compares the
-					// two.
-					e, err := benchrun.EvalCPU(ctx, c.Data, c.Learner, kern, 3)
-					if err != nil {
-						return err
-					}
-					evals = append(evals, float64(e))
-				}
-				if strings.HasPrefix(mode, "learn") {
-					lastLearn = res
-					if scale[parts] == nil {
-						scale[parts] = &scaleRow{}
-					}
-					scale[parts].cpu = append(scale[parts].cpu, float64(res.CPUPerRecord()))
-					scale[parts].rss = append(scale[parts].rss, float64(res.PeakRSS))
-				}
-			}
-		}
-	}
-	if lo, hi := slices.Min(c.Partitions), slices.Max(c.Partitions); lo < hi && scale[lo] != nil {
-		// Many partitions per member (issue 25): CPU per record within
-		// partitionCPUTarget of the fewest partitions', and memory within
-		// the models plus partitionRSSTarget a partition more.
-		mem, err := learners.EstimateMemory(c.Learner, kern, learners.Data{NNZ: 14})
-		if err != nil {
-			return err
-		}
-		cl, ch := median(scale[lo].cpu), median(scale[hi].cpu)
-		verdict := "met"
-		if ch > partitionCPUTarget*cl {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(out, "CPU per record, %d partitions / %d: %.2f / %.2f µs = %.2f (target ≤ %.1f: %s)\n", hi, lo, ch/1e3, cl/1e3, ch/cl, partitionCPUTarget, verdict)
-		rl, rh := median(scale[lo].rss), median(scale[hi].rss)
-		// --fetch-max-bytes is part of the fixed base, but lo partitions
-		// cannot fill it: each holds at most its partition share. What
-		// they leave unfilled is allowed on top of the partitions' own.
-		// (The flush budget, which lo partitions do not fill either, is
-		// not: the target stays on the safe side.)
-		fetchMax, fetchPart := (&pipeline.Config{FetchMaxBytes: c.FetchMaxBytes, FetchPartitionMaxBytes: c.FetchPartitionMaxBytes}).FetchBudgets()
-		unfilled := max(fetchMax-lo*fetchPart, 0)
-		allowed := float64(hi-lo)*float64(mem.Held+partitionRSSTarget) + float64(unfilled)
-		verdict = "met"
-		if rh-rl > allowed {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(out, "peak RSS, %d partitions − %d: %.0f − %.0f MB = %+.1f MB (target ≤ %d × (model %.0f kB + %d kB) + the %.1f MB of --fetch-max-bytes %d partitions leave unfilled = %.1f MB: %s)\n",
-			hi, lo, rh/(1<<20), rl/(1<<20), (rh-rl)/(1<<20), hi-lo, float64(mem.Held)/1e3, partitionRSSTarget/1000, float64(unfilled)/(1<<20), lo, allowed/(1<<20), verdict)
-		// The member-wide budgets (--fetch-max-bytes, --flush-max-bytes)
-		// are a fixed part of memory, but a few partitions do not fill
-		// them: each fetches at most --fetch-partition-max-bytes and
-		// flushes at --flush-records. From the next count on they are
-		// full, and what grows is the partitions' own.
-		if mid := slices.Max(slices.DeleteFunc(slices.Clone(c.Partitions), func(n int) bool { return n == hi })); mid > lo && scale[mid] != nil {
-			rm := median(scale[mid].rss)
-			allowed := float64(hi-mid) * float64(mem.Held+partitionRSSTarget)
-			verdict := "met"
-			if rh-rm > allowed {
-				verdict = "NOT met"
-			}
-			fmt.Fprintf(out, "peak RSS, %d partitions − %d (the member's budgets full at both): %.0f − %.0f MB = %+.1f MB, %.0f kB a partition (target ≤ model %.0f kB + %d kB: %s)\n",
-				hi, mid, rh/(1<<20), rm/(1<<20), (rh-rm)/(1<<20), (rh-rm)/float64(hi-mid)/1e3, float64(mem.Held)/1e3, partitionRSSTarget/1000, verdict)
-		}
-	}
-	if len(c.Compression) > 1 {
-		// Each codec against the first, run by run (alternated, so a
-		// drifting host weighs on both alike).
-		base := "learn/" + c.Compression[0]
-		for _, z := range c.Compression[1:] {
-			mode := "learn/" + z
-			var extra []float64
-			for i := range cpus[mode] {
-				extra = append(extra, cpus[mode][i]-cpus[base][i])
-			}
-			cost := time.Duration(median(extra))
-			verdict := "met"
-			if cost > compressionCPUTarget {
-				verdict = "NOT met"
-			}
-			fmt.Fprintf(out, "%s against %s: CPU %+.2f µs/record (target ≤ %.1f µs: %s); output %.1f → %.1f bytes/record (%.2f×); %.0f → %.0f records/s\n",
-				z, c.Compression[0], float64(cost.Nanoseconds())/1e3, compressionCPUTarget.Seconds()*1e6, verdict,
-				median(outBytes[base]), median(outBytes[mode]), median(outBytes[mode])/median(outBytes[base]), median(rates[base]), median(rates[mode]))
-		}
-		return nil
-	}
-	if len(c.Snapshots) > 0 {
-		if every, deferred := snapRates["every-commit"], snapRates["deferred"]; len(every) > 0 && len(deferred) > 0 {
-			// Run by run, alternated, so that a drifting host weighs on
-			// both alike.
-			var ratios []float64
-			for i := range min(len(every), len(deferred)) {
-				ratios = append(ratios, deferred[i]/every[i])
-			}
-			ratio := median(ratios)
-			verdict := "met"
-			if !(ratio <= snapshotRateTarget) {
-				verdict = "NOT met"
-			}
-			fmt.Fprintf(out, "snapshots, deferred/every-commit: %.3f / %.3f MB/s = %.3f (target ≤ %.2f: %s); %.0f / %.0f records/s = %.2f\n",
-				median(deferred)/1e6, median(every)/1e6, ratio, snapshotRateTarget, verdict,
-				median(rates["deferred"]), median(rates["every-commit"]), median(rates["deferred"])/median(rates["every-commit"]))
-		}
-		if len(replayed) > 1 {
-			fmt.Fprintf(out, "restores (medians of %d): %.0f records replayed in %.2f s; served again %.2f s after start\n",
-				len(replayed), median(replayed), median(replaySecs), median(servedAfter))
-		}
-		return nil
-	}
-	if eos, learn := median(rates["exactly-once"]), median(rates["learn"]); c.ProcessingGuarantee == pipeline.ExactlyOnce {
-		verdict := "met"
-		if eos < exactlyOnceTarget*learn {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(out, "exactly-once/at-least-once: %.0f / %.0f records/s = %.2f (target ≥ %.2f: %s)\n", eos, learn, eos/learn, exactlyOnceTarget, verdict)
-		return nil
-	}
-	if learn, pass := median(rates["learn"]), median(rates["passthrough"]); !c.LearnOnly {
-		verdict := "met"
-		if learn < endToEndTarget*pass {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(out, "learning/pass-through: %.0f / %.0f records/s = %.2f (issue 17's target ≥ %.2f: %s)\n", learn, pass, learn/pass, endToEndTarget, verdict)
-		// What that target meant (issue 25): learning in the service costs
-		// no more than serviceLearnTarget times the learner's own cost.
-		// The median of each run's own ratio: learning, pass-through and
-		// eval measured side by side.
-		var ratios []float64
-		for i := range evals {
-			ratios = append(ratios, (cpus["learn"][i]-cpus["passthrough"][i])/evals[i])
-		}
-		ratio := median(ratios)
-		verdict = "met"
-		if ratio > serviceLearnTarget {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(out, "learning in the service: %.2f − %.2f = %.2f µs/record; eval: %.2f µs/round, beside each run; %.2f× (target ≤ %.2f: %s)\n",
-			median(cpus["learn"])/1e3, median(cpus["passthrough"])/1e3, (median(cpus["learn"])-median(cpus["passthrough"]))/1e3, median(evals)/1e3, ratio, serviceLearnTarget, verdict)
-		cpu := time.Duration(median(cpus["passthrough"]))
-		verdict = "met"
-		if cpu > passCPUTarget {
-			verdict = "NOT met"
-		}
-		fmt.Fprintf(out, "pass-through CPU: %.2f µs/record in the service process (target ≤ %.0f µs: %s)\n", float64(cpu.Nanoseconds())/1e3, passCPUTarget.Seconds()*1e6, verdict)
-	}
-	if sampleRSS {
-		half := int64(c.Records / 2)
-		slope := benchrun.Slope(lastLearn.RSS, half)
-		growth := slope * float64(c.Records-int(half))
-		flat := "flat"
-		if growth > 16<<20 {
-			flat = "GROWING"
-		}
-		fmt.Fprintf(out, "resident memory, learning: peak %.0f MB; over the second half %+.1f MB (%.2f bytes/record): %s\n",
-			float64(lastLearn.PeakRSS)/(1<<20), growth/(1<<20), slope, flat)
-	}
-	return nil
+	return b.Measure(ctx, out)
 }
 
 // runOnce serves the records once in one mode, on a broker of its own (a
@@ -606,13 +322,6 @@ func report(out io.Writer, kind string, res any) error {
 	return err
 }
 
-func brokerWhere(inProcess bool) string {
-	if inProcess {
-		return "in process (its work counts as the service's)"
-	}
-	return "in a child process per run, the member in another"
-}
-
 // childBroker runs `streamlearner broker` from this executable on a free
 // port and returns its address and a function that stops it.
 func childBroker(ctx context.Context, partitions int) (stop func(), addr string, err error) {
@@ -664,15 +373,4 @@ func childBroker(ctx context.Context, partitions int) (stop func(), addr string,
 		stop()
 		return nil, "", errors.New("bench: broker did not start within 30 s")
 	}
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Sorted(slices.Values(xs))
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

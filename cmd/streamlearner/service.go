@@ -25,6 +25,7 @@ import (
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 	"github.com/streamlearner/streamlearner/internal/progress"
 	"github.com/streamlearner/streamlearner/internal/replay"
+	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/pipeline"
 )
 
@@ -230,32 +231,65 @@ func (c *runCmd) Run(ctx context.Context) error {
 		return err
 	}
 	log := c.logger()
-	var store checkpoint.Store
+	store, closeStore, err := c.checkpointStore(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	cfg, err := c.pipelineConfig(kern, labels, store, log)
+	if err != nil {
+		return err
+	}
+	ctx, stop := context.WithCancel(ctx) // also stops the metrics server
+	defer stop()
+	if c.MetricsAddr != "" {
+		reg := newRegistry()
+		cfg.Metrics = pipeline.NewMetrics(reg)
+		if err := serveOps(ctx, c.MetricsAddr, reg, cfg.Metrics, log); err != nil {
+			return err
+		}
+	}
+	if err := c.resolveInput(ctx, cfg, log); err != nil {
+		return err
+	}
+	return c.runMember(ctx, cfg, log)
+}
+
+// checkpointStore opens the store --checkpoint-dir or --checkpoint-topic
+// names (nil for neither) and returns what closes it.
+func (c *runCmd) checkpointStore(ctx context.Context, log zerolog.Logger) (checkpoint.Store, func(), error) {
 	switch {
 	case c.CheckpointDir != "":
 		ds := checkpoint.DirStore{Dir: c.CheckpointDir}
 		removed, err := ds.Clean(ctx)
 		if err != nil {
-			return fmt.Errorf("checkpoint directory: %w", err)
+			return nil, nil, fmt.Errorf("checkpoint directory: %w", err)
 		}
 		if len(removed) > 0 {
 			log.Warn().Strs("files", removed).Msg("removed temporary snapshot files left by saves killed midway")
 		}
-		store = ds
+		return ds, func() {}, nil
 	case c.CheckpointTopic != "":
 		conn := c.config()
 		transport, err := conn.Transport()
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		ts := &checkpoint.TopicStore{Brokers: conn.Brokers, Topic: c.CheckpointTopic, Transport: transport}
-		defer ts.Close()
 		if err := ts.Ensure(ctx, 1); err != nil {
-			return err
+			ts.Close()
+			return nil, nil, err
 		}
-		store = ts
+		return ts, func() { ts.Close() }, nil
 	}
-	cfg := pipeline.Config{
+	return nil, func() {}, nil
+}
+
+// pipelineConfig is the member's configuration from the flags, checked.
+// It is a pointer because the checkpoint protocol reads the metrics and
+// the partition models from it as the rest of Run completes it.
+func (c *runCmd) pipelineConfig(kern learners.Kernel, labels codec.LabelMap, store checkpoint.Store, log zerolog.Logger) (*pipeline.Config, error) {
+	cfg := &pipeline.Config{
 		Conn: c.config(), Topic: c.Topic, Group: c.Group, OutputTopic: c.OutputTopic, DLQTopic: c.DLQTopic,
 		Learner: c.Learner, Kernel: kern, Seed: c.Seed, Labels: labels, StartOffset: c.Start,
 		Limits:          codec.Limits{MaxBytes: c.MaxRecordBytes, MaxIndex: c.MaxFeatureIndex, MaxNonZeros: c.MaxNonZeros, MaxAbsValue: c.MaxAbsValue},
@@ -273,53 +307,53 @@ func (c *runCmd) Run(ctx context.Context) error {
 		DisableIdempotence: !c.Idempotence, Compression: c.Compression,
 		Log: log,
 	}
-	cfg.Checkpoints = c.checkpoints(store, &cfg, log)
+	cfg.Checkpoints = c.checkpoints(store, cfg, log)
 	mc, err := c.modelConfig(c.fieldFlags, labels)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg.Event, cfg.Features, cfg.Classes, cfg.MaxClasses = mc.Event, mc.Features, mc.Classes, mc.MaxClasses
 	cfg.LabelRequired = true // a stream without labels says so at once (dead letters, log) instead of predicting from an empty model
 	if cfg.Registry, err = c.registryFlags.client(c.config()); err != nil {
-		return err
+		return nil, err
 	}
 	if err := applyFormat(&mc, c.Input, cfg.Registry); err != nil {
-		return err
+		return nil, err
 	}
 	cfg.Events, cfg.Format = c.Input == "events" || mc.Events, mc.Format
 	sel, challengers, err := c.selection()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if sel != nil {
 		cfg.Select, cfg.Challengers = *sel, challengers
 	}
 	// Invalid combinations fail here, before anything is started.
 	if err := cfg.Validate(); err != nil {
-		return err
+		return nil, err
 	}
-	ctx, stop := context.WithCancel(ctx) // also stops the metrics server
-	defer stop()
-	if c.MetricsAddr != "" {
-		reg := newRegistry()
-		cfg.Metrics = pipeline.NewMetrics(reg)
-		if err := serveOps(ctx, c.MetricsAddr, reg, cfg.Metrics, log); err != nil {
-			return err
-		}
-	}
+	return cfg, nil
+}
+
+// resolveInput settles whether the input topic holds events, and checks
+// cfg again with that.
+func (c *runCmd) resolveInput(ctx context.Context, cfg *pipeline.Config, log zerolog.Logger) error {
 	// Last, as it reads the topic: what is wrong with the flags is said
 	// first, without waiting for the brokers.
-	var kind replay.Kind
-	if kind, err = c.inputKind(ctx, log, cfg.Registry); err != nil {
+	kind, err := c.inputKind(ctx, log, cfg.Registry)
+	if err != nil {
 		return err
 	}
 	cfg.Events = kind != replay.KindRecords
 	if kind == replay.KindFramed && !cfg.Format.Framed() {
 		cfg.Format = codec.FormatRegistry
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
+	return cfg.Validate()
+}
+
+// runMember runs the member until ctx ends, with progress lines and a
+// summary.
+func (c *runCmd) runMember(ctx context.Context, cfg *pipeline.Config, log zerolog.Logger) error {
 	if cfg.Metrics == nil {
 		cfg.Metrics = pipeline.NewMetrics(nil) // for the progress lines and the summary
 	}
@@ -327,7 +361,7 @@ func (c *runCmd) Run(ctx context.Context) error {
 	if c.LogEvery > 0 {
 		go logProgress(ctx, log, cfg.Metrics, c.LogEvery)
 	}
-	err = pipeline.Run(ctx, cfg)
+	err := pipeline.Run(ctx, *cfg)
 	logSummary(log, cfg.Metrics, time.Since(start))
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -147,28 +148,9 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 		return st, fmt.Errorf("tail: %w", err)
 	}
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: transport}
-	type span struct {
-		partition  int
-		start, end int64 // end −1: follow
-	}
-	var spans []span
-	for _, p := range parts {
-		first, last, _, err := fetch.ListOffsets(ctx, client, cfg.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
-		if err != nil {
-			return st, fmt.Errorf("tail: %w", err)
-		}
-		st.Held = append(st.Held, Held{Partition: p, First: first, End: last})
-		start, err := fetch.ResolveBound(ctx, client, cfg.Topic, p, cfg.From, first, first, last)
-		if err != nil {
-			return st, fmt.Errorf("tail --from: %w", err)
-		}
-		end := int64(-1)
-		if cfg.ExitAtEnd {
-			if end = last; start >= end {
-				continue
-			}
-		}
-		spans = append(spans, span{p, start, end})
+	spans, err := tailSpans(ctx, cfg, client, parts, &st)
+	if err != nil {
+		return st, err
 	}
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -179,120 +161,198 @@ func Tail(ctx context.Context, cfg TailConfig, emit func(codec.Prediction, TailS
 		cancel()
 		wg.Wait()
 	}()
-	type item struct {
-		m   kafka.Message
-		err error
-	}
-	ch := make(chan item, 1024)
+	ch := make(chan tailItem, 1024)
 	for _, sp := range spans {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// Package fetch, not kafka-go's Reader: that one reads
-			// uncommitted and hands transaction markers over as messages.
-			r, err := fetch.NewReader(fetch.Config{Addr: client.Addr, Transport: transport, Topic: cfg.Topic, Partition: sp.partition,
-				ReadUncommitted: cfg.ReadUncommitted, MaxBytes: 4 << 20, ClientID: cfg.Conn.ClientID}, sp.start)
-			if err != nil {
-				select {
-				case ch <- item{err: err}:
-				case <-ctx.Done():
-				}
-				return
-			}
-			for {
-				b, err := r.Fetch(ctx, time.Second)
-				if ctx.Err() != nil {
-					return
-				}
-				if err != nil {
-					select { // a broker that answers with errors is not hammered
-					case <-ctx.Done():
-						return
-					case <-time.After(200 * time.Millisecond):
-					}
-					continue
-				}
-				for _, rec := range b.Records {
-					// The record's bytes are the reader's until its next fetch.
-					m := kafka.Message{Topic: cfg.Topic, Partition: sp.partition, Offset: rec.Offset, Time: rec.Time,
-						Key: bytes.Clone(rec.Key), Value: bytes.Clone(rec.Value)}
-					select {
-					case ch <- item{m: m}:
-					case <-ctx.Done():
-						return
-					}
-				}
-				if sp.end >= 0 && b.Next >= sp.end {
-					return
-				}
-			}
+			tailPartition(ctx, cfg, client.Addr, transport, sp, ch)
 		}()
 	}
 	go func() { wg.Wait(); close(ch) }()
 
-	type source struct {
-		topic     string
-		partition int32
-	}
-	high := map[source]int64{}
-	ev := prequential.Evaluator{Window: cfg.Window}
-	type perSource struct {
-		ev prequential.Evaluator
-		i  int // in st.Sources
-	}
-	bySource := map[source]*perSource{}
-	for it := range ch {
-		if it.err != nil {
-			return st, fmt.Errorf("tail %s: %w", cfg.Topic, it.err)
-		}
-		p, err := codec.DecodePrediction(it.m.Value)
-		if err != nil {
-			st.Skipped++
-			if cfg.Skipped != nil {
-				cfg.Skipped(st.Skipped, it.m.Partition, it.m.Offset, err)
-			}
-			continue
-		}
-		src := source{p.Topic, p.Partition}
-		if h, ok := high[src]; ok && p.Offset <= h {
-			st.Duplicates++
-			continue
-		}
-		high[src] = p.Offset
-		right, labeled := Right(p)
-		ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
-		st.Predictions, st.Labeled = ev.Rounds, ev.Labeled
-		st.Accuracy, st.Window = accuracies(&ev)
-		ps := bySource[src]
-		if ps == nil {
-			// Sources stay in order, however the partitions' predictions
-			// interleave: the summary reads as a list, not as a race.
-			i, _ := slices.BinarySearchFunc(st.Sources, src, func(s SourceStats, src source) int {
-				return cmp.Or(cmp.Compare(s.topic, src.topic), cmp.Compare(s.partition, src.partition))
-			})
-			st.Sources = slices.Insert(st.Sources, i, SourceStats{Source: fmt.Sprintf("%s/%d", p.Topic, p.Partition), topic: p.Topic, partition: p.Partition})
-			for _, o := range bySource {
-				if o.i >= i {
-					o.i++
-				}
-			}
-			ps = &perSource{ev: prequential.Evaluator{Window: cfg.Window}, i: i}
-			bySource[src] = ps
-		}
-		ps.ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
-		st.SourceLabeled = ps.ev.Labeled
-		st.SourceAccuracy, st.SourceWindow = accuracies(&ps.ev)
-		s := &st.Sources[ps.i]
-		s.Predictions, s.Labeled, s.Accuracy = ps.ev.Rounds, ps.ev.Labeled, st.SourceAccuracy
-		if err := emit(p, st); err != nil {
-			return st, err
-		}
-		if cfg.Limit > 0 && st.Predictions >= uint64(cfg.Limit) {
-			return st, nil
-		}
+	t := tally{cfg: cfg, st: &st, high: map[tailSource]int64{}, ev: prequential.Evaluator{Window: cfg.Window}, bySource: map[tailSource]*perSource{}}
+	if err := t.follow(ch, emit); err != nil || cfg.Limit > 0 && st.Predictions >= uint64(cfg.Limit) {
+		return st, err
 	}
 	if cfg.ExitAtEnd && ctx.Err() == nil {
 		return st, nil
 	}
 	return st, ctx.Err()
+}
+
+// follow tallies the records from ch and emits each prediction, until ch
+// closes, a reader fails, emit fails or the limit is reached.
+func (t *tally) follow(ch <-chan tailItem, emit func(codec.Prediction, TailStats) error) error {
+	for it := range ch {
+		if it.err != nil {
+			return fmt.Errorf("tail %s: %w", t.cfg.Topic, it.err)
+		}
+		p, ok := t.observe(it.m)
+		if !ok {
+			continue
+		}
+		if err := emit(p, *t.st); err != nil {
+			return err
+		}
+		if t.cfg.Limit > 0 && t.st.Predictions >= uint64(t.cfg.Limit) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// tailSpan is the offsets a tail reads of one partition.
+type tailSpan struct {
+	partition  int
+	start, end int64 // end −1: follow
+}
+
+// tailSpans resolves where the tail starts and ends in each partition,
+// and records in st.Held what each held. With ExitAtEnd, a partition with
+// nothing from the start to its end has no span.
+func tailSpans(ctx context.Context, cfg TailConfig, client *kafka.Client, parts []int, st *TailStats) ([]tailSpan, error) {
+	var spans []tailSpan
+	for _, p := range parts {
+		first, last, _, err := fetch.ListOffsets(ctx, client, cfg.Topic, p, kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
+		if err != nil {
+			return nil, fmt.Errorf("tail: %w", err)
+		}
+		st.Held = append(st.Held, Held{Partition: p, First: first, End: last})
+		start, err := fetch.ResolveBound(ctx, client, cfg.Topic, p, cfg.From, first, first, last)
+		if err != nil {
+			return nil, fmt.Errorf("tail --from: %w", err)
+		}
+		end := int64(-1)
+		if cfg.ExitAtEnd {
+			if end = last; start >= end {
+				continue
+			}
+		}
+		spans = append(spans, tailSpan{p, start, end})
+	}
+	return spans, nil
+}
+
+// tailItem is a record of the topic, or the error that stopped a reader.
+type tailItem struct {
+	m   kafka.Message
+	err error
+}
+
+// tailPartition sends the records of sp to ch until ctx ends or, with an
+// end, the span is read.
+func tailPartition(ctx context.Context, cfg TailConfig, addr net.Addr, transport *kafka.Transport, sp tailSpan, ch chan<- tailItem) {
+	// Package fetch, not kafka-go's Reader: that one reads
+	// uncommitted and hands transaction markers over as messages.
+	r, err := fetch.NewReader(fetch.Config{Addr: addr, Transport: transport, Topic: cfg.Topic, Partition: sp.partition,
+		ReadUncommitted: cfg.ReadUncommitted, MaxBytes: 4 << 20, ClientID: cfg.Conn.ClientID}, sp.start)
+	if err != nil {
+		select {
+		case ch <- tailItem{err: err}:
+		case <-ctx.Done():
+		}
+		return
+	}
+	for {
+		b, err := r.Fetch(ctx, time.Second)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			select { // a broker that answers with errors is not hammered
+			case <-ctx.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		for _, rec := range b.Records {
+			// The record's bytes are the reader's until its next fetch.
+			m := kafka.Message{Topic: cfg.Topic, Partition: sp.partition, Offset: rec.Offset, Time: rec.Time,
+				Key: bytes.Clone(rec.Key), Value: bytes.Clone(rec.Value)}
+			select {
+			case ch <- tailItem{m: m}:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if sp.end >= 0 && b.Next >= sp.end {
+			return
+		}
+	}
+}
+
+// tailSource is an input partition, whose predictions one model made.
+type tailSource struct {
+	topic     string
+	partition int32
+}
+
+type perSource struct {
+	ev prequential.Evaluator
+	i  int // in st.Sources
+}
+
+// tally keeps a tail's figures in st as records come.
+type tally struct {
+	cfg      TailConfig
+	st       *TailStats
+	high     map[tailSource]int64 // highest input offset seen
+	ev       prequential.Evaluator
+	bySource map[tailSource]*perSource
+}
+
+// observe counts the record m in the figures and returns its prediction;
+// ok is false for a record that is not a prediction or is a duplicate.
+func (t *tally) observe(m kafka.Message) (p codec.Prediction, ok bool) {
+	st := t.st
+	p, err := codec.DecodePrediction(m.Value)
+	if err != nil {
+		st.Skipped++
+		if t.cfg.Skipped != nil {
+			t.cfg.Skipped(st.Skipped, m.Partition, m.Offset, err)
+		}
+		return p, false
+	}
+	src := tailSource{p.Topic, p.Partition}
+	if h, ok := t.high[src]; ok && p.Offset <= h {
+		st.Duplicates++
+		return p, false
+	}
+	t.high[src] = p.Offset
+	right, labeled := Right(p)
+	t.ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
+	st.Predictions, st.Labeled = t.ev.Rounds, t.ev.Labeled
+	st.Accuracy, st.Window = accuracies(&t.ev)
+	ps := t.source(src)
+	ps.ev.Observe(learners.Outcome{Mistake: labeled && !right}, labeled, p.Support)
+	st.SourceLabeled = ps.ev.Labeled
+	st.SourceAccuracy, st.SourceWindow = accuracies(&ps.ev)
+	s := &st.Sources[ps.i]
+	s.Predictions, s.Labeled, s.Accuracy = ps.ev.Rounds, ps.ev.Labeled, st.SourceAccuracy
+	return p, true
+}
+
+// source is the figures of src, added to st.Sources at its first
+// prediction.
+func (t *tally) source(src tailSource) *perSource {
+	if ps := t.bySource[src]; ps != nil {
+		return ps
+	}
+	// Sources stay in order, however the partitions' predictions
+	// interleave: the summary reads as a list, not as a race.
+	st := t.st
+	i, _ := slices.BinarySearchFunc(st.Sources, src, func(s SourceStats, src tailSource) int {
+		return cmp.Or(cmp.Compare(s.topic, src.topic), cmp.Compare(s.partition, src.partition))
+	})
+	st.Sources = slices.Insert(st.Sources, i, SourceStats{Source: fmt.Sprintf("%s/%d", src.topic, src.partition), topic: src.topic, partition: src.partition})
+	for _, o := range t.bySource {
+		if o.i >= i {
+			o.i++
+		}
+	}
+	ps := &perSource{ev: prequential.Evaluator{Window: t.cfg.Window}, i: i}
+	t.bySource[src] = ps
+	return ps
 }

@@ -371,30 +371,8 @@ func Run(ctx context.Context, train, test *dataset.Set, cfg Config) ([]Result, e
 // error is returned in place of results, as if the data had been loaded
 // first.
 func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, error) {
-	if len(cfg.Learners) == 0 {
-		return nil, errors.New("no learner given")
-	}
-	streaming := train.stream != nil
-	if streaming && (!cfg.KeepOrder || cfg.Delay != 0) {
-		return nil, errors.New("a stream is read in file order without a delay: load the data for random orders or a delay")
-	}
-	if !streaming && train.Len() == 0 {
-		return nil, errors.New("no training examples")
-	}
-	if cfg.Trace != nil && !cfg.KeepOrder {
-		return nil, errors.New("a trace needs the file order (keep-order)")
-	}
-	if cfg.Select == nil && len(cfg.Challengers) > 0 {
-		return nil, errors.New("challengers need a selection (Select)")
-	}
-	if cfg.Select != nil && len(cfg.Learners)+len(cfg.Challengers) < 2 {
-		return nil, errors.New("a selection needs at least two learners (add challengers)")
-	}
-	if cfg.Select != nil && cfg.Trace != nil {
-		return nil, errors.New("a trace is of learners run apart, not of a selection")
-	}
-	if cfg.Delay < 0 {
-		return nil, fmt.Errorf("delay %d: want 0 or more records", cfg.Delay)
+	if err := checkConfig(cfg, train); err != nil {
+		return nil, err
 	}
 	if train.mapped {
 		cfg.Model.Labels = codec.LabelMap{}
@@ -413,6 +391,70 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 			return nil, err
 		}
 	}
+	results := make([]*run, 0, models*orders)
+	for l := range models {
+		for o := range orders {
+			results = append(results, &run{learner: l, order: o})
+		}
+	}
+	firstErr := playAll(ctx, train, test, cfg, orders, results)
+	n := train.Len()
+	if train.stream != nil {
+		// -1: stopped before any reading reached the data's end, so no
+		// run is whole.
+		n = int(train.stream.records.Load())
+		if n == 0 && firstErr == nil && ctx.Err() == nil {
+			return nil, errors.New("no training examples")
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return summarize(cfg, orders, n, test, results), err
+	}
+	if cfg.Trace != nil {
+		if err := writeTrace(cfg.Trace, results); err != nil {
+			return nil, fmt.Errorf("write trace: %w", err)
+		}
+	}
+	return summarize(cfg, orders, n, test, results), nil
+}
+
+// checkConfig refuses what RunData cannot run, before any work.
+func checkConfig(cfg Config, train *Data) error {
+	if len(cfg.Learners) == 0 {
+		return errors.New("no learner given")
+	}
+	streaming := train.stream != nil
+	if streaming && (!cfg.KeepOrder || cfg.Delay != 0) {
+		return errors.New("a stream is read in file order without a delay: load the data for random orders or a delay")
+	}
+	if !streaming && train.Len() == 0 {
+		return errors.New("no training examples")
+	}
+	if cfg.Trace != nil && !cfg.KeepOrder {
+		return errors.New("a trace needs the file order (keep-order)")
+	}
+	if cfg.Select == nil && len(cfg.Challengers) > 0 {
+		return errors.New("challengers need a selection (Select)")
+	}
+	if cfg.Select != nil && len(cfg.Learners)+len(cfg.Challengers) < 2 {
+		return errors.New("a selection needs at least two learners (add challengers)")
+	}
+	if cfg.Select != nil && cfg.Trace != nil {
+		return errors.New("a trace is of learners run apart, not of a selection")
+	}
+	if cfg.Delay < 0 {
+		return fmt.Errorf("delay %d: want 0 or more records", cfg.Delay)
+	}
+	return nil
+}
+
+// playAll plays the runs, cfg.Jobs at a time, and returns the first error
+// that ended one; the first also stops the others. A stop from ctx is an
+// interruption, not an error: the runs keep what they played.
+func playAll(ctx context.Context, train, test *Data, cfg Config, orders int, runs []*run) error {
 	perms := make([][]int, orders)
 	for o := range perms {
 		if cfg.KeepOrder {
@@ -421,14 +463,7 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 			perms[o] = Order(cfg.Seed, o, train.Len())
 		}
 	}
-
 	tasks := make(chan *run)
-	results := make([]*run, 0, models*orders)
-	for l := range models {
-		for o := range orders {
-			results = append(results, &run{learner: l, order: o})
-		}
-	}
 	var done atomic.Int64
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
@@ -444,15 +479,15 @@ func RunData(ctx context.Context, train, test *Data, cfg Config) ([]Result, erro
 			defer wg.Done()
 			for r := range tasks {
 				// A stop from the caller is an interruption, reported
-				// below with the results so far, not a failure.
-				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, len(results)); err != nil && parent.Err() == nil {
+				// with the results so far, not a failure.
+				if err := r.do(ctx, train, test, cfg, perms[r.order], &done, len(runs)); err != nil && parent.Err() == nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 				}
 			}
 		}()
 	}
 feed:
-	for _, r := range results {
+	for _, r := range runs {
 		select {
 		case tasks <- r:
 		case <-ctx.Done():
@@ -461,27 +496,7 @@ feed:
 	}
 	close(tasks)
 	wg.Wait()
-	n := train.Len()
-	if streaming {
-		// -1: stopped before any reading reached the data's end, so no
-		// run is whole.
-		n = int(train.stream.records.Load())
-		if n == 0 && firstErr == nil && parent.Err() == nil {
-			return nil, errors.New("no training examples")
-		}
-	}
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if err := parent.Err(); err != nil {
-		return summarize(cfg, orders, n, test, results), err
-	}
-	if cfg.Trace != nil {
-		if err := writeTrace(cfg.Trace, results); err != nil {
-			return nil, fmt.Errorf("write trace: %w", err)
-		}
-	}
-	return summarize(cfg, orders, n, test, results), nil
+	return firstErr
 }
 
 // modelConfig is the model of learner l's runs, or with Select of every
@@ -650,16 +665,74 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 	if err := ctx.Err(); err != nil {
 		return err // stopped before this run began
 	}
-	m, err := model.New(cfg.modelConfig(r.learner, seed))
+	p, err := r.newPlay(ctx, cfg, seed, train, done, runs)
 	if err != nil {
 		return err
+	}
+	r.rows = make([]rowStats, len(p.rows))
+	// The statistics so far are kept whatever ends the run, so that an
+	// interrupted eval still reports them.
+	defer p.keep()
+	if cfg.Trace != nil {
+		r.margins = make([]float64, 0, train.Len())
+	}
+	records, err := p.train(perm)
+	if errors.Is(err, errStopped) || err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		// Stopped: the statistics kept are those of the records seen,
+		// their delayed labels included.
+		return errors.Join(ctx.Err(), p.tr.flush())
+	}
+	if err != nil {
+		return err
+	}
+	if err := p.tr.flush(); err != nil {
+		return err
+	}
+	if n := done.Add(int64(records % chunk)); cfg.Progress != nil {
+		cfg.Progress(n, train.total(runs))
+	}
+	if cfg.Every > 0 && (r.seen%cfg.Every != 0 || cfg.Delay > 0) {
+		p.point(r.seen)
+	}
+	if test == nil {
+		return nil
+	}
+	return p.test(test)
+}
+
+// chunk is how many records a run plays between two looks at its
+// context and two progress reports.
+const chunk = 1024
+
+// play is what one run needs while it plays its records.
+type play struct {
+	r     *run
+	ctx   context.Context
+	cfg   Config
+	m     *model.Model
+	tr    *trainer
+	names []string
+	// rows are the run's result rows: learner r.learner alone, or every
+	// candidate then the selector.
+	rows     []int
+	selector int
+	data     *Data // the training data, for the progress total
+	done     *atomic.Int64
+	runs     int
+	res      model.Result // the record's, filled in place by each call of one
+}
+
+// newPlay makes the run's model and its rows.
+func (r *run) newPlay(ctx context.Context, cfg Config, seed uint64, train *Data, done *atomic.Int64, runs int) (*play, error) {
+	m, err := model.New(cfg.modelConfig(r.learner, seed))
+	if err != nil {
+		return nil, err
 	}
 	tr, err := newTrainer(m, cfg.Delay)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	names, _ := cfg.rowNames()
-	// rows: learner r.learner alone, or every candidate then the selector.
 	rows := []int{r.learner}
 	if cfg.Select != nil {
 		rows = rows[:0]
@@ -667,92 +740,98 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 			rows = append(rows, k)
 		}
 	}
-	selector := len(names) - 1
-	// evalOf is row k's evaluator and support in m.
-	evalOf := func(k int) (*prequential.Evaluator, int) {
-		if cfg.Select == nil || k == selector {
-			return m.Eval(), m.Support()
-		}
-		return m.CandidateEval(k), m.CandidateSupport(k)
+	return &play{r: r, ctx: ctx, cfg: cfg, m: m, tr: tr, names: names, rows: rows, selector: len(names) - 1,
+		data: train, done: done, runs: runs}, nil
+}
+
+// evalOf is row k's evaluator and support in the model.
+func (p *play) evalOf(k int) (*prequential.Evaluator, int) {
+	if p.cfg.Select == nil || k == p.selector {
+		return p.m.Eval(), p.m.Support()
 	}
-	point := func(seen int) {
-		if cfg.Point == nil {
-			return
+	return p.m.CandidateEval(k), p.m.CandidateSupport(k)
+}
+
+// point reports each row's running metrics after seen records.
+func (p *play) point(seen int) {
+	if p.cfg.Point == nil {
+		return
+	}
+	for _, k := range p.rows {
+		ev, support := p.evalOf(k)
+		p.cfg.Point(Point{Spec: p.names[k], Order: p.r.order, Seen: seen, MistakeRate: ev.MistakeRate(), WindowRate: ev.WindowRate(),
+			BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa, Support: support})
+	}
+}
+
+// keep stores each row's statistics in the run.
+func (p *play) keep() {
+	r, m := p.r, p.m
+	for i, k := range p.rows {
+		ev, _ := p.evalOf(k)
+		sc := ev.Scores()
+		rs := &r.rows[i]
+		rs.row = k
+		rs.mistakeRate, rs.baselineRate, rs.kappa, rs.updates = ev.MistakeRate(), ev.BaselineRate(), sc.Kappa, ev.Updates
+		rs.support, rs.supportMax = ev.Support, ev.SupportMax
+		rs.labeled, rs.positives = ev.Labeled, positivesOf(ev, m.Multi())
+		rs.accuracy, rs.macroF1, rs.confusion, rs.unanswered = sc.Accuracy, sc.MacroF1, ev.Confusion(), ev.UnansweredByClass()
+		if sel := m.Selector(); sel != nil && k == p.selector {
+			rs.switches = sel.Switches()
 		}
-		for _, k := range rows {
-			ev, support := evalOf(k)
-			cfg.Point(Point{Spec: names[k], Order: r.order, Seen: seen, MistakeRate: ev.MistakeRate(), WindowRate: ev.WindowRate(),
-				BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa, Support: support})
+		if p.cfg.Select == nil || k != p.selector {
+			rs.auto = AutoOf(m, k)
 		}
 	}
-	r.rows = make([]rowStats, len(rows))
-	// The statistics so far are kept whatever ends the run, so that an
-	// interrupted eval still reports them.
-	defer func() {
-		for i, k := range rows {
-			ev, _ := evalOf(k)
-			sc := ev.Scores()
-			rs := &r.rows[i]
-			rs.row = k
-			rs.mistakeRate, rs.baselineRate, rs.kappa, rs.updates = ev.MistakeRate(), ev.BaselineRate(), sc.Kappa, ev.Updates
-			rs.support, rs.supportMax = ev.Support, ev.SupportMax
-			rs.labeled, rs.positives = ev.Labeled, positivesOf(ev, m.Multi())
-			rs.accuracy, rs.macroF1, rs.confusion, rs.unanswered = sc.Accuracy, sc.MacroF1, ev.Confusion(), ev.UnansweredByClass()
-			if sel := m.Selector(); sel != nil && k == selector {
-				rs.switches = sel.Switches()
-			}
-			if cfg.Select == nil || k != selector {
-				rs.auto = AutoOf(m, k)
-			}
+	r.classes = m.Classes()
+}
+
+// one plays record j of data, the run's i-th record. It returns
+// errStopped when the context ends (checked every chunk records).
+func (p *play) one(data *Data, i, j int) error {
+	r, cfg := p.r, p.cfg
+	if i%chunk == chunk-1 {
+		if p.ctx.Err() != nil {
+			return errStopped
 		}
-		r.classes = m.Classes()
-	}()
-	if cfg.Trace != nil {
-		r.margins = make([]float64, 0, train.Len())
+		n := p.done.Add(chunk)
+		if cfg.Progress != nil {
+			cfg.Progress(n, p.data.total(p.runs))
+		}
 	}
-	const chunk = 1024
-	var res model.Result // the record's, filled in place by each call of one
-	// one plays record j of data, the run's i-th record. It returns
-	// errStopped when ctx ends (checked every chunk records).
-	one := func(data *Data, i, j int) error {
-		if i%chunk == chunk-1 {
-			if ctx.Err() != nil {
-				return errStopped
-			}
-			n := done.Add(chunk)
-			if cfg.Progress != nil {
-				cfg.Progress(n, train.total(runs))
-			}
-		}
-		err := tr.step(data, j, &res)
-		margin := res.Margin
-		if err != nil {
-			return r.refused(err, i, cfg)
-		}
-		r.seen = i + 1
-		if r.margins != nil {
-			r.margins = append(r.margins, margin)
-		}
-		if cfg.Prediction != nil && r.learner == 0 && r.order == 0 {
-			cfg.Prediction(predictionOf(m, data, j, res))
-		}
-		// Under a delay the last point waits for the flush below, so
-		// that it, like the result, scores every label.
-		if cfg.Every > 0 && r.seen%cfg.Every == 0 && (cfg.Delay == 0 || r.seen < data.Len()) {
-			point(r.seen)
-		}
-		return nil
+	err := p.tr.step(data, j, &p.res)
+	margin := p.res.Margin
+	if err != nil {
+		return r.refused(err, i, cfg)
 	}
+	r.seen = i + 1
+	if r.margins != nil {
+		r.margins = append(r.margins, margin)
+	}
+	if cfg.Prediction != nil && r.learner == 0 && r.order == 0 {
+		cfg.Prediction(predictionOf(p.m, data, j, p.res))
+	}
+	// Under a delay the last point waits for the flush below, so
+	// that it, like the result, scores every label.
+	if cfg.Every > 0 && r.seen%cfg.Every == 0 && (cfg.Delay == 0 || r.seen < data.Len()) {
+		p.point(r.seen)
+	}
+	return nil
+}
+
+// train plays the training data, in the order perm (nil: file order),
+// and returns how many records it played.
+func (p *play) train(perm []int) (records int, err error) {
+	r, train := p.r, p.data
 	// The examples/s figure is the learner's: the time a stream spends
 	// reading and decoding does not count.
 	var learning time.Duration
-	records := 0
 	if train.stream != nil {
-		err = train.stream.read(ctx, r.learner == 0 && r.order == 0, func(b *Data) error {
+		err = train.stream.read(p.ctx, r.learner == 0 && r.order == 0, func(b *Data) error {
 			start := time.Now()
 			defer func() { learning += time.Since(start) }()
 			for j := range b.Len() {
-				if err := one(b, records, j); err != nil {
+				if err := p.one(b, records, j); err != nil {
 					return err
 				}
 				records++
@@ -769,7 +848,7 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 			if perm != nil {
 				j = perm[records]
 			}
-			if err = one(train, records, j); err != nil {
+			if err = p.one(train, records, j); err != nil {
 				break
 			}
 			records++
@@ -777,32 +856,17 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 		learning = time.Since(start)
 	}
 	r.seconds = learning.Seconds()
-	if errors.Is(err, errStopped) || err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		// Stopped: the statistics kept are those of the records seen,
-		// their delayed labels included.
-		return errors.Join(ctx.Err(), tr.flush())
-	}
-	if err != nil {
-		return err
-	}
-	if err := tr.flush(); err != nil {
-		return err
-	}
-	if n := done.Add(int64(records % chunk)); cfg.Progress != nil {
-		cfg.Progress(n, train.total(runs))
-	}
-	if cfg.Every > 0 && (r.seen%cfg.Every != 0 || cfg.Delay > 0) {
-		point(r.seen)
-	}
-	if test == nil {
-		return nil
-	}
-	// Test accuracy of the final model: each learner's own prediction (a
-	// bit of Result.Mistakes), the selector's the emitted one.
-	right, labeled := make([]int, len(rows)), 0
+	return records, err
+}
+
+// test scores the final model on test: each learner's own prediction (a
+// bit of Result.Mistakes), the selector's the emitted one.
+func (p *play) test(test *Data) error {
+	r := p.r
+	right, labeled := make([]int, len(p.rows)), 0
 	for j := range test.Len() {
 		var o model.Result
-		if err := step(m, test, j, false, &tr.label, &o); err != nil {
+		if err := step(p.m, test, j, false, &p.tr.label, &o); err != nil {
 			if codec.IsUnlisted(err) {
 				r.testUnlisted++
 				continue
@@ -813,9 +877,9 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 			continue
 		}
 		labeled++
-		for i, k := range rows {
+		for i, k := range p.rows {
 			wrong := o.Mistake
-			if cfg.Select != nil && k != selector {
+			if p.cfg.Select != nil && k != p.selector {
 				wrong = o.Mistakes&(1<<k) != 0
 			}
 			if !wrong {
@@ -826,7 +890,7 @@ func (r *run) do(ctx context.Context, train, test *Data, cfg Config, perm []int,
 	if labeled == 0 {
 		return errors.New("test set has no labeled example")
 	}
-	for i := range rows {
+	for i := range p.rows {
 		r.rows[i].testAcc = float64(right[i]) / float64(labeled)
 	}
 	return nil
