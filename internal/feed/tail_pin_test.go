@@ -3,7 +3,6 @@ package feed
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,8 +15,6 @@ import (
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestTailPinned pins every figure Tail emits, prediction by prediction,
 // and returns: input partitions of two topics interleaved and met out of
