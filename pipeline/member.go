@@ -64,6 +64,8 @@ type member struct {
 	flushBytes atomic.Int64
 	// writes bounds the workers' flushes under way (see worker.flush).
 	writes chan struct{}
+	// txn is the member's transactional producer (exactly-once only).
+	txn *memberTxn
 	// drained counts the workers that have not yet made their last
 	// commit; Run waits for it before it leaves the group.
 	drained sync.WaitGroup
@@ -115,6 +117,8 @@ func Run(ctx context.Context, cfg Config) error {
 		writes: make(chan struct{}, requestsInFlight)}
 	cfg.Metrics.health.after = cfg.StuckAfter
 	if cfg.ProcessingGuarantee == ExactlyOnce {
+		m.txn = newMemberTxn(m)
+		cfg.Log.Info().Str("transactional_id", m.txn.t.id).Msg("exactly-once: one transaction per member and commit interval")
 		// At 0 from the start, for the alert rules' rates.
 		cfg.Metrics.Transactions.WithLabelValues("committed", "")
 		cfg.Metrics.Transactions.WithLabelValues("aborted", "error")

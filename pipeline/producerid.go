@@ -26,6 +26,8 @@ type writer interface {
 	prepare(ctx context.Context, topic string, p int) (batchID, string, error)
 	// wrote advances partition p's sequence past n records written.
 	wrote(topic string, p, n int)
+	// release ends the write that prepare began, written or not.
+	release(topic string, p int)
 	// resend says, after a produce failed with err, whether the batch is
 	// to be sent again at once, having readied the producer for it.
 	resend(ctx context.Context, err error) (bool, error)
@@ -81,6 +83,8 @@ func (i *idempotent) init(ctx context.Context) error {
 func (i *idempotent) prepare(_ context.Context, topic string, p int) (batchID, string, error) {
 	return batchID{producer: i.pid, epoch: i.epoch, seq: i.seq[topicPartition{topic, p}]}, "", nil
 }
+
+func (i *idempotent) release(string, int) {}
 
 func (i *idempotent) wrote(topic string, p, n int) {
 	tp := topicPartition{topic, p}

@@ -145,7 +145,8 @@ func (w *worker) run(gen context.Context) {
 	// Before anything else: initialising the partition's transactional
 	// id (exactly-once) aborts what its previous owner left open and
 	// fences it.
-	w.out = w.m.newOutput(w.part)
+	w.out = w.m.newOutput(w.gen, w.part)
+	defer w.out.leave()
 	if !w.until(gctx, "initialise the partition's producer", w.out.start) {
 		return
 	}
@@ -262,7 +263,7 @@ func (w *worker) run(gen context.Context) {
 			// bump now could take the id back from that owner on a broker
 			// that accepts an old epoch's bump. The generation shows which:
 			// fencedWait bumps only once it has outlived a rebalance.
-			if errors.Is(err, errFenced) || w.out.rewinds() && producerFenced(err) {
+			if errors.Is(err, errFenced) {
 				if !w.fencedWait(gctx, err) {
 					return false
 				}
@@ -436,7 +437,7 @@ func (w *worker) run(gen context.Context) {
 			}
 			pos.Store(w.st.NextOffset)
 			mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
-			if !w.full() && (wake.IsZero() || time.Now().Before(wake)) {
+			if !w.full() && !w.out.wanted() && (wake.IsZero() || time.Now().Before(wake)) {
 				continue
 			}
 		default:
@@ -1132,7 +1133,7 @@ func (w *worker) checkpoint(ctx context.Context, when commitWhen) error {
 		w.markDurable() // nothing learned since the last checkpoint
 		return nil
 	}
-	if when == onCadence && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < w.out.interval() {
+	if when == onCadence && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < w.out.interval() && !w.out.wanted() {
 		return nil
 	}
 	meta, size, saved := w.snap.name, 0, false
