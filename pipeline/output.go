@@ -134,7 +134,7 @@ type exactlyOnce struct {
 	// oldest is the timestamp of the oldest record whose output is in
 	// the open transaction (for the visibility latency).
 	oldest time.Time
-	part int
+	part   int
 }
 
 func (o *exactlyOnce) prepare(ctx context.Context, topic string, p int) (batchID, string, error) {
