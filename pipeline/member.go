@@ -231,6 +231,9 @@ func Run(ctx context.Context, cfg Config) error {
 // committed returns the group's committed offset for p (−1 if none) and
 // its metadata, retrying transient failures until ctx ends.
 func (m *member) committed(ctx context.Context, p Partition) (int64, string, error) {
+	if m.cfg.ProcessingGuarantee == ExactlyOnce {
+		return m.stableCommitted(ctx, p)
+	}
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 		resp, err := m.client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: m.cfg.Group, Topics: map[string][]int{p.Topic: {p.ID}}})
 		if err == nil {
