@@ -33,14 +33,9 @@ type output interface {
 	// outputs since the last commit discarded, the partition played again
 	// from its committed snapshot — rather than retried in place.
 	rewinds() bool
-	// aborted counts a failure that rewinds.
-	aborted()
-	// recover readies the producer for the replay of a rewind; the
-	// worker calls it until it succeeds.
-	recover(ctx context.Context) error
-	// fenced counts a commit refused because another member owns the
-	// partition.
-	fenced()
+	// failed deals with a failed flush or commit (err, not a fencing):
+	// retried in place after a pause, or undone by a rewind (reread).
+	failed(ctx context.Context, w *worker, err error) step
 	// abandon gives up what is open when the generation ends without its
 	// last commit (err).
 	abandon(ctx context.Context, err error, log zerolog.Logger)
@@ -106,11 +101,9 @@ func (o *atLeastOnce) start(ctx context.Context) error {
 func (o *atLeastOnce) interval() time.Duration { return o.m.cfg.CheckpointInterval }
 func (o *atLeastOnce) began(time.Time)         {}
 func (o *atLeastOnce) rewinds() bool           { return false }
-func (o *atLeastOnce) recover(context.Context) error {
-	return errors.New("at-least-once does not rewind")
+func (o *atLeastOnce) failed(ctx context.Context, w *worker, err error) step {
+	return w.retryLater(ctx, err)
 }
-func (o *atLeastOnce) fenced()      {}
-func (o *atLeastOnce) aborted()     {}
 func (o *atLeastOnce) wanted() bool { return false }
 func (o *atLeastOnce) leave()       {}
 
@@ -167,9 +160,11 @@ func (o *exactlyOnce) recover(ctx context.Context) error {
 	return o.mt.recover(ctx, o, fmt.Errorf("partition %d: its write or commit failed", o.part))
 }
 
-// aborted and fenced: the member's round counts its transaction once.
-func (o *exactlyOnce) aborted() {}
-func (o *exactlyOnce) fenced()  {}
+// failed: the member's transaction is aborted (the round counts it),
+// and the partition rewinds.
+func (o *exactlyOnce) failed(ctx context.Context, w *worker, err error) step {
+	return w.abortAndRewind(ctx, err, o.recover)
+}
 
 func (o *exactlyOnce) wanted() bool { return o.mt.wanted() }
 func (o *exactlyOnce) leave()       { o.mt.leave(o) }
