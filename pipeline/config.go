@@ -262,8 +262,9 @@ type Config struct {
 	// §7). Exactly-once needs Checkpoints, commits at every flush (so
 	// FlushInterval bounds how long a prediction stays invisible).
 	ProcessingGuarantee string
-	// CommitInterval is how often, under exactly-once, a partition's
-	// transaction commits (or sooner, every CheckpointEvery records): its
+	// CommitInterval is how often, under exactly-once, the member's
+	// transaction commits, with the offsets of every partition it serves
+	// (or sooner, when a partition reaches CheckpointEvery records): its
 	// predictions are written as they are flushed but become visible to
 	// read_committed consumers only then, so it bounds how long a
 	// prediction stays invisible beyond its processing. Which commits save
@@ -300,16 +301,17 @@ type Config struct {
 	SnapshotMaxRate     int
 	SnapshotInterval    time.Duration
 	SnapshotEveryCommit bool
-	// TransactionalIDPrefix names the transactional producers under
-	// exactly-once: PREFIX.TOPIC.PARTITION, one per input partition, so
-	// that the partition's next owner fences the previous one. Default:
-	// the group id. Two groups reading the same topic need their own.
+	// TransactionalIDPrefix names the member's transactional producer
+	// under exactly-once: PREFIX.RANDOM, unique to the member instance
+	// (KIP-447: a zombie is fenced by the group generation its offsets
+	// carry, not by the id). Default: the group id; ACLs on transactional
+	// ids match it as a prefix.
 	TransactionalIDPrefix string
 	// TransactionTimeout is how long the coordinator lets a transaction
 	// stay open before it aborts it: it bounds how long a member that died
 	// mid-transaction holds back read_committed consumers of the output
-	// when no other member takes its partitions over (a new owner aborts
-	// it at once). Default 10 s, as Kafka Streams sets it; the brokers'
+	// (its id is its own: no new owner aborts it; a new owner's restore
+	// waits for it to end). Default 10 s, as Kafka Streams sets it; the brokers'
 	// transaction.max.timeout.ms must allow it.
 	TransactionTimeout time.Duration
 	// DisableIdempotence writes at-least-once outputs without a producer
