@@ -216,7 +216,13 @@ func (w *worker) next(ctx context.Context) step {
 	if !wake.IsZero() {
 		wait = min(wait, max(time.Until(wake), time.Millisecond))
 	}
-	b, err := w.reader.Fetch(ctx, wait)
+	// A partition with progress to commit stops waiting when the
+	// member's round begins: the round waits for it.
+	var woken <-chan struct{}
+	if (w.pending > 0 || len(w.preds)+len(w.dead) > 0) && !w.replay.active() {
+		woken = w.out.woken()
+	}
+	b, err := w.reader.FetchUntil(ctx, wait, woken)
 	switch {
 	case ctx.Err() != nil:
 		w.stop()

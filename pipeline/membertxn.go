@@ -50,6 +50,10 @@ type memberTxn struct {
 	// those in the round with what they commit.
 	dirty  map[*exactlyOnce]bool
 	joined map[*exactlyOnce]joinReq
+	// awaited counts the dirty workers not joined yet: the round ends at
+	// 0 (a count, not a scan: a round of 1,024 partitions has as many
+	// joins).
+	awaited int
 	// open: a round collects; closing: its end is under way (no writes).
 	open, closing bool
 	// doomed is why the open transaction can only abort (nil: it can
@@ -57,8 +61,10 @@ type memberTxn struct {
 	doomed error
 	round  *round
 	// collecting mirrors open || doomed != nil, read by the workers
-	// after every batch without the lock.
+	// after every batch without the lock; opened is closed when it turns
+	// true, to end the fetch waits of the workers that are to join.
 	collecting atomic.Bool
+	opened     chan struct{}
 	// tps serialises the writes to one output partition: its sequence
 	// numbers are the member's, shared by every worker writing to it.
 	tps map[topicPartition]*sync.Mutex
@@ -90,7 +96,7 @@ func newMemberTxn(m *member) *memberTxn {
 	id := m.cfg.TransactionalIDPrefix + "." + hex.EncodeToString(b[:])
 	mt := &memberTxn{m: m, t: &txn{client: m.client, id: id, timeout: m.cfg.TransactionTimeout},
 		dirty: map[*exactlyOnce]bool{}, joined: map[*exactlyOnce]joinReq{}, round: &round{done: make(chan struct{})},
-		tps: map[topicPartition]*sync.Mutex{}}
+		tps: map[topicPartition]*sync.Mutex{}, opened: make(chan struct{})}
 	mt.cond = sync.NewCond(&mt.mu)
 	return mt
 }
@@ -102,6 +108,9 @@ func newMemberTxn(m *member) *memberTxn {
 func (mt *memberTxn) ensure(ctx context.Context, gen int32) error {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
+	for mt.closing {
+		mt.cond.Wait()
+	}
 	if mt.ready && mt.gen == gen && !mt.broken {
 		return nil
 	}
@@ -141,7 +150,10 @@ func (mt *memberTxn) prepare(ctx context.Context, o *exactlyOnce, topic string, 
 		}
 		mt.broken = false
 	}
-	mt.dirty[o] = true
+	if !mt.dirty[o] {
+		mt.dirty[o] = true
+		mt.awaited++
+	}
 	tp := topicPartition{topic, p}
 	l := mt.tps[tp]
 	if l == nil {
@@ -199,6 +211,21 @@ func (mt *memberTxn) release(topic string, p int) {
 // wanted says whether a round collects: a worker with progress joins it.
 func (mt *memberTxn) wanted() bool { return mt.collecting.Load() }
 
+// collect marks the round as collecting; mt.mu held.
+func (mt *memberTxn) collect() {
+	if !mt.collecting.Load() {
+		mt.collecting.Store(true)
+		close(mt.opened)
+	}
+}
+
+// woken is closed when a round begins to collect.
+func (mt *memberTxn) woken() <-chan struct{} {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	return mt.opened
+}
+
 // join brings o's offsets (or its failure) to the round and waits for the
 // round's end: nil once they are committed with every other joined
 // partition's, else why not (errFenced when the group refused the
@@ -216,9 +243,12 @@ func (mt *memberTxn) join(ctx context.Context, o *exactlyOnce, req joinReq) erro
 		if req.fail != nil && mt.doomed == nil {
 			mt.doomed = req.fail
 		}
+		if _, in := mt.joined[o]; !in && mt.dirty[o] {
+			mt.awaited--
+		}
 		mt.joined[o] = req
 		mt.open = true
-		mt.collecting.Store(true)
+		mt.collect()
 	}
 	mt.endIfDue(ctx) // unlocks
 	select {
@@ -236,9 +266,10 @@ func (mt *memberTxn) leave(o *exactlyOnce) {
 	mt.mu.Lock()
 	if _, in := mt.joined[o]; mt.dirty[o] && !in {
 		delete(mt.dirty, o)
+		mt.awaited--
 		if mt.doomed == nil {
 			mt.doomed = errors.New("a partition stopped with writes in the transaction")
-			mt.collecting.Store(true)
+			mt.collect()
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), mt.m.cfg.ShutdownTimeout)
@@ -250,14 +281,7 @@ func (mt *memberTxn) leave(o *exactlyOnce) {
 // transaction has no writer left), then releases the lock it was called
 // with.
 func (mt *memberTxn) endIfDue(ctx context.Context) {
-	due := mt.open || mt.doomed != nil
-	for o := range mt.dirty {
-		if _, in := mt.joined[o]; !in {
-			due = false
-			break
-		}
-	}
-	if !due || mt.closing {
+	if !(mt.open || mt.doomed != nil) || mt.awaited > 0 || mt.closing {
 		mt.mu.Unlock()
 		return
 	}
@@ -271,8 +295,9 @@ func (mt *memberTxn) endIfDue(ctx context.Context) {
 	defer cancel()
 	err := mt.end(ctx, joined, doomed)
 	mt.mu.Lock()
-	mt.dirty, mt.joined, mt.open, mt.doomed, mt.closing = map[*exactlyOnce]bool{}, map[*exactlyOnce]joinReq{}, false, nil, false
+	mt.dirty, mt.joined, mt.awaited, mt.open, mt.doomed, mt.closing = map[*exactlyOnce]bool{}, map[*exactlyOnce]joinReq{}, 0, false, nil, false
 	mt.collecting.Store(false)
+	mt.opened = make(chan struct{})
 	r.err = err
 	mt.round = &round{done: make(chan struct{})}
 	close(r.done)
@@ -342,6 +367,9 @@ func (mt *memberTxn) recover(ctx context.Context, o *exactlyOnce, cause error) e
 	}
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
+	for mt.closing {
+		mt.cond.Wait()
+	}
 	if mt.broken {
 		if err := mt.t.bump(ctx); err != nil {
 			return err

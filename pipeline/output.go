@@ -40,8 +40,10 @@ type output interface {
 	// last commit (err).
 	abandon(ctx context.Context, err error, log zerolog.Logger)
 	// wanted says whether the partition is to commit now, whatever its
-	// own cadence: the member's transaction is ending.
+	// own cadence: the member's transaction is ending; woken is closed
+	// when that begins (nil: never).
 	wanted() bool
+	woken() <-chan struct{}
 	// leave is called once the worker is done with the partition.
 	leave()
 }
@@ -104,8 +106,9 @@ func (o *atLeastOnce) rewinds() bool           { return false }
 func (o *atLeastOnce) failed(ctx context.Context, w *worker, err error) step {
 	return w.retryLater(ctx, err)
 }
-func (o *atLeastOnce) wanted() bool { return false }
-func (o *atLeastOnce) leave()       {}
+func (o *atLeastOnce) wanted() bool           { return false }
+func (o *atLeastOnce) woken() <-chan struct{} { return nil }
+func (o *atLeastOnce) leave()                 {}
 
 func (o *atLeastOnce) commit(ctx context.Context, w *worker, meta string) error {
 	return o.m.commit(ctx, w.gen, w.part, w.st.NextOffset, meta, w.st.LabelTopic, w.st.LabelOffset)
@@ -166,8 +169,9 @@ func (o *exactlyOnce) failed(ctx context.Context, w *worker, err error) step {
 	return w.abortAndRewind(ctx, err, o.recover)
 }
 
-func (o *exactlyOnce) wanted() bool { return o.mt.wanted() }
-func (o *exactlyOnce) leave()       { o.mt.leave(o) }
+func (o *exactlyOnce) wanted() bool           { return o.mt.wanted() }
+func (o *exactlyOnce) woken() <-chan struct{} { return o.mt.woken() }
+func (o *exactlyOnce) leave()                 { o.mt.leave(o) }
 
 // commit joins the member's round with the partition's consumed offsets
 // (and the label topic's) and metadata naming the snapshot just saved:
