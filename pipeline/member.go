@@ -62,6 +62,9 @@ type member struct {
 	// flushBytes is a partition's part of Config.FlushMaxBytes in the
 	// current generation.
 	flushBytes atomic.Int64
+	// parts is how many input partitions the member serves in the
+	// current generation (the snapshot budget's share, snapshotDue).
+	parts atomic.Int64
 	// writes bounds the workers' flushes under way (see worker.flush).
 	writes chan struct{}
 	// txn is the member's transactional producer (exactly-once only).
@@ -200,6 +203,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		cfg.Metrics.AssignedGauge.Set(float64(len(ids)))
 		m.flushBytes.Store(int64(max(16<<10, cfg.FlushMaxBytes/max(len(ids), 1))))
+		m.parts.Store(int64(len(ids)))
 		cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
 		for _, id := range ids {
 			w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}

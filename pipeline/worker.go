@@ -829,14 +829,16 @@ type snapshotState struct {
 }
 
 // snapshotDue says whether this commit is to carry a snapshot: one of S
-// bytes at most every S/SnapshotMaxRate, at least every
-// SnapshotInterval (Config.SnapshotMaxRate).
+// bytes at most every S/SnapshotMaxRate, and every S×P/SnapshotMemberMaxRate
+// when the member serves P partitions, at least every SnapshotInterval
+// (Config.SnapshotMaxRate).
 func (w *worker) snapshotDue() bool {
 	cfg := w.m.cfg
 	if cfg.SnapshotEveryCommit || cfg.LabelTopic != "" || w.snap.at.IsZero() || w.snap.name == "" {
 		return true
 	}
-	gap := time.Duration(float64(w.snap.bytes) / float64(cfg.SnapshotMaxRate) * float64(time.Second))
+	rate := min(float64(cfg.SnapshotMaxRate), float64(cfg.SnapshotMemberMaxRate)/float64(max(w.m.parts.Load(), 1)))
+	gap := time.Duration(float64(w.snap.bytes) / rate * float64(time.Second))
 	return time.Since(w.snap.at) >= min(gap, cfg.SnapshotInterval)
 }
 
