@@ -454,18 +454,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 		return // dead-lettered when it was played first
 	}
 	if err != nil {
-		// Nothing of it entered the model: neither predicted nor learned.
-		reason, detail := ReasonInternal, err.Error()
-		var ce *codec.Error
-		if errors.As(err, &ce) {
-			reason, detail = ce.Reason, ce.Detail
-		}
-		if isLabelReason(reason) {
-			mt.OrphanLabels.WithLabelValues(w.label, string(reason)).Inc()
-		}
-		w.deadLetter(msg, reason, detail)
-		w.unused++
-		w.health(string(reason))
+		w.rejected(msg, err)
 		return
 	}
 	if w.unused > 0 {
@@ -485,6 +474,31 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	if r.Labeled && !cfg.PassThrough {
 		w.rounds.observe(mt.Round, (monotonic() - t0).Seconds())
 	}
+	w.emit(msg, &r, seq)
+}
+
+// rejected dead-letters a record the model refused: nothing of it
+// entered the model, neither predicted nor learned.
+func (w *worker) rejected(msg *kafka.Message, err error) {
+	reason, detail := ReasonInternal, err.Error()
+	var ce *codec.Error
+	if errors.As(err, &ce) {
+		reason, detail = ce.Reason, ce.Detail
+	}
+	if isLabelReason(reason) {
+		w.m.cfg.Metrics.OrphanLabels.WithLabelValues(w.label, string(reason)).Inc()
+	}
+	w.deadLetter(msg, reason, detail)
+	w.unused++
+	w.health(string(reason))
+}
+
+// emit counts what the model did with a record played for the first
+// time and buffers its prediction (none for a late label: its record's
+// went out when the record came); seq is the model's update count before
+// the record.
+func (w *worker) emit(msg *kafka.Message, r *model.Result, seq uint64) {
+	cfg, m := w.m.cfg, w.st.Model
 	p := codec.Prediction{
 		Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset,
 		Predicted: r.Predicted, Margin: r.Margin, Learner: w.spec, Support: m.Support(), ModelSeq: seq,
@@ -495,23 +509,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	for b := r.Mistakes; b != 0; b &= b - 1 {
 		w.learnerMistakes[bits.TrailingZeros64(b)].Inc()
 	}
-	if r.Switched {
-		w.switches.Inc()
-		w.setChampion(mt)
-		sel := m.Selector()
-		w.log.Info().Int64("offset", msg.Offset).Str("from", w.names[r.From]).Str("to", w.names[r.To]).
-			Float64("from_rate", sel.Rate(r.From)).Float64("to_rate", sel.Rate(r.To)).Msg("champion switched")
-	}
-	if r.SearchTo != "" {
-		// An auto learner chose another configuration (docs/auto.md).
-		w.switches.Inc()
-		w.setChampion(mt)
-		w.log.Info().Int64("offset", msg.Offset).Str("from", r.SearchFrom).Str("to", r.SearchTo).Msg("champion switched")
-	}
-	if r.SearchReopened {
-		w.reopens.Inc()
-		w.log.Info().Int64("offset", msg.Offset).Str("champion", m.SearchChampion()).Msg("search reopened: the mistake rate rose")
-	}
+	w.noteChampion(msg.Offset, r)
 	if r.Late {
 		// A label: its record's prediction went out when the record came.
 		if r.Labeled {
@@ -519,7 +517,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 			if r.Mistake {
 				w.mistakes.Inc()
 			}
-			mt.LabelDelay.Observe(float64(r.Delay) / 1000)
+			cfg.Metrics.LabelDelay.Observe(float64(r.Delay) / 1000)
 		}
 		return
 	}
@@ -528,26 +526,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 		key = r.Key // the event's own id (--key-field)
 	}
 	boundKey(&p, key, cfg.MaxKeyBytes)
-	if m.Multi() {
-		p.Class = r.Class
-		w.margins = w.margins[:0]
-		for k, f := range r.Margins {
-			w.margins = append(w.margins, codec.ClassMargin{Class: m.Class(k), Margin: f})
-		}
-		p.Margins = w.margins
-		if r.Labeled {
-			p.LabelClass = m.Class(r.Label)
-		}
-	} else {
-		p.Label = r.Label
-		if w.posName != "" {
-			// Named labels (--positive fraud) read as names downstream.
-			p.Class = w.sideName(r.Predicted)
-			if r.Labeled {
-				p.LabelClass = w.sideName(r.Label)
-			}
-		}
-	}
+	w.classes(&p, r)
 	if r.Labeled {
 		// The model's verdict follows the one rule for a mistake: the
 		// prediction is not the label.
@@ -563,6 +542,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	start := len(w.arena)
 	w.arena = codec.AppendPredictionKey(w.arena, msg.Topic, int32(msg.Partition), msg.Offset)
 	keyEnd := len(w.arena)
+	var err error
 	w.arena, err = codec.AppendPrediction(w.arena, &p)
 	if err != nil { // the learners refuse non-finite margins, so this is a bug; keep the record anyway
 		w.arena = w.arena[:start]
@@ -571,6 +551,55 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	}
 	w.predicted.Inc()
 	w.preds = append(w.preds, pred{key: start, value: keyEnd, end: len(w.arena)})
+}
+
+// noteChampion counts and logs a change of the champion (a switch among
+// the candidates, or an auto learner's choice) and a reopened search.
+func (w *worker) noteChampion(offset int64, r *model.Result) {
+	mt, m := w.m.cfg.Metrics, w.st.Model
+	if r.Switched {
+		w.switches.Inc()
+		w.setChampion(mt)
+		sel := m.Selector()
+		w.log.Info().Int64("offset", offset).Str("from", w.names[r.From]).Str("to", w.names[r.To]).
+			Float64("from_rate", sel.Rate(r.From)).Float64("to_rate", sel.Rate(r.To)).Msg("champion switched")
+	}
+	if r.SearchTo != "" {
+		// An auto learner chose another configuration (docs/auto.md).
+		w.switches.Inc()
+		w.setChampion(mt)
+		w.log.Info().Int64("offset", offset).Str("from", r.SearchFrom).Str("to", r.SearchTo).Msg("champion switched")
+	}
+	if r.SearchReopened {
+		w.reopens.Inc()
+		w.log.Info().Int64("offset", offset).Str("champion", m.SearchChampion()).Msg("search reopened: the mistake rate rose")
+	}
+}
+
+// classes names the prediction's classes: a many-class model's class and
+// margins, a binary one's sides when labels are named (--positive).
+func (w *worker) classes(p *codec.Prediction, r *model.Result) {
+	m := w.st.Model
+	if m.Multi() {
+		p.Class = r.Class
+		w.margins = w.margins[:0]
+		for k, f := range r.Margins {
+			w.margins = append(w.margins, codec.ClassMargin{Class: m.Class(k), Margin: f})
+		}
+		p.Margins = w.margins
+		if r.Labeled {
+			p.LabelClass = m.Class(r.Label)
+		}
+		return
+	}
+	p.Label = r.Label
+	if w.posName != "" {
+		// Named labels (--positive fraud) read as names downstream.
+		p.Class = w.sideName(r.Predicted)
+		if r.Labeled {
+			p.LabelClass = w.sideName(r.Label)
+		}
+	}
 }
 
 // clockBase is monotonic's origin.
