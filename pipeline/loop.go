@@ -196,7 +196,7 @@ func (w *worker) wake() time.Time {
 	interval := w.out.interval()
 	switch {
 	case w.pending > 0:
-		due = w.committedAt.Add(interval)
+		due = w.out.due(w.committedAt)
 	case w.keeps:
 		due = w.durableAt.Add(interval)
 	}

@@ -65,6 +65,8 @@ type memberTxn struct {
 	// true, to end the fetch waits of the workers that are to join.
 	collecting atomic.Bool
 	opened     chan struct{}
+	// ended is when the last round ended (Unix nanoseconds).
+	ended atomic.Int64
 	// tps serialises the writes to one output partition: its sequence
 	// numbers are the member's, shared by every worker writing to it.
 	tps map[topicPartition]*sync.Mutex
@@ -211,6 +213,14 @@ func (mt *memberTxn) release(topic string, p int) {
 // wanted says whether a round collects: a worker with progress joins it.
 func (mt *memberTxn) wanted() bool { return mt.collecting.Load() }
 
+// lastEnd is when the last round ended (zero before the first).
+func (mt *memberTxn) lastEnd() time.Time {
+	if n := mt.ended.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
 // collect marks the round as collecting; mt.mu held.
 func (mt *memberTxn) collect() {
 	if !mt.collecting.Load() {
@@ -298,6 +308,7 @@ func (mt *memberTxn) endIfDue(ctx context.Context) {
 	mt.dirty, mt.joined, mt.awaited, mt.open, mt.doomed, mt.closing = map[*exactlyOnce]bool{}, map[*exactlyOnce]joinReq{}, 0, false, nil, false
 	mt.collecting.Store(false)
 	mt.opened = make(chan struct{})
+	mt.ended.Store(time.Now().UnixNano())
 	r.err = err
 	mt.round = &round{done: make(chan struct{})}
 	close(r.done)

@@ -147,3 +147,27 @@ func TestTakeoverWaitsForTheOldOwnersTransaction(t *testing.T) {
 		t.Fatal("the read did not end with the transaction")
 	}
 }
+
+// TestCommitIsDueAfterTheMembersLastRound: under exactly-once a partition
+// that sat out the member's rounds (nothing to commit then) is due an
+// interval after the last round, not after its own old commit — else each
+// such partition opened a round as soon as a record came (1,024
+// partitions: 8.9 rounds a second instead of 2).
+func TestCommitIsDueAfterTheMembersLastRound(t *testing.T) {
+	cfg := Config{CommitInterval: 500 * time.Millisecond, CheckpointInterval: 5 * time.Second}
+	m := &member{cfg: &cfg}
+	m.txn = &memberTxn{m: m}
+	o := &exactlyOnce{m: m, mt: m.txn}
+	own := time.Now().Add(-10 * time.Second)
+	if got := o.due(own); !got.Equal(own.Add(cfg.CommitInterval)) {
+		t.Errorf("before any round: due %v, want its own commit + interval", got)
+	}
+	round := time.Now().Add(-100 * time.Millisecond)
+	m.txn.ended.Store(round.UnixNano())
+	if got := o.due(own); !got.Equal(time.Unix(0, round.UnixNano()).Add(cfg.CommitInterval)) {
+		t.Errorf("after a round 100 ms ago: due %v, want the round + interval", got)
+	}
+	if got := (&atLeastOnce{m: m}).due(own); !got.Equal(own.Add(cfg.CheckpointInterval)) {
+		t.Errorf("at-least-once: due %v, want its own commit + checkpoint interval", got)
+	}
+}

@@ -20,8 +20,10 @@ type output interface {
 	// start readies the producer: before the partition is served, and
 	// again when the worker takes a partition back after a fence.
 	start(ctx context.Context) error
-	// interval is the longest time between two commits.
+	// interval is the longest time between two commits; due is when the
+	// partition, last committed at committed, is to commit again.
 	interval() time.Duration
+	due(committed time.Time) time.Time
 	// began notes the timestamp of a record whose output joins what the
 	// next commit makes visible.
 	began(t time.Time)
@@ -101,8 +103,11 @@ func (o *atLeastOnce) start(ctx context.Context) error {
 }
 
 func (o *atLeastOnce) interval() time.Duration { return o.m.cfg.CheckpointInterval }
-func (o *atLeastOnce) began(time.Time)         {}
-func (o *atLeastOnce) rewinds() bool           { return false }
+func (o *atLeastOnce) due(committed time.Time) time.Time {
+	return committed.Add(o.m.cfg.CheckpointInterval)
+}
+func (o *atLeastOnce) began(time.Time) {}
+func (o *atLeastOnce) rewinds() bool   { return false }
 func (o *atLeastOnce) failed(ctx context.Context, w *worker, err error) step {
 	return w.retryLater(ctx, err)
 }
@@ -149,6 +154,18 @@ func (o *exactlyOnce) start(ctx context.Context) error {
 }
 
 func (o *exactlyOnce) interval() time.Duration { return o.m.cfg.CommitInterval }
+
+// due: a commit interval after the member's last round, or the
+// partition's own commit if later. A partition that sat out rounds (it had
+// nothing to commit) must not open one as soon as a record comes: with
+// 1,024 partitions, each of those did, and the member ended 8.9 rounds a
+// second instead of 2.
+func (o *exactlyOnce) due(committed time.Time) time.Time {
+	if last := o.mt.lastEnd(); last.After(committed) {
+		committed = last
+	}
+	return committed.Add(o.m.cfg.CommitInterval)
+}
 
 func (o *exactlyOnce) began(t time.Time) {
 	if o.oldest.IsZero() {

@@ -795,7 +795,7 @@ func (w *worker) checkpoint(ctx context.Context, when commitWhen) error {
 		w.markDurable() // nothing learned since the last checkpoint
 		return nil
 	}
-	if when == onCadence && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < w.out.interval() && !w.out.wanted() {
+	if when == onCadence && w.pending < cfg.CheckpointEvery && time.Now().Before(w.out.due(w.committedAt)) && !w.out.wanted() {
 		return nil
 	}
 	meta, size, saved := w.snap.name, 0, false
