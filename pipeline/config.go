@@ -270,8 +270,9 @@ type Config struct {
 	// §7). Exactly-once needs Checkpoints, commits at every flush (so
 	// FlushInterval bounds how long a prediction stays invisible).
 	ProcessingGuarantee string
-	// CommitInterval is how often, under exactly-once, a partition's
-	// transaction commits (or sooner, every CheckpointEvery records): its
+	// CommitInterval is how often, under exactly-once, the member's
+	// transaction commits, with the offsets of every partition it serves
+	// (or sooner, when a partition reaches CheckpointEvery records): its
 	// predictions are written as they are flushed but become visible to
 	// read_committed consumers only then, so it bounds how long a
 	// prediction stays invisible beyond its processing. Which commits save
@@ -294,6 +295,13 @@ type Config struct {
 	// SnapshotMaxRate: bytes a second a partition, default 32 KiB (a
 	// snapshot of 14 kB — B = 100 on a9a — every 0.44 s, of 0.55 MB —
 	// B = 4,000 — every 17 s).
+	// SnapshotMemberMaxRate: bytes a second all the member's partitions
+	// together, default 8 × SnapshotMaxRate (256 KiB): a member serving P
+	// partitions gives each SnapshotMemberMaxRate/P when that is less, so
+	// that snapshot writes do not grow with partitions (256 partitions of
+	// 14 kB models saved 1,978 snapshots in 9 exactly-once rounds at
+	// 32 KiB/s each).
+	// SnapshotInterval still bounds the replay.
 	// SnapshotInterval: default 30 s. SnapshotEveryCommit writes one with
 	// every commit (no replay on restore; the cost grows with the model,
 	// not with what changed). With LabelTopic every commit carries one:
@@ -305,19 +313,21 @@ type Config struct {
 	// retention shorter than SnapshotInterval loses them (the partition
 	// then goes on from the log's start, loudly, as on any offset out of
 	// range).
-	SnapshotMaxRate     int
-	SnapshotInterval    time.Duration
-	SnapshotEveryCommit bool
-	// TransactionalIDPrefix names the transactional producers under
-	// exactly-once: PREFIX.TOPIC.PARTITION, one per input partition, so
-	// that the partition's next owner fences the previous one. Default:
-	// the group id. Two groups reading the same topic need their own.
+	SnapshotMaxRate       int
+	SnapshotMemberMaxRate int
+	SnapshotInterval      time.Duration
+	SnapshotEveryCommit   bool
+	// TransactionalIDPrefix names the member's transactional producer
+	// under exactly-once: PREFIX.RANDOM, unique to the member instance
+	// (KIP-447: a zombie is fenced by the group generation its offsets
+	// carry, not by the id). Default: the group id; ACLs on transactional
+	// ids match it as a prefix.
 	TransactionalIDPrefix string
 	// TransactionTimeout is how long the coordinator lets a transaction
 	// stay open before it aborts it: it bounds how long a member that died
 	// mid-transaction holds back read_committed consumers of the output
-	// when no other member takes its partitions over (a new owner aborts
-	// it at once). Default 10 s, as Kafka Streams sets it; the brokers'
+	// (its id is its own: no new owner aborts it; a new owner's restore
+	// waits for it to end). Default 10 s, as Kafka Streams sets it; the brokers'
 	// transaction.max.timeout.ms must allow it.
 	TransactionTimeout time.Duration
 	// DisableIdempotence writes at-least-once outputs without a producer
@@ -682,6 +692,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SnapshotMaxRate == 0 {
 		c.SnapshotMaxRate = 32 << 10
+	}
+	if c.SnapshotMemberMaxRate <= 0 {
+		c.SnapshotMemberMaxRate = 8 * c.SnapshotMaxRate
 	}
 	def(&c.SnapshotInterval, 30*time.Second)
 	if c.TransactionTimeout <= 0 {

@@ -62,8 +62,13 @@ type member struct {
 	// flushBytes is a partition's part of Config.FlushMaxBytes in the
 	// current generation.
 	flushBytes atomic.Int64
+	// parts is how many input partitions the member serves in the
+	// current generation (the snapshot budget's share, snapshotDue).
+	parts atomic.Int64
 	// writes bounds the workers' flushes under way (see worker.flush).
 	writes chan struct{}
+	// txn is the member's transactional producer (exactly-once only).
+	txn *memberTxn
 	// drained counts the workers that have not yet made their last
 	// commit; Run waits for it before it leaves the group.
 	drained sync.WaitGroup
@@ -115,6 +120,8 @@ func Run(ctx context.Context, cfg Config) error {
 		writes: make(chan struct{}, requestsInFlight)}
 	cfg.Metrics.health.after = cfg.StuckAfter
 	if cfg.ProcessingGuarantee == ExactlyOnce {
+		m.txn = newMemberTxn(m)
+		cfg.Log.Info().Str("transactional_id", m.txn.t.id).Msg("exactly-once: one transaction per member and commit interval")
 		// At 0 from the start, for the alert rules' rates.
 		cfg.Metrics.Transactions.WithLabelValues("committed", "")
 		cfg.Metrics.Transactions.WithLabelValues("aborted", "error")
@@ -196,6 +203,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		cfg.Metrics.AssignedGauge.Set(float64(len(ids)))
 		m.flushBytes.Store(int64(max(16<<10, cfg.FlushMaxBytes/max(len(ids), 1))))
+		m.parts.Store(int64(len(ids)))
 		cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
 		for _, id := range ids {
 			w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
@@ -227,6 +235,9 @@ func Run(ctx context.Context, cfg Config) error {
 // committed returns the group's committed offset for p (−1 if none) and
 // its metadata, retrying transient failures until ctx ends.
 func (m *member) committed(ctx context.Context, p Partition) (int64, string, error) {
+	if m.cfg.ProcessingGuarantee == ExactlyOnce {
+		return m.stableCommitted(ctx, p)
+	}
 	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
 		resp, err := m.client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: m.cfg.Group, Topics: map[string][]int{p.Topic: {p.ID}}})
 		if err == nil {

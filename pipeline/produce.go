@@ -107,6 +107,7 @@ func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf 
 		if id, txnID, err = wr.prepare(ctx, p.topic, part); err != nil {
 			return err
 		}
+		defer wr.release(p.topic, part)
 	}
 	*buf = appendRecordBatch((*buf)[:0], msgs, time.Now(), id)
 	if p.codec != nil {

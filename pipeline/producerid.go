@@ -26,6 +26,8 @@ type writer interface {
 	prepare(ctx context.Context, topic string, p int) (batchID, string, error)
 	// wrote advances partition p's sequence past n records written.
 	wrote(topic string, p, n int)
+	// release ends the write that prepare began, written or not.
+	release(topic string, p int)
 	// resend says, after a produce failed with err, whether the batch is
 	// to be sent again at once, having readied the producer for it.
 	resend(ctx context.Context, err error) (bool, error)
@@ -82,6 +84,8 @@ func (i *idempotent) prepare(_ context.Context, topic string, p int) (batchID, s
 	return batchID{producer: i.pid, epoch: i.epoch, seq: i.seq[topicPartition{topic, p}]}, "", nil
 }
 
+func (i *idempotent) release(string, int) {}
+
 func (i *idempotent) wrote(topic string, p, n int) {
 	tp := topicPartition{topic, p}
 	i.seq[tp] = nextSeq(i.seq[tp], n)
@@ -133,14 +137,15 @@ func kafkaError(code int16) error {
 // would look up a transaction coordinator for the empty id.
 func kmsgRoundTrip(ctx context.Context, c *kafka.Client, req kmsg.Request, resp kmsg.Response) error {
 	x := &rawExchange{req: req, resp: resp}
-	m, err := c.Transport.RoundTrip(ctx, c.Addr, x)
-	if err != nil {
+	return roundTrip(ctx, c, x, x)
+}
+
+// roundTrip sends msg (x, or x wrapped to route it) and reports x's error.
+func roundTrip(ctx context.Context, c *kafka.Client, msg kafka.Request, x *rawExchange) error {
+	if _, err := c.Transport.RoundTrip(ctx, c.Addr, msg); err != nil {
 		return err
 	}
-	if m.(*rawExchange).err != nil {
-		return m.(*rawExchange).err
-	}
-	return nil
+	return x.err
 }
 
 // rawExchange is one kmsg request and its answer on a connection kafka-go
@@ -149,7 +154,11 @@ type rawExchange struct {
 	req     kmsg.Request
 	resp    kmsg.Response
 	version int16
-	err     error
+	// maxVersion, if above 0, caps the version sent; probe asks the
+	// broker for its versions first (see RawExchange).
+	maxVersion int16
+	probe      bool
+	err        error
 }
 
 func (x *rawExchange) ApiKey() protocol.ApiKey { return protocol.ApiKey(x.req.Key()) }
@@ -160,47 +169,100 @@ func (x *rawExchange) Required(versions map[protocol.ApiKey]int16) bool {
 		v = -1
 	}
 	x.version = min(v, x.req.MaxVersion())
+	if x.maxVersion > 0 {
+		x.version = min(x.version, x.maxVersion)
+	}
 	return true
 }
 
 func (x *rawExchange) RawExchange(rw io.ReadWriter) (protocol.Message, error) {
-	key := kmsg.NameForKey(x.req.Key())
-	if x.version < 0 {
-		return nil, fmt.Errorf("the broker does not serve %s", key)
+	if x.probe {
+		// kafka-go negotiated no higher than the versions it speaks
+		// itself: the broker's own maximum decides.
+		v, err := brokerMax(rw, x.req.Key())
+		if err != nil {
+			return nil, err
+		}
+		x.version = min(max(x.version, v), x.req.MaxVersion())
+		if x.maxVersion > 0 {
+			x.version = min(x.version, x.maxVersion)
+		}
 	}
-	x.req.SetVersion(x.version)
+	if err := exchange(rw, x.req, x.resp, x.version); err != nil {
+		var de *decodeError
+		if errors.As(err, &de) {
+			x.err = de.err // the answer was read whole: the connection is fine
+			return x, nil
+		}
+		return nil, err
+	}
+	return x, nil
+}
+
+// decodeError is an answer read whole that did not decode.
+type decodeError struct{ err error }
+
+func (e *decodeError) Error() string { return e.err.Error() }
+
+// brokerMax asks the broker (ApiVersions v0) for the highest version of
+// key it serves (−1: none).
+func brokerMax(rw io.ReadWriter, key int16) (int16, error) {
+	req, resp := kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrApiVersionsResponse()
+	if err := exchange(rw, req, resp, 0); err != nil {
+		return 0, err
+	}
+	if err := kafkaError(resp.ErrorCode); err != nil {
+		return 0, fmt.Errorf("api versions: %w", err)
+	}
+	for _, k := range resp.ApiKeys {
+		if k.ApiKey == key {
+			return k.MaxVersion, nil
+		}
+	}
+	return -1, nil
+}
+
+// exchange sends req at version on rw and decodes the answer into resp;
+// an error decoding the answer is returned too (the connection stays
+// usable: the answer was read whole).
+func exchange(rw io.ReadWriter, req kmsg.Request, resp kmsg.Response, version int16) error {
+	key := kmsg.NameForKey(req.Key())
+	if version < 0 {
+		return fmt.Errorf("the broker does not serve %s", key)
+	}
+	req.SetVersion(version)
 	const correlationID = 1 // one request at a time on the connection
-	buf := kmsg.NewRequestFormatter().AppendRequest(nil, x.req, correlationID)
+	buf := kmsg.NewRequestFormatter().AppendRequest(nil, req, correlationID)
 	if _, err := rw.Write(buf); err != nil {
-		return nil, fmt.Errorf("send %s: %w", key, err)
+		return fmt.Errorf("send %s: %w", key, err)
 	}
 	var size [4]byte
 	if _, err := io.ReadFull(rw, size[:]); err != nil {
-		return nil, fmt.Errorf("read %s answer: %w", key, err)
+		return fmt.Errorf("read %s answer: %w", key, err)
 	}
 	n := int(int32(binary.BigEndian.Uint32(size[:])))
 	if n < 4 || n > 1<<20 {
-		return nil, fmt.Errorf("read %s answer: its length %d is not that of an answer", key, n)
+		return fmt.Errorf("read %s answer: its length %d is not that of an answer", key, n)
 	}
 	buf = make([]byte, n)
 	if _, err := io.ReadFull(rw, buf); err != nil {
-		return nil, fmt.Errorf("read %s answer: %w", key, err)
+		return fmt.Errorf("read %s answer: %w", key, err)
 	}
 	if id := int32(binary.BigEndian.Uint32(buf)); id != correlationID {
-		return nil, fmt.Errorf("read %s answer: correlation id %d, not %d", key, id, correlationID)
+		return fmt.Errorf("read %s answer: correlation id %d, not %d", key, id, correlationID)
 	}
-	x.resp.SetVersion(x.version)
+	resp.SetVersion(version)
 	body := buf[4:]
-	if x.resp.IsFlexible() {
+	if resp.IsFlexible() && req.Key() != 18 { // ApiVersions answers with the v0 header
 		// The flexible response header ends in tagged fields: none are
 		// defined, so a broker sends a count of 0.
 		if len(body) == 0 || body[0] != 0 {
-			return nil, fmt.Errorf("read %s answer: unexpected tagged header fields", key)
+			return fmt.Errorf("read %s answer: unexpected tagged header fields", key)
 		}
 		body = body[1:]
 	}
-	if err := x.resp.ReadFrom(body); err != nil {
-		x.err = fmt.Errorf("decode %s answer (v%d): %w", key, x.version, err)
+	if err := resp.ReadFrom(body); err != nil {
+		return &decodeError{fmt.Errorf("decode %s answer (v%d): %w", key, version, err)}
 	}
-	return x, nil
+	return nil
 }

@@ -9,16 +9,10 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 )
 
-// txn is the transactional producer of one input partition under
-// exactly-once processing (docs/architecture.md §7): its predictions,
-// dead letters and committed offsets between two commits are one Kafka
-// transaction. Its transactional id names the input partition, so the
-// partition's next owner, initialising the same id, bumps the epoch: the
-// coordinator aborts what this owner left open and refuses its later
-// writes (fenced), which is what keeps a paused or partitioned member
-// from ever committing for a partition it lost.
-//
-// A txn is used by its worker's goroutine only.
+// txn is the member's transactional producer under exactly-once
+// (docs/architecture.md §3): its requests and its producer state. What is
+// written in which transaction, and when it commits, is memberTxn's; a
+// txn is used under memberTxn's rules (its maps under memberTxn.mu).
 type txn struct {
 	client  *kafka.Client
 	id      string
@@ -133,48 +127,31 @@ func (t *txn) initProducer(ctx context.Context, what string, pid, epoch int) err
 // order for ever. A transaction the coordinator aborted on its timeout
 // bumped the epoch already; the coordinator accepts the previous one here.
 //
-// It fails with errFenced when the coordinator refuses the bump because
-// another holder initialised the id since (the partition's next owner).
-// A coordinator that no longer knows the producer id (the id expired)
-// gets a fresh InitProducerID: no owner holds it.
+// The id is this member instance's alone, so a bump refused as fenced
+// (the coordinator bumped the epoch itself, twice) or for a producer id it
+// no longer knows (expired) is answered by a fresh InitProducerID, which
+// aborts whatever the id left open: no other holder can be fenced by it.
 func (t *txn) bump(ctx context.Context) error {
 	err := t.initProducer(ctx, "bump the epoch of "+t.id, t.pid, t.epoch)
-	switch {
-	case err == nil:
-		return nil
-	case producerFenced(err):
-		return fmt.Errorf("%w: %w", errFenced, err)
-	case errors.Is(err, kafka.InvalidProducerIDMapping):
+	if err != nil && (producerFenced(err) || errors.Is(err, kafka.InvalidProducerIDMapping)) {
 		return t.init(ctx)
 	}
 	return err
 }
 
-// add makes partition p of topic part of the open transaction (opening
-// one), once per transaction, before the first batch written to it.
-func (t *txn) add(ctx context.Context, topic string, p int) error {
-	tp := topicPartition{topic, p}
-	if t.added[tp] {
-		return nil
-	}
-	err := retry(ctx, "add "+topic+" to the transaction", func(ctx context.Context) error {
+// addPartition adds tp to the open transaction of the producer (pid,
+// epoch), before the first batch written to it in the transaction.
+func (t *txn) addPartition(ctx context.Context, tp topicPartition, pid, epoch int) error {
+	return retry(ctx, "add "+tp.topic+" to the transaction", func(ctx context.Context) error {
 		res, err := t.client.AddPartitionsToTxn(ctx, &kafka.AddPartitionsToTxnRequest{
-			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch,
-			Topics: map[string][]kafka.AddPartitionToTxn{topic: {{Partition: p}}},
+			TransactionalID: t.id, ProducerID: pid, ProducerEpoch: epoch,
+			Topics: map[string][]kafka.AddPartitionToTxn{tp.topic: {{Partition: tp.partition}}},
 		})
 		if err != nil {
 			return err
 		}
 		return partitionError(res.Topics, func(r kafka.AddPartitionToTxnPartition) error { return r.Error })
 	})
-	if err != nil {
-		return err
-	}
-	if !t.open {
-		t.open, t.started = true, time.Now()
-	}
-	t.added[tp] = true
-	return nil
 }
 
 // partitionError is the first per-partition error of a response: kafka-go
@@ -188,21 +165,6 @@ func partitionError[P any](topics map[string][]P, errOf func(P) error) error {
 		}
 	}
 	return nil
-}
-
-// prepare adds partition p of topic to the transaction and returns what
-// a batch written to it carries.
-func (t *txn) prepare(ctx context.Context, topic string, p int) (batchID, string, error) {
-	if err := t.add(ctx, topic, p); err != nil {
-		return batchID{}, "", err
-	}
-	return batchID{producer: int64(t.pid), epoch: int16(t.epoch), seq: t.seq[topicPartition{topic, p}], transactional: true}, t.id, nil
-}
-
-// wrote advances partition p's sequence past n records written.
-func (t *txn) wrote(topic string, p, n int) {
-	tp := topicPartition{topic, p}
-	t.seq[tp] = nextSeq(t.seq[tp], n)
 }
 
 // commit commits the open transaction together with the consumed
@@ -236,7 +198,7 @@ func (t *txn) commit(ctx context.Context, group string, gen int, member string, 
 		return err
 	}
 	if failCommit != nil {
-		if err := failCommit(t.id); err != nil {
+		if err := failCommit(offsets); err != nil {
 			return err
 		}
 	}
@@ -245,8 +207,8 @@ func (t *txn) commit(ctx context.Context, group string, gen int, member string, 
 
 // failCommit, when set, runs before a transaction's EndTxn and fails the
 // commit with its error: a variable so that a test can make a commit fail
-// the way a broker error would; id is the transactional id.
-var failCommit func(id string) error
+// the way a broker error would; offsets are what the commit names.
+var failCommit func(offsets map[string][]kafka.TxnOffsetCommit) error
 
 // abort aborts the open transaction: nothing written in it becomes
 // visible to read_committed consumers, and its offsets are not committed.

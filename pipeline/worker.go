@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -66,11 +67,10 @@ type worker struct {
 	posName, negName string
 	// out is how the partition's outputs and commits reach Kafka under
 	// its guarantee; reader is its input reader, which a rewind moves;
-	// rewound tells the fetch loop that the records it holds were dropped
-	// by a rewind.
-	out     output
-	reader  *fetch.Partition
-	rewound bool
+	// pos publishes its position (for the lag poll).
+	out    output
+	reader *fetch.Partition
+	pos    *atomic.Int64
 	// reset is the --reset-offsets value last applied to the partition,
 	// carried in every commit's metadata (see splitMeta).
 	reset string
@@ -83,6 +83,7 @@ type worker struct {
 	// unlabeledWarned: the first record without a label refused before
 	// any learning (model.ReasonMissingLabel) has been logged.
 	unlabeledWarned bool
+	busy            *busy // the record in hand, for health
 	// aborts counts the transactions aborted in a row since the last
 	// commit; abortLoop of them halt the partition in /readyz.
 	aborts int
@@ -94,7 +95,7 @@ type worker struct {
 
 	// The partition's counters, resolved once: a label lookup per record
 	// would cost more than timing the round.
-	consumed, predicted, learned, mistakes prometheus.Counter
+	consumed, predicted, learned, mistakes, skipped prometheus.Counter
 	// hwm is the partition's high-water mark as of the last fetched
 	// record (−1: none fetched yet), for the lag gauge.
 	hwm int64
@@ -119,353 +120,10 @@ type worker struct {
 	// each flush).
 	rounds    roundCounts
 	corrupt   corruptRun
-	busy      *busy // the record in hand, for health
 	evicted   uint64
 	waiting   prometheus.Gauge
 	expired   prometheus.Counter
 	evictions prometheus.Counter
-}
-
-func (w *worker) run(gen context.Context) {
-	// gctx ends with the generation or, earlier, when the member is
-	// leaving: then the worker makes its last flush and commit while the
-	// generation is still alive — its member still heartbeating, so the
-	// commit is not fenced however long the last snapshot takes — and
-	// tells the member it is done.
-	drained := sync.OnceFunc(w.m.drained.Done)
-	defer drained()
-	gctx, cancel := context.WithCancel(gen)
-	defer cancel()
-	context.AfterFunc(w.m.ctx, cancel)
-	defer func() {
-		if gen.Err() == nil && w.m.ctx.Err() != nil {
-			drained()
-			<-gen.Done()
-		}
-	}()
-	cfg := w.m.cfg
-	w.label = strconv.Itoa(w.part.ID)
-	w.srcHdrs = []kafka.Header{{Key: HeaderSourcePartition, Value: []byte(w.label)}}
-	// Before anything else: initialising the partition's transactional
-	// id (exactly-once) aborts what its previous owner left open and
-	// fences it.
-	w.out = w.m.newOutput(w.part)
-	if !w.until(gctx, "initialise the partition's producer", w.out.start) {
-		return
-	}
-	var hold error
-	if !w.until(gctx, "restore the partition's model", func(ctx context.Context) error {
-		err := w.restore(ctx)
-		if errors.Is(err, ErrNeedsOperator) {
-			hold = err
-			return nil
-		}
-		return err
-	}) {
-		return
-	}
-	if hold != nil {
-		// Returning would end the whole generation and rejoin in a loop;
-		// hold the partition, unserved and loudly reported, until the
-		// generation ends.
-		w.m.cfg.Metrics.health.halt(w.label, "cannot restore the partition's model: "+hold.Error())
-		defer w.m.cfg.Metrics.health.resume(w.label)
-		w.log.Error().Err(hold).Msg("cannot restore the partition's model; partition not served")
-		<-gctx.Done()
-		return
-	}
-	w.log.Info().Int64("offset", w.st.NextOffset).Int("support", w.st.Model.Support()).Msg("partition assigned")
-	mt := cfg.Metrics
-	w.consumed, w.predicted = mt.Consumed.WithLabelValues(w.label), mt.Predicted.WithLabelValues(w.label)
-	w.learned, w.mistakes = mt.Learned.WithLabelValues(w.label), mt.Mistakes.WithLabelValues(w.label)
-	w.names = w.names[:0]
-	w.learnerMistakes = w.learnerMistakes[:0]
-	for i := range w.st.Model.Candidates() {
-		name := w.st.Model.CandidateName(i)
-		w.names = append(w.names, name)
-		w.learnerMistakes = append(w.learnerMistakes, mt.LearnerMistakes.WithLabelValues(w.label, name))
-	}
-	w.switches = mt.ChampionSwitches.WithLabelValues(w.label)
-	w.reopens = mt.SearchReopens.WithLabelValues(w.label)
-	w.setChampion(mt)
-	w.learnerGauges()
-	mt.assigned(w.label, w.m.cfg.Reasons())
-	w.busy = mt.health.track(w.label)
-	if cfg.Registry != nil {
-		mt.RegistryErrors.WithLabelValues(w.label)
-	}
-	w.hwm = -1
-	_, none := cfg.Checkpoints.(NoCheckpoints)
-	w.keeps = !none
-	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Model.Support()))
-	// The delayed-label series exist (at 0 without delayed labels) for
-	// every assigned partition, so that dashboards and alerts read 0, not
-	// "no data".
-	waiting := 0
-	if p := w.st.Model.Pending(); p != nil {
-		w.evicted = p.Evicted // counted by whoever held the partition before
-		waiting = p.Len()
-	}
-	w.waiting, w.expired, w.evictions = mt.PendingRecords.WithLabelValues(w.label), mt.PendingExpired.WithLabelValues(w.label), mt.PendingEvicted.WithLabelValues(w.label)
-	w.waiting.Set(float64(waiting))
-	for _, r := range labelReasons {
-		mt.OrphanLabels.WithLabelValues(w.label, string(r))
-	}
-	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Model.Eval().WindowRate())
-	w.markDurable() // the model is what the store holds
-	defer func() {
-		// Revoked in a rebalance: the gauges would describe a model held
-		// elsewhere now. Shutting down: keep the last values, for whoever
-		// reads them after Run returns; the process is leaving anyway.
-		if w.m.ctx.Err() == nil {
-			mt.forget(w.label)
-		}
-	}()
-	mt.ReadyGauge.Inc()
-	defer mt.ReadyGauge.Dec()
-
-	// The member's fetcher reads the partition with all the others; the
-	// label topic's partition, read on demand between records, has a
-	// reader of its own.
-	r := w.m.fetcher.Open(w.part.Topic, w.part.ID, w.st.NextOffset)
-	defer r.Close()
-	w.reader = r
-	if cfg.LabelTopic != "" {
-		lr, err := fetch.NewReader(fetch.Config{
-			Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: w.m.transport, Topic: cfg.LabelTopic, Partition: w.part.ID,
-			ReadUncommitted: cfg.ReadUncommitted, MaxBytes: cfg.FetchPartitionMaxBytes, ClientID: cfg.Conn.ClientID,
-		}, w.st.LabelOffset)
-		if err != nil {
-			w.log.Error().Err(err).Msg("label partition reader")
-			<-gctx.Done()
-			return
-		}
-		w.labels = &labelSide{r: lr}
-	}
-	skipped := mt.Skipped.WithLabelValues(w.label)
-	pos := w.m.track(w.part)
-	defer w.m.untrack(w.part)
-	pos.Store(w.st.NextOffset)
-
-	// settleWith runs the commit protocol (when: as the cadence says, a
-	// commit at once, or one with a snapshot), retrying until it goes through; false
-	// means the generation ended and the worker must return. While it
-	// retries the partition reads nothing more, so its lag shows.
-	settleWith := func(when commitWhen) bool {
-		for {
-			err := w.checkpoint(gctx, when)
-			if err == nil {
-				mt.health.ok(w.label)
-				if w.aborts > 0 {
-					w.aborts = 0
-					mt.health.resume(w.label)
-				}
-				return true
-			}
-			// A producer fenced is either the coordinator's doing (a
-			// transaction it aborted on its timeout) or a newer owner's: a
-			// bump now could take the id back from that owner on a broker
-			// that accepts an old epoch's bump. The generation shows which:
-			// fencedWait bumps only once it has outlived a rebalance.
-			if errors.Is(err, errFenced) || w.out.rewinds() && producerFenced(err) {
-				if !w.fencedWait(gctx, err) {
-					return false
-				}
-				continue
-			}
-			if gctx.Err() != nil {
-				w.stop()
-				return false
-			}
-			if w.out.rewinds() {
-				// Nothing since the last commit is visible; the model
-				// learned what it covered, so it goes back to the committed
-				// snapshot and reads the records again.
-				w.out.aborted()
-				if w.aborts++; w.aborts >= abortLoop {
-					mt.health.halt(w.label, fmt.Sprintf("%d transactions aborted in a row (last: %v)", w.aborts, err))
-				}
-				w.log.Warn().Err(err).Int("in_a_row", w.aborts).Msg("transaction aborted; restoring the committed snapshot and reading again from its offset")
-				// Nothing is committed until the rewind is whole: the
-				// model would be ahead of the outputs.
-				for {
-					err := w.rewind(gctx, w.out.recover)
-					if err == nil {
-						break
-					}
-					if gctx.Err() != nil {
-						return false // the generation ended; the next owner's InitProducerID aborts what is open
-					}
-					if errors.Is(err, errFenced) {
-						if !w.fencedWait(gctx, err) {
-							return false
-						}
-						break
-					}
-					mt.health.stuck(w.label, time.Now())
-					w.log.Error().Err(err).Msg("rewind after an aborted transaction; will retry")
-					select {
-					case <-gctx.Done():
-						return false
-					case <-time.After(500 * time.Millisecond):
-					}
-				}
-				continue
-			}
-			mt.health.stuck(w.label, time.Now())
-			w.log.Warn().Err(err).Msg("checkpoint; will retry")
-			select { // do not hammer a broker that refuses
-			case <-gctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	}
-	settle := func() bool { return settleWith(onCadence) }
-	// labelsBefore plays the labels stamped before t (all, for zero t),
-	// settling whenever the output buffers fill: a flood of labels for
-	// nothing is a flood of dead letters, and memory must not follow it.
-	// false means the worker must return.
-	labelsBefore := func(t time.Time) bool {
-		for {
-			switch w.playLabels(gctx, t) {
-			case labelsDone:
-				return true
-			case labelsStopped:
-				w.stop()
-				return false
-			}
-			pos.Store(w.st.NextOffset)
-			if !settle() {
-				return false
-			}
-			if w.rewound {
-				// Both readers went back to the snapshot: the caller
-				// reads the input again from there.
-				return true
-			}
-		}
-	}
-	for {
-		// A rewind (exactly-once) drops what the previous fetch held;
-		// this fetch reads from where it put the reader.
-		w.rewound = false
-		// Wake up for the next flush, and for the next checkpoint while
-		// progress is uncommitted: an idle partition must still commit
-		// what it learned.
-		var wake time.Time
-		if len(w.preds)+len(w.dead) > 0 {
-			wake = w.since.Add(cfg.FlushInterval)
-		}
-		// An idle, wholly checkpointed partition wakes at the interval
-		// too, to say so (the checkpoint-age gauge), when models are kept.
-		var due time.Time
-		interval := w.out.interval()
-		switch {
-		case w.pending > 0:
-			due = w.committedAt.Add(interval)
-		case w.keeps:
-			due = w.durableAt.Add(interval)
-		}
-		if !due.IsZero() && (wake.IsZero() || due.Before(wake)) {
-			wake = due
-		}
-		// The broker holds the fetch until records come or the wait ends;
-		// a request is never cancelled midway, so no connection is lost.
-		wait := time.Second
-		if !wake.IsZero() {
-			wait = min(wait, max(time.Until(wake), time.Millisecond))
-		}
-		b, err := r.Fetch(gctx, wait)
-		switch {
-		case gctx.Err() != nil:
-			w.stop()
-			return
-		case err == nil:
-			if b.Skipped > 0 {
-				skipped.Add(float64(b.Skipped))
-			}
-			w.hwm = b.HighWatermark
-			if w.labels != nil {
-				w.labels.caughtUp = false // there may be more labels since
-			}
-			for i := range b.Records {
-				if w.labels != nil && !labelsBefore(b.Records[i].Time) {
-					return
-				}
-				if w.rewound {
-					break
-				}
-				// Before waiting out a registry outage, everything is
-				// committed: a transaction left open through it would be
-				// aborted by the coordinator on its timeout.
-				if cfg.Registry != nil && !w.schemaReady(gctx, b.Records[i].Value, func() bool { return settleWith(commitNow) }) {
-					return
-				}
-				if w.rewound {
-					break
-				}
-				w.out.began(b.Records[i].Time)
-				w.handle(&b.Records[i])
-				if w.full() {
-					pos.Store(w.st.NextOffset)
-					if !settle() {
-						return
-					}
-					if w.rewound {
-						break
-					}
-				}
-			}
-			// The batch goes back to the fetcher's budget at the next
-			// Fetch: the last record must not keep its memory alive
-			// beyond that, uncounted.
-			w.msg = kafka.Message{}
-			if w.rewound {
-				// The rest of the batch is read again from the snapshot's
-				// offset.
-				w.rewound = false
-				pos.Store(w.st.NextOffset)
-				continue
-			}
-			if b.Next > w.st.NextOffset {
-				// Skipped records (markers, aborted data) are consumed
-				// too: the next commit must not point before them.
-				w.st.NextOffset = b.Next
-				w.pending++
-			}
-			w.replayed()
-			if w.labels != nil && !b.Stale && w.st.NextOffset >= b.HighWatermark && !labelsBefore(time.Time{}) {
-				// All of the input there is has been read: the labels left
-				// have no record still to come before them.
-				return
-			}
-			pos.Store(w.st.NextOffset)
-			mt.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
-			if !w.full() && (wake.IsZero() || time.Now().Before(wake)) {
-				continue
-			}
-		default:
-			var oor *fetch.OutOfRangeError
-			if errors.As(err, &oor) {
-				w.resetOffset(r, oor, &w.st.NextOffset)
-				continue
-			}
-			cfg.Metrics.FetchErrors.Inc()
-			w.log.Warn().Err(err).Msg("fetch")
-			var ce *fetch.CorruptError
-			if errors.As(err, &ce) && w.corruptBatch(w.part.Topic, &w.corrupt, &w.st.NextOffset, r, ce) {
-				continue
-			}
-			select { // a broker that answers with errors is not hammered
-			case <-gctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
-			continue
-		}
-		if !settle() {
-			return
-		}
-	}
 }
 
 // corruptRetries is how many fetches in a row must find the same batch
@@ -563,7 +221,7 @@ func (w *worker) rewind(ctx context.Context, producer func(context.Context) erro
 		w.labels.r.SetOffset(w.st.LabelOffset)
 		w.labels.queue, w.labels.caughtUp = w.labels.queue[:0], false
 	}
-	w.pending, w.rewound = 0, true
+	w.pending = 0
 	return nil
 }
 
@@ -583,7 +241,6 @@ const abortLoop = 5
 // goes on (true). Meanwhile /readyz names the partition as unserved.
 func (w *worker) fencedWait(ctx context.Context, err error) bool {
 	mt := w.m.cfg.Metrics
-	w.out.fenced()
 	mt.health.halt(w.label, "fenced: "+err.Error())
 	defer mt.health.resume(w.label)
 	w.log.Warn().Err(err).Msg("commit refused (another member owns the partition now); the partition waits for the rebalance")
@@ -750,30 +407,6 @@ func (w *worker) resetOffset(r interface{ SetOffset(int64) }, oor *fetch.OutOfRa
 	w.pending++
 }
 
-// schemaReady makes sure the schema of record value v is at hand (see
-// schemareg.Client.Ensure). While the registry cannot answer, the
-// partition first commits what it has done (a transaction must not stay
-// open through an outage), then waits, counted and shown as stuck; no
-// record is dead-lettered for it. false means the generation ended.
-func (w *worker) schemaReady(ctx context.Context, v []byte, settle func() bool) bool {
-	settled := false
-	err := w.m.cfg.Registry.Ensure(ctx, v, func(err error, attempt int) {
-		w.registryWait(err, attempt)
-		if !settled && (w.pending > 0 || len(w.preds)+len(w.dead) > 0) {
-			settled = true
-			settle()
-		}
-	})
-	if err != nil {
-		w.stop()
-		return false
-	}
-	if settled {
-		w.m.cfg.Metrics.health.ok(w.label)
-	}
-	return true
-}
-
 // registryWait counts and reports a registry that could not answer.
 func (w *worker) registryWait(err error, attempt int) {
 	mt := w.m.cfg.Metrics
@@ -839,23 +472,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 		return // dead-lettered when it was played first
 	}
 	if err != nil {
-		// Nothing of it entered the model: neither predicted nor learned.
-		reason, detail := ReasonInternal, err.Error()
-		var ce *codec.Error
-		if errors.As(err, &ce) {
-			reason, detail = ce.Reason, ce.Detail
-		}
-		if isLabelReason(reason) {
-			mt.OrphanLabels.WithLabelValues(w.label, string(reason)).Inc()
-		}
-		if reason == model.ReasonMissingLabel && !w.unlabeledWarned {
-			w.unlabeledWarned = true
-			w.log.Warn().Int64("offset", msg.Offset).Str("detail", detail).
-				Msg("nothing is being learned: records without a label are dead-lettered (missing_label) until one with a label comes")
-		}
-		w.deadLetter(msg, reason, detail)
-		w.unused++
-		w.health(string(reason))
+		w.rejected(msg, err)
 		return
 	}
 	if w.unused > 0 {
@@ -875,6 +492,36 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	if r.Labeled && !cfg.PassThrough {
 		w.rounds.observe(mt.Round, (monotonic() - t0).Seconds())
 	}
+	w.emit(msg, &r, seq)
+}
+
+// rejected dead-letters a record the model refused: nothing of it
+// entered the model, neither predicted nor learned.
+func (w *worker) rejected(msg *kafka.Message, err error) {
+	reason, detail := ReasonInternal, err.Error()
+	var ce *codec.Error
+	if errors.As(err, &ce) {
+		reason, detail = ce.Reason, ce.Detail
+	}
+	if isLabelReason(reason) {
+		w.m.cfg.Metrics.OrphanLabels.WithLabelValues(w.label, string(reason)).Inc()
+	}
+	if reason == model.ReasonMissingLabel && !w.unlabeledWarned {
+		w.unlabeledWarned = true
+		w.log.Warn().Int64("offset", msg.Offset).Str("detail", detail).
+			Msg("nothing is being learned: records without a label are dead-lettered (missing_label) until one with a label comes")
+	}
+	w.deadLetter(msg, reason, detail)
+	w.unused++
+	w.health(string(reason))
+}
+
+// emit counts what the model did with a record played for the first
+// time and buffers its prediction (none for a late label: its record's
+// went out when the record came); seq is the model's update count before
+// the record.
+func (w *worker) emit(msg *kafka.Message, r *model.Result, seq uint64) {
+	cfg, m := w.m.cfg, w.st.Model
 	p := codec.Prediction{
 		Topic: msg.Topic, Partition: int32(msg.Partition), Offset: msg.Offset,
 		Predicted: r.Predicted, Margin: r.Margin, Learner: w.spec, Support: m.Support(), ModelSeq: seq,
@@ -885,23 +532,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	for b := r.Mistakes; b != 0; b &= b - 1 {
 		w.learnerMistakes[bits.TrailingZeros64(b)].Inc()
 	}
-	if r.Switched {
-		w.switches.Inc()
-		w.setChampion(mt)
-		sel := m.Selector()
-		w.log.Info().Int64("offset", msg.Offset).Str("from", w.names[r.From]).Str("to", w.names[r.To]).
-			Float64("from_rate", sel.Rate(r.From)).Float64("to_rate", sel.Rate(r.To)).Msg("champion switched")
-	}
-	if r.SearchTo != "" {
-		// An auto learner chose another configuration (docs/auto.md).
-		w.switches.Inc()
-		w.setChampion(mt)
-		w.logSearchChange(msg.Offset, r)
-	}
-	if r.SearchReopened {
-		w.reopens.Inc()
-		w.log.Info().Int64("offset", msg.Offset).Str("champion", m.SearchChampion()).Msg("search reopened: the mistake rate rose")
-	}
+	w.noteChampion(msg.Offset, r)
 	if r.Late {
 		// A label: its record's prediction went out when the record came.
 		if r.Labeled {
@@ -909,7 +540,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 			if r.Mistake {
 				w.mistakes.Inc()
 			}
-			mt.LabelDelay.Observe(float64(r.Delay) / 1000)
+			cfg.Metrics.LabelDelay.Observe(float64(r.Delay) / 1000)
 		}
 		return
 	}
@@ -918,26 +549,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 		key = r.Key // the event's own id (--key-field)
 	}
 	boundKey(&p, key, cfg.MaxKeyBytes)
-	if m.Multi() {
-		p.Class = r.Class
-		w.margins = w.margins[:0]
-		for k, f := range r.Margins {
-			w.margins = append(w.margins, codec.ClassMargin{Class: m.Class(k), Margin: f})
-		}
-		p.Margins = w.margins
-		if r.Labeled {
-			p.LabelClass = m.Class(r.Label)
-		}
-	} else {
-		p.Label = r.Label
-		if w.posName != "" {
-			// Named labels (--positive fraud) read as names downstream.
-			p.Class = w.sideName(r.Predicted)
-			if r.Labeled {
-				p.LabelClass = w.sideName(r.Label)
-			}
-		}
-	}
+	w.classes(&p, r)
 	if r.Labeled {
 		// The model's verdict follows the one rule for a mistake: the
 		// prediction is not the label.
@@ -953,6 +565,7 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	start := len(w.arena)
 	w.arena = codec.AppendPredictionKey(w.arena, msg.Topic, int32(msg.Partition), msg.Offset)
 	keyEnd := len(w.arena)
+	var err error
 	w.arena, err = codec.AppendPrediction(w.arena, &p)
 	if err != nil { // the learners refuse non-finite margins, so this is a bug; keep the record anyway
 		w.arena = w.arena[:start]
@@ -961,6 +574,55 @@ func (w *worker) play(rec *fetch.Record, fromLabels bool) {
 	}
 	w.predicted.Inc()
 	w.preds = append(w.preds, pred{key: start, value: keyEnd, end: len(w.arena)})
+}
+
+// noteChampion counts and logs a change of the champion (a switch among
+// the candidates, or an auto learner's choice) and a reopened search.
+func (w *worker) noteChampion(offset int64, r *model.Result) {
+	mt, m := w.m.cfg.Metrics, w.st.Model
+	if r.Switched {
+		w.switches.Inc()
+		w.setChampion(mt)
+		sel := m.Selector()
+		w.log.Info().Int64("offset", offset).Str("from", w.names[r.From]).Str("to", w.names[r.To]).
+			Float64("from_rate", sel.Rate(r.From)).Float64("to_rate", sel.Rate(r.To)).Msg("champion switched")
+	}
+	if r.SearchTo != "" {
+		// An auto learner chose another configuration (docs/auto.md).
+		w.switches.Inc()
+		w.setChampion(mt)
+		w.logSearchChange(offset, *r)
+	}
+	if r.SearchReopened {
+		w.reopens.Inc()
+		w.log.Info().Int64("offset", offset).Str("champion", m.SearchChampion()).Msg("search reopened: the mistake rate rose")
+	}
+}
+
+// classes names the prediction's classes: a many-class model's class and
+// margins, a binary one's sides when labels are named (--positive).
+func (w *worker) classes(p *codec.Prediction, r *model.Result) {
+	m := w.st.Model
+	if m.Multi() {
+		p.Class = r.Class
+		w.margins = w.margins[:0]
+		for k, f := range r.Margins {
+			w.margins = append(w.margins, codec.ClassMargin{Class: m.Class(k), Margin: f})
+		}
+		p.Margins = w.margins
+		if r.Labeled {
+			p.LabelClass = m.Class(r.Label)
+		}
+		return
+	}
+	p.Label = r.Label
+	if w.posName != "" {
+		// Named labels (--positive fraud) read as names downstream.
+		p.Class = w.sideName(r.Predicted)
+		if r.Labeled {
+			p.LabelClass = w.sideName(r.Label)
+		}
+	}
 }
 
 // clockBase is monotonic's origin.
@@ -1156,7 +818,7 @@ func (w *worker) checkpoint(ctx context.Context, when commitWhen) error {
 		w.markDurable() // nothing learned since the last checkpoint
 		return nil
 	}
-	if when == onCadence && w.pending < cfg.CheckpointEvery && time.Since(w.committedAt) < w.out.interval() {
+	if when == onCadence && w.pending < cfg.CheckpointEvery && time.Now().Before(w.out.due(w.committedAt)) && !w.out.wanted() {
 		return nil
 	}
 	meta, size, saved := w.snap.name, 0, false
@@ -1200,17 +862,6 @@ func (w *worker) checkpoint(ctx context.Context, when commitWhen) error {
 	return nil
 }
 
-// snapshotHealth notes a snapshot saved, or not (err): snapshots that
-// fail for longer than Config.StuckAfter make the partition stuck, even
-// while commits without one go through.
-func (w *worker) snapshotHealth(err error) {
-	if err != nil && w.m.ctx.Err() == nil {
-		w.m.cfg.Metrics.health.snapshotFailed(w.label, err)
-	} else if err == nil {
-		w.m.cfg.Metrics.health.snapshotSaved(w.label)
-	}
-}
-
 // commitWhen says what a call to checkpoint asks for: a commit when the
 // cadence says so, a commit now (before a wait, say), or a commit now
 // with a snapshot (a handover: the next owner should not replay).
@@ -1233,14 +884,16 @@ type snapshotState struct {
 }
 
 // snapshotDue says whether this commit is to carry a snapshot: one of S
-// bytes at most every S/SnapshotMaxRate, at least every
-// SnapshotInterval (Config.SnapshotMaxRate).
+// bytes at most every S/SnapshotMaxRate, and every S×P/SnapshotMemberMaxRate
+// when the member serves P partitions, at least every SnapshotInterval
+// (Config.SnapshotMaxRate).
 func (w *worker) snapshotDue() bool {
 	cfg := w.m.cfg
 	if cfg.SnapshotEveryCommit || cfg.LabelTopic != "" || w.snap.at.IsZero() || w.snap.name == "" {
 		return true
 	}
-	gap := time.Duration(float64(w.snap.bytes) / float64(cfg.SnapshotMaxRate) * float64(time.Second))
+	rate := min(float64(cfg.SnapshotMaxRate), float64(cfg.SnapshotMemberMaxRate)/float64(max(w.m.parts.Load(), 1)))
+	gap := time.Duration(float64(w.snap.bytes) / rate * float64(time.Second))
 	return time.Since(w.snap.at) >= min(gap, cfg.SnapshotInterval)
 }
 
@@ -1588,6 +1241,17 @@ func (w *worker) sideName(y int) string {
 		return w.posName
 	}
 	return w.negName
+}
+
+// snapshotHealth notes a snapshot saved, or not (err): snapshots that
+// fail for longer than Config.StuckAfter make the partition stuck, even
+// while commits without one go through.
+func (w *worker) snapshotHealth(err error) {
+	if err != nil && w.m.ctx.Err() == nil {
+		w.m.cfg.Metrics.health.snapshotFailed(w.label, err)
+	} else if err == nil {
+		w.m.cfg.Metrics.health.snapshotSaved(w.label)
+	}
 }
 
 // logSearchChange logs an auto learner's change of champion, numbered by

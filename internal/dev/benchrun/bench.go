@@ -222,6 +222,11 @@ func (b *Bench) measureOnce(ctx context.Context, out io.Writer, fig *figures, mo
 	if len(b.Snapshots) > 0 {
 		row += fmt.Sprintf(" %12.3f %10d %10.2f %8d %8d", res.SnapshotRate()/1e6, res.Snapshots, float64(res.SnapshotBytes)/1e6, res.Support, res.Pending)
 	}
+	if mode == "exactly-once" {
+		// The member's transactions the brokers saw: one a commit
+		// interval, whatever the partitions.
+		row += fmt.Sprintf("  %d transactions, %.1f/s", res.Transactions, float64(res.Transactions)/res.Elapsed.Seconds())
+	}
 	fmt.Fprintln(out, row)
 	switch {
 	case restore != nil:

@@ -130,6 +130,9 @@ type Result struct {
 	SnapshotBytes     int64
 	Support           int
 	Pending           int
+	// Transactions is how many transactions the member ended (committed
+	// or aborted) over the run, under exactly-once.
+	Transactions int
 }
 
 // RSSSample is the resident memory at a moment of the run.
@@ -400,6 +403,8 @@ func serve(ctx context.Context, addr, out string, cfg Config) (Result, error) {
 		res.Support = int(slices.Min(s))
 	}
 	res.Pending = int(slices.Max(append(values(metrics.PendingRecords), 0)))
+	res.Transactions = int(testutil.ToFloat64(metrics.Transactions.WithLabelValues("committed", "")) +
+		testutil.ToFloat64(metrics.Transactions.WithLabelValues("aborted", "error")) + testutil.ToFloat64(metrics.Transactions.WithLabelValues("aborted", "fenced")))
 	if cfg.Progress != nil {
 		cfg.Progress(true, total, total)
 	}

@@ -343,6 +343,13 @@ func (f *Fetcher) release(h *held) {
 // released: they must not be used any more. Errors are the Reader's:
 // wrapped broker errors, Offset Out Of Range as *OutOfRangeError.
 func (p *Partition) Fetch(ctx context.Context, maxWait time.Duration) (*Batch, error) {
+	return p.FetchUntil(ctx, maxWait, nil)
+}
+
+// FetchUntil is Fetch that also stops waiting, with an empty Batch, once
+// wake is closed (nil: never): the caller has something to do before its
+// wait is over.
+func (p *Partition) FetchUntil(ctx context.Context, maxWait time.Duration, wake <-chan struct{}) (*Batch, error) {
 	f := p.f
 	f.mu.Lock()
 	f.release(p.inuse)
@@ -404,6 +411,8 @@ func (p *Partition) Fetch(ctx context.Context, maxWait time.Duration) (*Batch, e
 		select {
 		case <-p.notify:
 		case <-timeout:
+			return empty, nil
+		case <-wake:
 			return empty, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -482,3 +482,47 @@ func TestFetcherFollowsALeaderThatMoves(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchUntilStopsWaitingWhenWoken: a partition that gets nothing to
+// read — here the fetcher's budget is held by another partition's batch,
+// as when the member's exactly-once round holds partitions that joined it —
+// waits its maxWait, unless its wake channel closes first: the round
+// began and waits for this partition.
+func TestFetchUntilStopsWaitingWhenWoken(t *testing.T) {
+	_, addr, _, _ := cluster(t, 1, 2)
+	var rows []string
+	for i := range 40 {
+		rows = append(rows, fmt.Sprintf("p0-%d-%s", i, strings.Repeat("x", 200)))
+	}
+	produceTo(t, addr, "t", 0, rows...)
+	f, err := NewFetcher(FetcherConfig{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}, MaxBytes: 4 << 10, MaxWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p1 := f.Open("t", 1, 0)
+	defer p1.Close()
+	if _, err := p1.Fetch(ctx, 100*time.Millisecond); err != nil { // the start resolved
+		t.Fatal(err)
+	}
+	p0 := f.Open("t", 0, 0)
+	defer p0.Close()
+	if b, err := p0.Fetch(ctx, 5*time.Second); err != nil || len(b.Records) == 0 {
+		t.Fatalf("partition 0: %v", err)
+	} // and held: not released until its next fetch
+	if _, err := p1.Fetch(ctx, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	wake := make(chan struct{})
+	time.AfterFunc(100*time.Millisecond, func() { close(wake) })
+	t0 := time.Now()
+	b, err := p1.FetchUntil(ctx, 5*time.Second, wake)
+	if err != nil || len(b.Records) != 0 {
+		t.Fatalf("woken fetch: %v, %d records", err, len(b.Records))
+	}
+	if took := time.Since(t0); took > 2*time.Second {
+		t.Fatalf("woken after 100 ms, the fetch returned after %v", took)
+	}
+}

@@ -1,0 +1,34 @@
+package pipeline
+
+import (
+	"testing"
+	"time"
+)
+
+// TestSnapshotBudgetIsTheMembers: a partition's snapshot of 14 kB, taken
+// a second ago, is due again at the default 32 KiB/s a partition when the
+// member serves 4 partitions; serving 256, the member's budget (8 × that)
+// split 256 ways makes it wait about 14 s — snapshot writes do not grow
+// with partitions — and SnapshotInterval still bounds the wait.
+func TestSnapshotBudgetIsTheMembers(t *testing.T) {
+	cfg := Config{SnapshotMaxRate: 32 << 10, SnapshotMemberMaxRate: 8 * 32 << 10, SnapshotInterval: 30 * time.Second}
+	w := &worker{m: &member{cfg: &cfg}}
+	w.snap = snapshotState{name: "in/0/1/1", at: time.Now().Add(-time.Second), bytes: 14000}
+	w.m.parts.Store(4)
+	if !w.snapshotDue() {
+		t.Error("4 partitions: a 14 kB snapshot a second old is not due")
+	}
+	w.m.parts.Store(256)
+	if w.snapshotDue() {
+		t.Error("256 partitions: a 14 kB snapshot a second old is due again")
+	}
+	w.snap.at = time.Now().Add(-15 * time.Second)
+	if !w.snapshotDue() {
+		t.Error("256 partitions: a 14 kB snapshot 15 s old is not due")
+	}
+	w.m.parts.Store(100000)
+	w.snap.at = time.Now().Add(-31 * time.Second)
+	if !w.snapshotDue() {
+		t.Error("past SnapshotInterval, the snapshot is not due")
+	}
+}
