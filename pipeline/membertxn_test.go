@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // eosMember is a member under exactly-once on broker addr, with its
@@ -102,13 +103,19 @@ func TestTakeoverWaitsForTheOldOwnersTransaction(t *testing.T) {
 	old := eosMember(t, cfg)
 	gen, leave := joinAlone(t, b.Addr())
 	defer leave()
+	// The broker holds the old owner's EndTxn (its offsets are in the
+	// transaction, which is not ended) until release.
 	inTxn, release := make(chan struct{}), make(chan struct{})
-	failCommit = func(map[string][]kafka.TxnOffsetCommit) error {
+	c := b.Cluster()
+	c.ControlKey(int16(kmsg.EndTxn), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		if req := kreq.(*kmsg.EndTxnRequest); !req.Commit {
+			c.KeepControl()
+			return nil, nil, false
+		}
 		close(inTxn)
-		<-release
-		return nil
-	}
-	t.Cleanup(func() { failCommit = nil })
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
 	if err := old.txn.ensure(ctx, gen.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -197,18 +197,8 @@ func (t *txn) commit(ctx context.Context, group string, gen int, member string, 
 	if err != nil {
 		return err
 	}
-	if failCommit != nil {
-		if err := failCommit(offsets); err != nil {
-			return err
-		}
-	}
 	return t.end(ctx, true)
 }
-
-// failCommit, when set, runs before a transaction's EndTxn and fails the
-// commit with its error: a variable so that a test can make a commit fail
-// the way a broker error would; offsets are what the commit names.
-var failCommit func(offsets map[string][]kafka.TxnOffsetCommit) error
 
 // abort aborts the open transaction: nothing written in it becomes
 // visible to read_committed consumers, and its offsets are not committed.

@@ -2,11 +2,9 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
@@ -138,18 +138,22 @@ func TestAbortedTransactionRewinds(t *testing.T) {
 		msgs[i] = kafka.Message{Value: fmt.Appendf(nil, `{"label": %d, "features": {"1": %d, "%d": 1, "%d": 0.5}}`, y, y, 2+i%7, 9+i%5)}
 	}
 	produce(t, b, "in", msgs, toOne)
+	// The broker refuses the second commit of offsets that names
+	// partition 1 (the others are empty), as a broker in trouble would.
 	commits := 0
-	failCommit = func(offsets map[string][]kafka.TxnOffsetCommit) error {
-		// The second naming partition 1 (the others are empty).
-		if !slices.ContainsFunc(offsets["in"], func(o kafka.TxnOffsetCommit) bool { return o.Partition == 1 }) {
-			return nil
+	c := b.Cluster()
+	c.ControlKey(int16(kmsg.TxnOffsetCommit), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		req := kreq.(*kmsg.TxnOffsetCommitRequest)
+		if !namesPartition(req, "in", 1) {
+			c.KeepControl()
+			return nil, nil, false
 		}
-		if commits++; commits == 2 {
-			return errors.New("broker says no (injected)")
+		if commits++; commits != 2 {
+			c.KeepControl()
+			return nil, nil, false
 		}
-		return nil
-	}
-	t.Cleanup(func() { failCommit = nil })
+		return refuseOffsets(req, kerr.UnknownServerError.Code), nil, true
+	})
 	cfg := testConfig(t, b, "rbp:budget=20")
 	cfg.ProcessingGuarantee, cfg.Checkpoints, cfg.Metrics = ExactlyOnce, &memCheckpoints{}, NewMetrics(nil)
 	cfg.FlushRecords, cfg.CheckpointEvery, cfg.CommitInterval = 40, 100, 300*time.Millisecond
@@ -235,4 +239,32 @@ func TestExactlyOnceConfig(t *testing.T) {
 			t.Errorf("defaults: prefix %q, commit interval %v, timeout %v", cfg.TransactionalIDPrefix, cfg.CommitInterval, cfg.TransactionTimeout)
 		}
 	}
+}
+
+// namesPartition reports whether an offset commit names the partition.
+func namesPartition(req *kmsg.TxnOffsetCommitRequest, topic string, p int32) bool {
+	for _, t := range req.Topics {
+		for _, tp := range t.Partitions {
+			if t.Topic == topic && tp.Partition == p {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refuseOffsets answers an offset commit with code for every partition.
+func refuseOffsets(req *kmsg.TxnOffsetCommitRequest, code int16) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for _, tp := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = tp.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
 }
