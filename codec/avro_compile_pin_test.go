@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/streamlearner/streamlearner/internal/golden"
 )
 
 // dumpAvro writes the compiled graph under n; a named node met again is
@@ -56,5 +58,5 @@ func TestAvroCompilePinned(t *testing.T) {
 		}
 		dumpAvro(&b, n, 1, map[*avroNode]bool{})
 	}
-	golden(t, "avro_compile.golden", []byte(b.String()))
+	golden.Check(t, "avro_compile.golden", []byte(b.String()))
 }

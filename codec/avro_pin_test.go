@@ -4,34 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/streamlearner/streamlearner/internal/golden"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, which -update rewrites.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *updateGolden {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s changed; go test -run %s -update rewrites it\ngot:\n%s", name, t.Name(), got)
-	}
-}
 
 // avroPinTypes are a value of every avro type, as the binary encoding
 // writes it, for the pinned decoding tests.
@@ -130,7 +109,7 @@ func TestAvroDecodingPinned(t *testing.T) {
 			}
 		}
 	}
-	golden(t, "avro_decode.golden", []byte(out.String()))
+	golden.Check(t, "avro_decode.golden", []byte(out.String()))
 }
 
 // TestAvroEncodingPinned pins the bytes AppendEncoded writes for a JSON
@@ -162,5 +141,5 @@ func TestAvroEncodingPinned(t *testing.T) {
 			}
 		}
 	}
-	golden(t, "avro_encode.golden", []byte(out.String()))
+	golden.Check(t, "avro_encode.golden", []byte(out.String()))
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/streamlearner/streamlearner/internal/golden"
 )
 
 // skipPinValues are values of every kind, well formed and not, for the
@@ -51,7 +53,7 @@ func TestSkipValuePinned(t *testing.T) {
 			fmt.Fprintf(&b, "\tnested: %s\n", eventText(&ev))
 		}
 	}
-	golden(t, "skip.golden", []byte(b.String()))
+	golden.Check(t, "skip.golden", []byte(b.String()))
 }
 
 // An a9a record with a field the decoder steps over: request metadata

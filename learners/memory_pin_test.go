@@ -1,34 +1,12 @@
 package learners
 
 import (
-	"bytes"
-	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/streamlearner/streamlearner/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, which -update rewrites.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s changed (%d bytes, want %d); go test -run %s -update rewrites it", name, len(got), len(want), t.Name())
-	}
-}
 
 // TestEstimateMemoryPinned pins every field of the estimate, its growth
 // and its messages for every learner, bounded and not, under each kind of
@@ -63,5 +41,5 @@ func TestEstimateMemoryPinned(t *testing.T) {
 			}
 		}
 	}
-	golden(t, "memory.golden", []byte(b.String()))
+	golden.Check(t, "memory.golden", []byte(b.String()))
 }

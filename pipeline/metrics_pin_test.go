@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/streamlearner/streamlearner/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // describing is a Registerer that keeps the description of every
 // collector registered with it, and registers it with a real registry.
@@ -79,7 +77,7 @@ func TestNewMetricsPinned(t *testing.T) {
 		t.Fatal("no metrics without a registry")
 	}
 	path := filepath.Join("testdata", "metrics.golden")
-	if *update {
+	if golden.Updating() {
 		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,29 +14,10 @@ import (
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/golden"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkatest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-// golden compares got with testdata/name, which -update rewrites.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s changed (%d bytes, want %d); go test -run %s -update rewrites it", name, len(got), len(want), t.Name())
-	}
-}
 
 // TestProducePinned pins what Produce sends (keys and values, in order)
 // and the count and error it returns, for each kind of file, key, limit,
@@ -120,7 +100,7 @@ func TestProducePinned(t *testing.T) {
 		n, err := Produce(context.Background(), cfg)
 		fmt.Fprintf(&out, "%+v: sent %d, %v\n", cfg.Topic+" "+cfg.Data, n, err)
 	}
-	golden(t, "produce.golden", []byte(strings.ReplaceAll(out.String(), dir, "DIR")))
+	golden.Check(t, "produce.golden", []byte(strings.ReplaceAll(out.String(), dir, "DIR")))
 }
 
 // readAll reads n records from partition 0 of topic.

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,6 +11,7 @@ import (
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/golden"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 )
 
@@ -80,17 +79,5 @@ func TestTailPinned(t *testing.T) {
 		})
 		fmt.Fprintf(&out, "returned %+v, %v\n", st, err)
 	}
-	golden := filepath.Join("testdata", "tail.golden")
-	if *update {
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("Tail's figures differ from %s (go test -update rewrites it after a change meant to alter it):\n%s", golden, out.String())
-	}
+	golden.Check(t, "tail.golden", out.Bytes())
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"hash/crc32"
 	"maps"
@@ -16,12 +15,11 @@ import (
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/codec/features"
+	"github.com/streamlearner/streamlearner/internal/golden"
 	"github.com/streamlearner/streamlearner/internal/pending"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/learners/selection"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestUnmarshalPinned pins what Unmarshal makes of snapshots of every
 // section (events and their featurizer, many classes, a selection, a
@@ -85,7 +83,7 @@ func TestUnmarshalPinned(t *testing.T) {
 	}
 	got := []byte(out.String())
 	path := filepath.Join("testdata", "unmarshal.golden")
-	if *update {
+	if golden.Updating() {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}

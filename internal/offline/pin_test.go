@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,12 +15,11 @@ import (
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/codec/dataset"
+	"github.com/streamlearner/streamlearner/internal/golden"
 	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/learners/selection"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // TestRunDataPinned pins what RunData returns and reports, for every
 // path of a run: random orders with a test set, the file order of a
@@ -101,21 +99,21 @@ func TestRunDataPinned(t *testing.T) {
 		fmt.Fprintf(&out, "progress: %d of %d\n", done, total)
 		fmt.Fprintf(&out, "predictions: %d %x\nbad: %d\ntrace: %d bytes %x\n", preds, predSum.Sum(nil), bads, trace.Len(), sha256.Sum256(trace.Bytes()))
 	}
-	golden := filepath.Join("testdata", "rundata.golden")
-	if *update {
+	goldenPath := filepath.Join("testdata", "rundata.golden")
+	if golden.Updating() {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(goldenPath, out.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(golden)
+	want, err := os.ReadFile(goldenPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("RunData's output differs from %s (go test -update rewrites it after a change meant to alter it):\n%s", golden, out.String())
+		t.Errorf("RunData's output differs from %s (go test -update rewrites it after a change meant to alter it):\n%s", goldenPath, out.String())
 	}
 }
 

@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/streamlearner/streamlearner/internal/golden"
+)
 
 // TestUnmarshalPinned pins what Unmarshal makes of a state, of the same
 // state in format 1, and of every cut and one-byte change of them: the
@@ -67,7 +66,7 @@ func TestUnmarshalPinned(t *testing.T) {
 	}
 	got := []byte(out.String())
 	path := filepath.Join("testdata", "unmarshal.golden")
-	if *update {
+	if golden.Updating() {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}

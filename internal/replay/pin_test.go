@@ -2,16 +2,12 @@ package replay
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/streamlearner/streamlearner/internal/golden"
 	"github.com/streamlearner/streamlearner/learners/autolearn"
 	"github.com/streamlearner/streamlearner/learners/drift"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // pinnedReport holds every case the table and the plot print: partitions
 // without records, a learner without labels, recoveries missed, bounded
@@ -60,31 +56,13 @@ func pinnedReport() Report {
 		}}
 }
 
-// golden compares got with testdata/name, which -update rewrites.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s changed (%d bytes, want %d); go test -run %s -update rewrites it", name, len(got), len(want), t.Name())
-	}
-}
-
 // TestWriteTablePinned pins the table byte for byte.
 func TestWriteTablePinned(t *testing.T) {
 	var b bytes.Buffer
 	if err := pinnedReport().WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table.golden", b.Bytes())
+	golden.Check(t, "table.golden", b.Bytes())
 }
 
 // TestWritePlotPinned pins the SVG drawing, on both support scales, byte
@@ -98,6 +76,6 @@ func TestWritePlotPinned(t *testing.T) {
 		if err := rep.WritePlotWith(&b, 1, "svg", opt); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, name, b.Bytes())
+		golden.Check(t, name, b.Bytes())
 	}
 }

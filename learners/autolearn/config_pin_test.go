@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/streamlearner/streamlearner/internal/golden"
 )
 
 // TestWithDefaultsPinned pins what withDefaults makes of a configuration:
@@ -93,5 +95,5 @@ func TestWithDefaultsPinned(t *testing.T) {
 		}
 		outcome(fmt.Sprintf("wrong from %d", i), c)
 	}
-	golden(t, "withdefaults.golden", []byte(out.String()))
+	golden.Check(t, "withdefaults.golden", []byte(out.String()))
 }

@@ -3,17 +3,14 @@ package autolearn
 import (
 	"bytes"
 	"crypto/sha256"
-	"flag"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/streamlearner/streamlearner/internal/golden"
+)
 
 // TestUnmarshalPinned pins what Unmarshal makes of a search's state in
 // every format and of every cut and one-byte change of it: the error, or
@@ -59,25 +56,7 @@ func TestUnmarshalPinned(t *testing.T) {
 			fmt.Fprintf(&out, "  %5d %q\n", count[o], o)
 		}
 	}
-	golden(t, "unmarshal.golden", []byte(out.String()))
-}
-
-// golden compares got with testdata/name, which -update rewrites.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s changed; go test -run %s -update rewrites it", path, t.Name())
-	}
+	golden.Check(t, "unmarshal.golden", []byte(out.String()))
 }
 
 func autoOutcome(b []byte) string {

@@ -3,16 +3,15 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/streamlearner/streamlearner/internal/golden"
+)
 
 // capture runs f with its standard output collected.
 func capture(t *testing.T, f func() error) (string, error) {
@@ -82,7 +81,7 @@ func TestRunPinned(t *testing.T) {
 		out += strings.ReplaceAll(err.Error(), dir, "DIR") + "\n"
 	}
 	path := filepath.Join("testdata", "run.golden")
-	if *update {
+	if golden.Updating() {
 		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 			t.Fatal(err)
 		}

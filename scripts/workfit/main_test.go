@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -12,9 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/streamlearner/streamlearner/internal/golden"
+)
 
 // TestMain runs main instead of the tests when asked to by runMain.
 func TestMain(m *testing.M) {
@@ -102,7 +101,7 @@ func TestMainPinned(t *testing.T) {
 		fmt.Fprintf(&got, "%s: %v\n%s", strings.ReplaceAll(args, dir, "DIR"), err, mask(strings.ReplaceAll(out, dir, "DIR")))
 	}
 	path := filepath.Join("testdata", "main.golden")
-	if *update {
+	if golden.Updating() {
 		if err := os.WriteFile(path, []byte(got.String()), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,11 +12,10 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/streamlearner/streamlearner/internal/golden"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/pipeline"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // fakeOnce measures nothing: its figures follow from the run, so that
 // the rows, the medians and the verdicts are the same at every run of
@@ -97,17 +95,17 @@ func TestMeasurePinned(t *testing.T) {
 		err := b.Measure(context.Background(), &printed)
 		fmt.Fprintf(&out, "== %s\n%s%serr: %v\n", c.name, calls.String(), printed.String(), err)
 	}
-	golden := filepath.Join("testdata", "measure.golden")
-	if *update {
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
+	goldenPath := filepath.Join("testdata", "measure.golden")
+	if golden.Updating() {
+		if err := os.WriteFile(goldenPath, out.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(golden)
+	want, err := os.ReadFile(goldenPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("Measure's output differs from %s (go test -update rewrites it after a change meant to alter it):\n%s", golden, out.String())
+		t.Errorf("Measure's output differs from %s (go test -update rewrites it after a change meant to alter it):\n%s", goldenPath, out.String())
 	}
 }
