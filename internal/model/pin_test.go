@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -81,23 +79,7 @@ func TestUnmarshalPinned(t *testing.T) {
 			fmt.Fprintf(&out, "  %5d %q\n", count[o], o)
 		}
 	}
-	got := []byte(out.String())
-	path := filepath.Join("testdata", "unmarshal.golden")
-	if golden.Updating() {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s changed; go test -run %s -update rewrites it", path, t.Name())
-	}
+	golden.Check(t, "unmarshal.golden", []byte(out.String()))
 }
 
 // sealed is body with its checksum.

@@ -7,8 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -99,22 +97,7 @@ func TestRunDataPinned(t *testing.T) {
 		fmt.Fprintf(&out, "progress: %d of %d\n", done, total)
 		fmt.Fprintf(&out, "predictions: %d %x\nbad: %d\ntrace: %d bytes %x\n", preds, predSum.Sum(nil), bads, trace.Len(), sha256.Sum256(trace.Bytes()))
 	}
-	goldenPath := filepath.Join("testdata", "rundata.golden")
-	if golden.Updating() {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(goldenPath, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(goldenPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		t.Errorf("RunData's output differs from %s (go test -update rewrites it after a change meant to alter it):\n%s", goldenPath, out.String())
-	}
+	golden.Check(t, "rundata.golden", out.Bytes())
 }
 
 // relabeled is s as unmapped tokens, with label bad in place of every

@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -64,18 +62,5 @@ func TestUnmarshalPinned(t *testing.T) {
 			}
 		}
 	}
-	got := []byte(out.String())
-	path := filepath.Join("testdata", "unmarshal.golden")
-	if golden.Updating() {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s changed; go test -run %s -update rewrites it", path, t.Name())
-	}
+	golden.Check(t, "unmarshal.golden", []byte(out.String()))
 }
