@@ -201,32 +201,7 @@ func corruptBatchOf(ctx context.Context, t *testing.T, c *kfake.Cluster, topic s
 // does; before, the partition retried it for ever, learning nothing more
 // while it went on predicting.
 func TestCorruptLabelBatchIsDeadLetteredAndSkipped(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "in.dlq", "labels"), kfake.GroupMinSessionTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	addr := c.ListenAddrs()[0]
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	w := &kafka.Writer{Transport: &kafka.Transport{}, Addr: kafka.TCP(addr), Topic: "in", RequiredAcks: kafka.RequireAll, BatchTimeout: time.Millisecond}
-	var recs []kafka.Message
-	for i := range 30 {
-		recs = append(recs, kafka.Message{Time: base.Add(time.Duration(i) * time.Second), Value: fmt.Appendf(nil, `{"id": "r%d", "x": %g}`, i, float64(i%7+1)/7)})
-	}
-	if err := w.WriteMessages(ctx, recs...); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	bad := corruptMiddleBatch(ctx, t, c, "labels", func(b, i int) kafka.Message {
-		class := map[bool]string{true: "UP", false: "DOWN"}[i%2 == 0]
-		return kafka.Message{Time: base.Add(time.Minute + time.Duration(b*10+i)*time.Second), Value: fmt.Appendf(nil, `{"id": "r%d", "class": %q}`, b*10+i, class)}
-	})
-	cfg := testConfigAt(t, addr, "rbp:budget=10")
-	cfg.Events, cfg.Event, cfg.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
-	cfg.LabelTopic = "labels"
-	cfg.Metrics = NewMetrics(nil)
+	addr, bad, cfg := labelTopicWithCorruptBatch(t, 1)
 	runMember(t, cfg)
 	waitFor(t, "the labels around the batch learned", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Learned.WithLabelValues("0")) >= 20 })
 	dl, h := oneDeadLetter(t, addr)
@@ -235,7 +210,7 @@ func TestCorruptLabelBatchIsDeadLetteredAndSkipped(t *testing.T) {
 	}
 	waitFor(t, "the label offset committed past the batch", 10*time.Second, func() bool {
 		oc := &kafka.Client{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}}
-		resp, err := oc.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: "g", Topics: map[string][]int{"labels": {0}}})
+		resp, err := oc.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: "g", Topics: map[string][]int{"labels": {0}}})
 		return err == nil && len(resp.Topics["labels"]) == 1 && resp.Topics["labels"][0].CommittedOffset == 30
 	})
 	if got := testutil.ToFloat64(cfg.Metrics.Learned.WithLabelValues("0")); got != 20 {
@@ -249,11 +224,26 @@ func TestCorruptLabelBatchIsDeadLetteredAndSkipped(t *testing.T) {
 // never matched and the batch was fetched again for ever, nothing
 // learned.
 func TestCorruptFirstLabelBatchIsDeadLettered(t *testing.T) {
+	addr, bad, cfg := labelTopicWithCorruptBatch(t, 0)
+	runMember(t, cfg)
+	waitFor(t, "the labels after the batch learned", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Learned.WithLabelValues("0")) >= 20 })
+	dl, h := oneDeadLetter(t, addr)
+	if h[HeaderError] != string(ReasonCorruptBatch) || h[HeaderSourceTopic] != "labels" || h[HeaderSourceOffset] != "0" || !bytes.Equal(dl.Value, bad) {
+		t.Errorf("dead letter %v, %d bytes; want %s of labels at offset 0 holding the batch's %d bytes", h, len(dl.Value), ReasonCorruptBatch, len(bad))
+	}
+}
+
+// labelTopicWithCorruptBatch starts a broker whose input topic holds 30
+// events and whose label topic holds their labels in three batches of 10,
+// batch which corrupt; it returns the broker's address, the corrupt
+// batch's bytes and a member configured to read both.
+func labelTopicWithCorruptBatch(t *testing.T, which int) (string, []byte, Config) {
+	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "in.dlq", "labels"), kfake.GroupMinSessionTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(c.Close)
 	addr := c.ListenAddrs()[0]
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -267,7 +257,7 @@ func TestCorruptFirstLabelBatchIsDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	bad := corruptBatchOf(ctx, t, c, "labels", 0, func(b, i int) kafka.Message {
+	bad := corruptBatchOf(ctx, t, c, "labels", which, func(b, i int) kafka.Message {
 		class := map[bool]string{true: "UP", false: "DOWN"}[i%2 == 0]
 		return kafka.Message{Time: base.Add(time.Minute + time.Duration(b*10+i)*time.Second), Value: fmt.Appendf(nil, `{"id": "r%d", "class": %q}`, b*10+i, class)}
 	})
@@ -275,12 +265,7 @@ func TestCorruptFirstLabelBatchIsDeadLettered(t *testing.T) {
 	cfg.Events, cfg.Event, cfg.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
 	cfg.LabelTopic = "labels"
 	cfg.Metrics = NewMetrics(nil)
-	runMember(t, cfg)
-	waitFor(t, "the labels after the batch learned", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Learned.WithLabelValues("0")) >= 20 })
-	dl, h := oneDeadLetter(t, addr)
-	if h[HeaderError] != string(ReasonCorruptBatch) || h[HeaderSourceTopic] != "labels" || h[HeaderSourceOffset] != "0" || !bytes.Equal(dl.Value, bad) {
-		t.Errorf("dead letter %v, %d bytes; want %s of labels at offset 0 holding the batch's %d bytes", h, len(dl.Value), ReasonCorruptBatch, len(bad))
-	}
+	return addr, bad, cfg
 }
 
 // oneDeadLetter reads the one dead letter of partition 0 and its headers.
