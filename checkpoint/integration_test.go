@@ -46,9 +46,9 @@ func (c *crashable) Save(ctx context.Context, p pipeline.Partition, g int32, st 
 }
 
 func member(t *testing.T, b *embedded.Broker, cp pipeline.Checkpointer, spec string, k learners.Kernel) (stop func()) {
-	cfg := pipeline.Config{
+	cfg := pipeline.Config{Model: model.Config{Learner: spec, Kernel: k, Seed: 5},
 		Conn: kafkaconn.Config{Brokers: []string{b.Addr()}}, Topic: "in", Group: "g", OutputTopic: "out",
-		Learner: spec, Kernel: k, Seed: 5, FlushInterval: 20 * time.Millisecond, CheckpointEvery: 300, CheckpointInterval: time.Hour,
+		FlushInterval: 20 * time.Millisecond, CheckpointEvery: 300, CheckpointInterval: time.Hour,
 		HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 3 * time.Second, RebalanceTimeout: 3 * time.Second,
 		ShutdownTimeout: 3 * time.Second, Checkpoints: cp, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 	}
@@ -333,22 +333,22 @@ func TestModelMemoryCoversASave(t *testing.T) {
 	ctx := context.Background()
 	k, _ := learners.ParseKernel("rbf:gamma=0.5")
 	for _, cfg := range []pipeline.Config{
-		{Learner: "rbp:budget=2000"},
-		{Learner: "forgetron:budget=500"},
-		{Learner: "rbp:budget=500", Challengers: []model.Candidate{{Learner: "forgetron:budget=500"}}},
-		{Learner: "rbp:budget=300", Classes: []string{"a", "b", "c"}},
+		{Model: model.Config{Learner: "rbp:budget=2000"}},
+		{Model: model.Config{Learner: "forgetron:budget=500"}},
+		{Model: model.Config{Learner: "rbp:budget=500", Challengers: []model.Candidate{{Learner: "forgetron:budget=500"}}}},
+		{Model: model.Config{Learner: "rbp:budget=300", Classes: []string{"a", "b", "c"}}},
 		// Many classes, every one-vs-rest learner at its budget.
-		{Learner: "rbp:budget=100", Classes: strings.Fields("a b c d e f g h i j k l m n o p q r s t")},
+		{Model: model.Config{Learner: "rbp:budget=100", Classes: strings.Fields("a b c d e f g h i j k l m n o p q r s t")}},
 		// auto's estimate is its memory= bound (per class), which the
 		// wide search may reach; after the halving it holds far less, so
 		// only the bound is checked.
-		{Learner: "auto:memory=2MiB"},
-		{Learner: "auto:memory=1MiB", Classes: strings.Fields("a b c d e f g h i j")},
+		{Model: model.Config{Learner: "auto:memory=2MiB"}},
+		{Model: model.Config{Learner: "auto:memory=1MiB", Classes: strings.Fields("a b c d e f g h i j")}},
 		// The pending store at its byte bound: most records wait, a few
 		// carry their label.
-		{Learner: "rbp:budget=300", DelayedLabels: true, PendingMaxRecords: 100_000, PendingMaxBytes: 2 << 20},
+		{Model: model.Config{Learner: "rbp:budget=300"}, DelayedLabels: true, PendingMaxRecords: 100_000, PendingMaxBytes: 2 << 20},
 	} {
-		cfg.Kernel, cfg.ExpectedNonZeros = k, 14
+		cfg.Model.Kernel, cfg.ExpectedNonZeros = k, 14
 		cfg.Checkpoints = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: t.TempDir()}, Model: cfg.ModelConfig, Log: zerolog.Nop()}
 		p := cfg.Checkpoints.(*checkpoint.Protocol)
 		est, per, err := cfg.ModelMemory()
@@ -356,8 +356,8 @@ func TestModelMemoryCoversASave(t *testing.T) {
 			t.Fatal(err)
 		}
 		labels := []string{"1", "-1"}
-		if len(cfg.Classes) > 0 {
-			labels = cfg.Classes
+		if len(cfg.Model.Classes) > 0 {
+			labels = cfg.Model.Classes
 		}
 		part := pipeline.Partition{Topic: "in", ID: 0}
 		grow := func() (*model.Model, int64) {
@@ -397,7 +397,7 @@ func TestModelMemoryCoversASave(t *testing.T) {
 			runtime.ReadMemStats(&after)
 			return m, int64(after.HeapAlloc) - int64(before.HeapAlloc)
 		}
-		bound := strings.HasPrefix(cfg.Learner, "auto")
+		bound := strings.HasPrefix(cfg.Model.Learner, "auto")
 		// The heap is read around the model's growth; the goroutines that
 		// earlier tests left winding down can free memory in between and
 		// make that less than the model, even below zero: a reading out of

@@ -99,7 +99,7 @@ func TestAutoManyClassesStartAtDefaults(t *testing.T) {
 	b := startBroker(t)
 	for _, snaps := range []Checkpointer{nil, &memCheckpoints{}} {
 		cfg := testConfig(t, b, "auto")
-		cfg.Classes, cfg.Checkpoints = []string{model.Auto}, snaps
+		cfg.Model.Classes, cfg.Checkpoints = []string{model.Auto}, snaps
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("checkpoints %v: %v", snaps != nil, err)
 		}

@@ -10,14 +10,12 @@ import (
 	"github.com/segmentio/kafka-go/compress"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/codec/features"
 	"github.com/streamlearner/streamlearner/codec/schemareg"
 	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/internal/pending"
 	"github.com/streamlearner/streamlearner/learners"
-	"github.com/streamlearner/streamlearner/learners/selection"
 )
 
 // Config configures one group member. Fields document their defaults;
@@ -33,47 +31,22 @@ type Config struct {
 	// ever dropped silently, so there is always a dead-letter topic.
 	DLQTopic string
 
-	Learner string          // learner spec; required
-	Kernel  learners.Kernel // required
-	// Seed seeds randomized learners; each partition's learner gets
-	// Seed + partition, so partitions draw independent streams. Default 1.
-	Seed   uint64
-	Labels codec.LabelMap // how record labels map to ±1; default binary labels
-	Limits codec.Limits   // per-record limits; codec's defaults
-
-	// Events reads named-field events ({"age": 39, "workclass": ...})
-	// instead of indexed records; Event says which fields are the label,
-	// the key and what to ignore, Features how fields become hashed
-	// features (see model.Config). Default false: records.
-	Events   bool
-	Event    codec.EventConfig
-	Features features.Config
-	// Format is how events are written (Events only): plain JSON (the
-	// zero value, default), or the Confluent wire format (Avro, Protobuf,
-	// JSON Schema), whose schemas Registry fetches. A registry that cannot
-	// answer stalls the partition (retried with backoff, counted in
+	// Model is what each partition's model is: learner and kernel
+	// (required), seed, labels, record limits, events and their format,
+	// classes, challengers. Partition p's learners are seeded with
+	// Model.Seed + p (Seed default 1), so partitions draw independent
+	// streams and a replay of partition p can seed its learners the same
+	// way. Model.Schemas and Model.Delayed are the member's to fill, from
+	// Registry and the Pending fields below; Model.LabelRequired does not
+	// apply with delayed labels. The fields' defaults are model.Config's.
+	Model model.Config
+	// Registry fetches the schemas of a framed Model.Format (Avro,
+	// Protobuf, JSON Schema). A registry that cannot answer stalls the
+	// partition (retried with backoff, counted in
 	// streamlearner_schema_registry_errors_total, and stuck past
-	// StuckAfter) rather than dead-lettering anything; a schema id it does
-	// not have is a dead letter (unknown_schema).
-	Format   codec.Format
+	// StuckAfter) rather than dead-lettering anything; a schema id it
+	// does not have is a dead letter (unknown_schema).
 	Registry *schemareg.Client
-	// Classes selects many-class one-vs-rest: {"auto"} discovers classes
-	// online up to MaxClasses (default 100), a list fixes them. Empty
-	// (default): binary, through Labels.
-	Classes    []string
-	MaxClasses int
-	// Challengers are further learners (each its own kernel, or Kernel)
-	// that predict-then-learn every record beside Learner; the emitted
-	// prediction is the champion's, chosen by Select (window, margin,
-	// optional drift detector: see package selection). Empty (default):
-	// Learner alone.
-	Challengers []model.Candidate
-	Select      selection.Config
-	// LabelRequired dead-letters (missing_label) a record without a label
-	// while its partition's model has learned from none (model.Config
-	// LabelRequired): a misspelled label field shows at once instead of
-	// an empty model's predictions. Not with DelayedLabels. Default false.
-	LabelRequired bool
 
 	// DelayedLabels lets a label come after its record (model.Config
 	// Delayed): a record with a key and no label is predicted at once (its
@@ -375,17 +348,15 @@ func (c *Config) codec() (compress.Codec, error) {
 	return z.Codec(), nil
 }
 
-// ModelConfig is partition p's model: randomized learners of partition p
-// are seeded with Seed + p, so partitions draw independent streams and a
-// replay of partition p can seed its learners the same way.
+// ModelConfig is partition p's model: Model, its learners seeded with
+// Model.Seed + p, with the member's schema source and pending store.
 func (c *Config) ModelConfig(p int) model.Config {
-	return model.Config{
-		Learner: c.Learner, Kernel: c.Kernel, Seed: c.Seed + uint64(p), Limits: c.Limits, Labels: c.Labels,
-		Events: c.Events, Event: c.Event, Features: c.Features, Classes: c.Classes, MaxClasses: c.MaxClasses,
-		Format: c.Format, Schemas: c.schemas(),
-		Challengers: c.Challengers, Select: c.Select, Delayed: c.pending(),
-		LabelRequired: c.LabelRequired && c.pending() == nil,
-	}
+	m := c.Model
+	m.Seed += uint64(p)
+	m.Schemas = c.schemas()
+	m.Delayed = c.pending()
+	m.LabelRequired = m.LabelRequired && m.Delayed == nil
+	return m
 }
 
 // schemas is the registry as the model's schema source (nil without one:
@@ -411,7 +382,7 @@ func (c *Config) pending() *pending.Config {
 // (as many as MaxClasses with auto discovery), each at its budget; with
 // Checkpoints, what saving a snapshot holds beside it.
 func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
-	mem, err = learners.EstimateMemory(c.Learner, c.Kernel, learners.Data{NNZ: c.ExpectedNonZeros})
+	mem, err = learners.EstimateMemory(c.Model.Learner, c.Model.Kernel, learners.Data{NNZ: c.ExpectedNonZeros})
 	// snap is the encoded model's bytes, the sum of its learners'; a
 	// composite that does not say what it encodes counts as what it holds.
 	snapOf := func(m learners.Memory) int64 {
@@ -424,16 +395,16 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 	// group bounds what the classes hold together (auto's memory=,
 	// divided among them), when not 0.
 	group := mem.Group
-	if len(c.Challengers) > 0 {
+	if len(c.Model.Challengers) > 0 {
 		group = 0 // the challengers' learners are one a class
 	}
-	for _, ch := range c.Challengers {
+	for _, ch := range c.Model.Challengers {
 		if err != nil {
 			break
 		}
 		k := ch.Kernel
 		if k == (learners.Kernel{}) {
-			k = c.Kernel
+			k = c.Model.Kernel
 		}
 		var more learners.Memory
 		if more, err = learners.EstimateMemory(ch.Learner, k, learners.Data{NNZ: c.ExpectedNonZeros}); err == nil {
@@ -447,8 +418,8 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 		}
 	}
 	per = "partition"
-	if len(c.Challengers) > 0 {
-		per = fmt.Sprintf("partition (%d learners)", 1+len(c.Challengers))
+	if len(c.Model.Challengers) > 0 {
+		per = fmt.Sprintf("partition (%d learners)", 1+len(c.Model.Challengers))
 	}
 	if k := c.classBound(); k > 1 && err == nil {
 		grown := int64(k) // the others are full; one grows
@@ -465,8 +436,8 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 		if group > 0 {
 			per = fmt.Sprintf("partition (%d classes, auto's memory= shared among them)", k)
 		}
-		if len(c.Challengers) > 0 {
-			per = fmt.Sprintf("partition (%d learners × %d classes)", 1+len(c.Challengers), k)
+		if len(c.Model.Challengers) > 0 {
+			per = fmt.Sprintf("partition (%d learners × %d classes)", 1+len(c.Model.Challengers), k)
 		}
 	}
 	if pc := c.pending(); pc != nil && err == nil {
@@ -488,7 +459,7 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 		if key == 0 {
 			key = pending.DefaultMaxKeyBytes
 		}
-		nnz := int64(c.Limits.MaxNonZeros)
+		nnz := int64(c.Model.Limits.MaxNonZeros)
 		if nnz <= 0 {
 			nnz = int64(codec.Limits{}.WithDefaults().MaxNonZeros)
 		}
@@ -514,15 +485,15 @@ func (c *Config) ModelMemory() (mem learners.Memory, per string, err error) {
 // classBound is the most learners a partition's model holds.
 func (c *Config) classBound() int {
 	switch {
-	case len(c.Classes) == 0:
+	case len(c.Model.Classes) == 0:
 		return 1
-	case len(c.Classes) == 1 && c.Classes[0] == model.Auto:
-		if c.MaxClasses > 0 {
-			return c.MaxClasses
+	case len(c.Model.Classes) == 1 && c.Model.Classes[0] == model.Auto:
+		if c.Model.MaxClasses > 0 {
+			return c.Model.MaxClasses
 		}
 		return model.DefaultMaxClasses
 	}
-	return len(c.Classes)
+	return len(c.Model.Classes)
 }
 
 // coordinatorTimeout bounds each group-coordinator request: see
@@ -539,7 +510,7 @@ func (c *Config) FetchBudgets() (member, partition int) {
 		member = 16 << 20
 	}
 	if partition == 0 {
-		partition = max(2<<20, 2*c.Limits.WithDefaults().MaxBytes)
+		partition = max(2<<20, 2*c.Model.Limits.WithDefaults().MaxBytes)
 	}
 	return member, partition
 }
@@ -556,7 +527,7 @@ func (c *Config) Validate() error {
 		return errors.New("no consumer group")
 	case c.OutputTopic == "":
 		return errors.New("no output topic")
-	case c.Learner == "":
+	case c.Model.Learner == "":
 		return errors.New("no learner")
 	}
 	if c.DLQTopic == "" {
@@ -565,11 +536,11 @@ func (c *Config) Validate() error {
 	if c.OutputTopic == c.Topic || c.DLQTopic == c.Topic || c.DLQTopic == c.OutputTopic {
 		return fmt.Errorf("input %q, output %q and dead-letter %q topics must differ", c.Topic, c.OutputTopic, c.DLQTopic)
 	}
-	if _, err := learners.New(c.Learner, c.Kernel, 0); err != nil {
+	if _, err := learners.New(c.Model.Learner, c.Model.Kernel, 0); err != nil {
 		return err
 	}
-	if c.Format.Framed() && (!c.Events || c.Registry == nil) {
-		return fmt.Errorf("input format %s needs events and a schema registry", c.Format)
+	if c.Model.Format.Framed() && (!c.Model.Events || c.Registry == nil) {
+		return fmt.Errorf("input format %s needs events and a schema registry", c.Model.Format)
 	}
 	if c.PendingMaxAge < 0 || c.PendingMaxRecords < 0 || c.PendingMaxBytes < 0 || c.PendingMaxKeyBytes < 0 {
 		return fmt.Errorf("pending max records %d, max age %v, max bytes %d, max key bytes %d: want positive bounds",
@@ -608,8 +579,8 @@ func (c *Config) Validate() error {
 	if err := mem.Check(c.MaxModelBytes, "--max-model-bytes", per); err != nil {
 		return err
 	}
-	if c.Seed == 0 {
-		c.Seed = 1
+	if c.Model.Seed == 0 {
+		c.Model.Seed = 1
 	}
 	switch c.StartOffset {
 	case "":

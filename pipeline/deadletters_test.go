@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/streamlearner/streamlearner/codec"
+	"github.com/streamlearner/streamlearner/internal/model"
 )
 
 // TestDeadLettersStartAtZeroForEveryReason: an assigned partition exports
@@ -15,7 +16,7 @@ import (
 // data"; reasons it cannot report (delayed labels without them, many
 // classes without them, the other input format's) get no series.
 func TestDeadLettersStartAtZeroForEveryReason(t *testing.T) {
-	records, events := Config{}, Config{Events: true, Classes: []string{"auto"}, LabelTopic: "labels"}
+	records, events := Config{}, Config{Model: model.Config{Events: true, Classes: []string{"auto"}}, LabelTopic: "labels"}
 	for _, c := range []struct {
 		cfg       Config
 		with, not []codec.Reason
@@ -37,12 +38,12 @@ func TestDeadLettersStartAtZeroForEveryReason(t *testing.T) {
 		}
 		for _, r := range c.with {
 			if !slices.Contains(c.cfg.Reasons(), r) {
-				t.Errorf("events=%v: no series for %s", c.cfg.Events, r)
+				t.Errorf("events=%v: no series for %s", c.cfg.Model.Events, r)
 			}
 		}
 		for _, r := range c.not {
 			if slices.Contains(c.cfg.Reasons(), r) {
-				t.Errorf("events=%v: a series for %s, which it cannot report", c.cfg.Events, r)
+				t.Errorf("events=%v: a series for %s, which it cannot report", c.cfg.Model.Events, r)
 			}
 		}
 	}

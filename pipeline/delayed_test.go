@@ -87,7 +87,7 @@ func TestDelayedLabelsInTheSameTopic(t *testing.T) {
 	produce(t, b, "in", msgs, &kafka.Hash{})
 
 	cfg := testConfig(t, b, "rbp:budget=50")
-	cfg.Events, cfg.Event, cfg.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
+	cfg.Model.Events, cfg.Model.Event, cfg.Model.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
 	cfg.DelayedLabels = true
 	cfg.Metrics = NewMetrics(nil)
 	mt := cfg.Metrics
@@ -208,7 +208,7 @@ func TestLabelTopic(t *testing.T) {
 	produce(t, b, "labels", labs, &kafka.Hash{})
 
 	cfg := testConfig(t, b, "rbp:budget=50")
-	cfg.Events, cfg.Event, cfg.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
+	cfg.Model.Events, cfg.Model.Event, cfg.Model.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
 	cfg.LabelTopic = "labels"
 	cfg.Metrics = NewMetrics(nil)
 	mt := cfg.Metrics
@@ -306,7 +306,7 @@ func TestLabelFloodIsFlushedAsItGoes(t *testing.T) {
 	}
 	produce(t, b, "labels", flood, toPartition(0))
 	cfg := testConfig(t, b, "perceptron")
-	cfg.Events, cfg.Event, cfg.LabelTopic, cfg.FlushRecords = true, codec.EventConfig{KeyField: "id"}, "labels", 100
+	cfg.Model.Events, cfg.Model.Event, cfg.LabelTopic, cfg.FlushRecords = true, codec.EventConfig{KeyField: "id"}, "labels", 100
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

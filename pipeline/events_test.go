@@ -36,9 +36,9 @@ func TestNamedFieldManyClassEvents(t *testing.T) {
 	produce(t, b, "in", msgs, &kafka.RoundRobin{})
 
 	cfg := testConfig(t, b, "rbp:budget=50")
-	cfg.Events, cfg.Classes = true, []string{model.Auto}
-	cfg.Event = codec.EventConfig{LabelField: "Cover_Type", KeyField: "id"}
-	cfg.Features = features.Config{Scale: features.ScaleOnline}
+	cfg.Model.Events, cfg.Model.Classes = true, []string{model.Auto}
+	cfg.Model.Event = codec.EventConfig{LabelField: "Cover_Type", KeyField: "id"}
+	cfg.Model.Features = features.Config{Scale: features.ScaleOnline}
 	runMember(t, cfg)
 	preds := readTopic(t, b, "out", len(msgs), 60*time.Second)
 	if len(preds) != len(msgs) {

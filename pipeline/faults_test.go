@@ -508,7 +508,7 @@ func TestBrokerFaultsWithLabelTopic(t *testing.T) {
 				produce(t, b, "labels", labs, byPart)
 				ended := removeAfter(c.hits, c.fault)(t, b.Cluster())
 				cfg := testConfig(t, b, "rbp:budget=20")
-				cfg.Events, cfg.Event, cfg.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
+				cfg.Model.Events, cfg.Model.Event, cfg.Model.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
 				cfg.LabelTopic = "labels"
 				snaps := &memCheckpoints{}
 				cfg.Metrics, cfg.ProcessingGuarantee, cfg.Checkpoints = NewMetrics(nil), g, snaps

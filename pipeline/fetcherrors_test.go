@@ -262,7 +262,7 @@ func labelTopicWithCorruptBatch(t *testing.T, which int) (string, []byte, Config
 		return kafka.Message{Time: base.Add(time.Minute + time.Duration(b*10+i)*time.Second), Value: fmt.Appendf(nil, `{"id": "r%d", "class": %q}`, b*10+i, class)}
 	})
 	cfg := testConfigAt(t, addr, "rbp:budget=10")
-	cfg.Events, cfg.Event, cfg.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
+	cfg.Model.Events, cfg.Model.Event, cfg.Model.Labels = true, codec.EventConfig{LabelField: "class", KeyField: "id"}, codec.LabelMap{Positive: []string{"UP"}}
 	cfg.LabelTopic = "labels"
 	cfg.Metrics = NewMetrics(nil)
 	return addr, bad, cfg

@@ -49,7 +49,7 @@ func TestHostileSchemasAreDeadLettered(t *testing.T) {
 	}
 	produce(t, b, "in", msgs, kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 }))
 	cfg := registryConfig(t, b, url, schemareg.Config{ValidateJSON: true})
-	cfg.Format, cfg.Metrics = codec.FormatJSONSchema, NewMetrics(nil)
+	cfg.Model.Format, cfg.Metrics = codec.FormatJSONSchema, NewMetrics(nil)
 	runMember(t, cfg)
 	preds := readTopic(t, b, "out", 100, 30*time.Second)
 	dead := readTopic(t, b, "in.dlq", 20, 30*time.Second)

@@ -181,7 +181,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("join group %s: %w", cfg.Group, err)
 	}
 	mem, per, _ := cfg.ModelMemory()
-	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Str("learner", cfg.Learner).
+	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Str("learner", cfg.Model.Learner).
 		Str("model_memory", mem.Describe(per)).Msg("joining group")
 	for {
 		gen, err := cg.Next(ctx)
@@ -207,7 +207,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
 		for _, id := range ids {
 			w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
-			w.posName, w.negName, _ = cfg.Labels.ClassNames()
+			w.posName, w.negName, _ = cfg.Model.Labels.ClassNames()
 			w.log = cfg.Log.With().Str("topic", cfg.Topic).Int("partition", id).Int32("generation", gen.ID).Logger()
 			w.bad = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second})
 			m.drained.Add(1)

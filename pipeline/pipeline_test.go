@@ -19,6 +19,7 @@ import (
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkatest"
+	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/learners"
 )
 
@@ -43,9 +44,9 @@ func testConfigAt(t *testing.T, addr, learner string) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Config{
+	return Config{Model: model.Config{Learner: learner, Kernel: k, Seed: 7},
 		Conn: kafkaconn.Config{Brokers: []string{addr}}, Topic: "in", Group: "g", OutputTopic: "out",
-		Learner: learner, Kernel: k, Seed: 7, FlushInterval: 50 * time.Millisecond,
+		FlushInterval:     50 * time.Millisecond,
 		HeartbeatInterval: 200 * time.Millisecond, SessionTimeout: 3 * time.Second, RebalanceTimeout: 3 * time.Second,
 		ShutdownTimeout: 3 * time.Second, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel),
 	}
@@ -236,7 +237,7 @@ func TestTwoMembersServeA9A(t *testing.T) {
 		perPart[r.partition] = append(perPart[r.partition], r)
 	}
 	for part, recs := range perPart {
-		l, _ := learners.New(spec, cfg.Kernel, cfg.Seed+uint64(part))
+		l, _ := learners.New(spec, cfg.Model.Kernel, cfg.Model.Seed+uint64(part))
 		for i, r := range recs {
 			if r.offset != int64(i) {
 				t.Fatalf("partition %d: offset %d at position %d", part, r.offset, i)
@@ -285,7 +286,7 @@ func TestTwoMembersServeA9A(t *testing.T) {
 func TestBadInputsGoToTheDeadLetterTopic(t *testing.T) {
 	b := startBroker(t, "in", "out", "in.dlq")
 	cfg := testConfig(t, b, "perceptron")
-	cfg.Limits = codec.Limits{MaxBytes: 4096}
+	cfg.Model.Limits = codec.Limits{MaxBytes: 4096}
 	runMember(t, cfg)
 
 	bad := []struct {

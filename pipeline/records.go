@@ -69,15 +69,15 @@ func (c *Config) Reasons() []codec.Reason {
 		case codec.ReasonLabelUnknown, codec.ReasonLabelExpired, codec.ReasonLabelEvicted, codec.ReasonLabelNoKey, codec.ReasonKeyTooLarge:
 			return !delayed
 		case codec.ReasonTooManyClasses:
-			return len(c.Classes) == 0
+			return len(c.Model.Classes) == 0
 		case model.ReasonMissingLabel:
-			return !c.LabelRequired || delayed
+			return !c.Model.LabelRequired || delayed
 		case codec.ReasonBadField:
-			return !c.Events
+			return !c.Model.Events
 		case codec.ReasonBadFraming, codec.ReasonUnknownSchema, codec.ReasonSchemaMismatch, codec.ReasonSchemaTooLarge, codec.ReasonBadSchema:
-			return !c.Format.Framed()
+			return !c.Model.Format.Framed()
 		case codec.ReasonInvalidLIBSVM, codec.ReasonMissingFeatures, codec.ReasonBadIndex, codec.ReasonIndexTooLarge, codec.ReasonDuplicateIndex:
-			return c.Events
+			return c.Model.Events
 		}
 		return false
 	})

@@ -84,8 +84,8 @@ func registryConfig(t *testing.T, b interface{ Addr() string }, url string, rc s
 		t.Fatal(err)
 	}
 	cfg := testConfigAt(t, b.Addr(), "perceptron")
-	cfg.Events, cfg.Format, cfg.Registry = true, codec.FormatAvro, reg
-	cfg.Event = codec.EventConfig{KeyField: "id"}
+	cfg.Model.Events, cfg.Model.Format, cfg.Registry = true, codec.FormatAvro, reg
+	cfg.Model.Event = codec.EventConfig{KeyField: "id"}
 	return cfg
 }
 
@@ -181,7 +181,7 @@ func TestJSONSchemaValidation(t *testing.T) {
 		_, url := startRegistryStub(t, registryAnswer("JSON", schema))
 		produce(t, b, "in", msgs, kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 }))
 		cfg := registryConfig(t, b, url, schemareg.Config{ValidateJSON: validate})
-		cfg.Format, cfg.Learner = codec.FormatJSONSchema, "rbp:budget=30"
+		cfg.Model.Format, cfg.Model.Learner = codec.FormatJSONSchema, "rbp:budget=30"
 		stop, _ := runMember(t, cfg)
 		defer stop()
 		want := len(msgs)

@@ -178,7 +178,7 @@ func TestNonFiniteNeverPoisonsTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Kernel = k
+	cfg.Model.Kernel = k
 	cfg.Metrics = NewMetrics(nil)
 	runMember(t, cfg)
 	dead := readTopic(t, b, "in.dlq", 2, 30*time.Second)
@@ -194,7 +194,7 @@ func TestNonFiniteNeverPoisonsTheModel(t *testing.T) {
 	if reasons["0"] != "value_too_large" || reasons["1"] != learners.RefusedKernel {
 		t.Fatalf("reasons %v", reasons)
 	}
-	twin, _ := learners.New("perceptron", k, cfg.Seed+2)
+	twin, _ := learners.New("perceptron", k, cfg.Model.Seed+2)
 	margins := map[int64]float64{}
 	for _, r := range preds {
 		p, _ := codec.DecodePrediction(r.msg.Value)
@@ -442,7 +442,7 @@ func TestKeptPartitionsKeepTheirModelsWithoutAStore(t *testing.T) {
 		margins[[2]int64{int64(p.Partition), p.Offset}] = p.Margin
 	}
 	for _, part := range kept {
-		twin, _ := learners.New("perceptron", cfg.Kernel, cfg.Seed+uint64(part))
+		twin, _ := learners.New("perceptron", cfg.Model.Kernel, cfg.Model.Seed+uint64(part))
 		n := 0
 		for off := int64(0); off < 200; off++ {
 			for _, r := range inputs {
@@ -477,12 +477,12 @@ func TestModelMemoryGuard(t *testing.T) {
 		t.Fatalf("tighter0:budget=2000 alone: %v", err)
 	}
 	cfg = testConfig(t, b, "tighter0:budget=2000")
-	cfg.Classes = []string{"auto"}
+	cfg.Model.Classes = []string{"auto"}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "100 classes") {
 		t.Fatalf("tighter0:budget=2000 over 100 classes: %v", err)
 	}
 	cfg = testConfig(t, b, "tighter0:budget=2000")
-	cfg.Classes, cfg.MaxClasses = []string{"auto"}, 10
+	cfg.Model.Classes, cfg.Model.MaxClasses = []string{"auto"}, 10
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("tighter0:budget=2000 over 10 classes: %v", err)
 	}

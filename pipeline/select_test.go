@@ -30,8 +30,8 @@ func TestChampionAndChallengers(t *testing.T) {
 	// that keeps learning.
 	cfg := testConfig(t, b, "stoptron:budget=1")
 	wide, _ := learners.ParseKernel("rbf:gamma=0.05")
-	cfg.Challengers = []model.Candidate{{Learner: "perceptron:max=300", Kernel: wide}}
-	cfg.Select = selection.Config{Window: 300, Margin: 0.02}
+	cfg.Model.Challengers = []model.Candidate{{Learner: "perceptron:max=300", Kernel: wide}}
+	cfg.Model.Select = selection.Config{Window: 300, Margin: 0.02}
 	cfg.Metrics = NewMetrics(nil)
 	runMember(t, cfg)
 	byOffset := predictionsByOffset(t, b, len(msgs))
@@ -83,9 +83,9 @@ func TestChampionAndChallengers(t *testing.T) {
 			served++
 		}
 	}
-	sel := cfg.Select
+	sel := cfg.Model.Select
 	rep, err := replay.Run(context.Background(), replay.Source{Conn: cfg.Conn, Topic: "in"},
-		replay.Config{Learners: []string{cfg.Learner}, Challengers: cfg.Challengers, Select: &sel, Kernel: cfg.Kernel, Seed: cfg.Seed, Detectors: []string{}})
+		replay.Config{Learners: []string{cfg.Model.Learner}, Challengers: cfg.Model.Challengers, Select: &sel, Kernel: cfg.Model.Kernel, Seed: cfg.Model.Seed, Detectors: []string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 func TestUnlistedLabelsAreDeadLettered(t *testing.T) {
 	b := startBroker(t, "in", "out", "in.dlq")
 	cfg := testConfig(t, b, "perceptron")
-	cfg.Labels = codec.LabelMap{Positive: []string{"3"}, Negative: []string{"8"}}
+	cfg.Model.Labels = codec.LabelMap{Positive: []string{"3"}, Negative: []string{"8"}}
 	runMember(t, cfg)
 	var msgs []kafka.Message
 	for i, v := range []string{"3 1:1", "8 2:1", "5 1:1 2:1", "1:0.5 2:0.5", "3 1:0.9"} {

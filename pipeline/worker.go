@@ -758,14 +758,14 @@ func (w *worker) pendingGauges(p *pending.Store, expired int) {
 func (w *worker) passThrough(b []byte) (model.Result, error) {
 	cfg := w.m.cfg
 	if w.rec == nil {
-		w.rec = codec.NewRecordDecoder(cfg.Limits)
+		w.rec = codec.NewRecordDecoder(cfg.Model.Limits)
 	}
 	w.rec.Reset()
 	ex, err := w.rec.Decode(b)
 	if err != nil {
 		return model.Result{}, err
 	}
-	y, keep, err := cfg.Labels.Map(ex.Label)
+	y, keep, err := cfg.Model.Labels.Map(ex.Label)
 	if err != nil {
 		return model.Result{}, err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/streamlearner/streamlearner/internal/dev/synth"
 	"github.com/streamlearner/streamlearner/internal/feed"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
+	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/internal/replay"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/learners/prequential"
@@ -122,8 +123,8 @@ func (c *demoCmd) serve(ctx context.Context, out io.Writer, conn kafkaconn.Confi
 	metrics := pipeline.NewMetrics(nil)
 	served := make(chan error, 1)
 	go func() {
-		cfg := pipeline.Config{
-			Conn: conn, Topic: "demo-in", Group: "demo", OutputTopic: "demo-out", Learner: c.Learner, Kernel: kern, Seed: 1,
+		cfg := pipeline.Config{Model: model.Config{Learner: c.Learner, Kernel: kern, Seed: 1},
+			Conn: conn, Topic: "demo-in", Group: "demo", OutputTopic: "demo-out",
 			CheckpointEvery: 5000, HeartbeatInterval: 300 * time.Millisecond, Metrics: metrics, Log: zerolog.Nop(),
 		}
 		cfg.Checkpoints = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: dir}, Model: cfg.ModelConfig, Log: zerolog.Nop()}

@@ -23,6 +23,7 @@ import (
 	"github.com/streamlearner/streamlearner/internal/feed"
 	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
+	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/internal/progress"
 	"github.com/streamlearner/streamlearner/internal/replay"
 	"github.com/streamlearner/streamlearner/learners"
@@ -291,8 +292,7 @@ func (c *runCmd) checkpointStore(ctx context.Context, log zerolog.Logger) (check
 func (c *runCmd) pipelineConfig(kern learners.Kernel, labels codec.LabelMap, store checkpoint.Store, log zerolog.Logger) (*pipeline.Config, error) {
 	cfg := &pipeline.Config{
 		Conn: c.config(), Topic: c.Topic, Group: c.Group, OutputTopic: c.OutputTopic, DLQTopic: c.DLQTopic,
-		Learner: c.Learner, Kernel: kern, Seed: c.Seed, Labels: labels, StartOffset: c.Start,
-		Limits:          codec.Limits{MaxBytes: c.MaxRecordBytes, MaxIndex: c.MaxFeatureIndex, MaxNonZeros: c.MaxNonZeros, MaxAbsValue: c.MaxAbsValue},
+		StartOffset:     c.Start,
 		ReadUncommitted: c.ReadUncommitted, ConnectTimeout: c.ConnectTimeout, MaxMessageBytes: c.MaxMessageBytes,
 		MaxKeyBytes: c.MaxKeyBytes, StuckAfter: c.StuckAfter, MaxModelBytes: c.MaxModelBytes, ExpectedNonZeros: c.ExpectedNonZeros,
 		FlushRecords: c.FlushRecords, FlushInterval: c.FlushInterval, AutoCreateTopics: c.AutoCreate,
@@ -308,31 +308,40 @@ func (c *runCmd) pipelineConfig(kern learners.Kernel, labels codec.LabelMap, sto
 		Log: log,
 	}
 	cfg.Checkpoints = c.checkpoints(store, cfg, log)
-	mc, err := c.modelConfig(c.fieldFlags, labels)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Event, cfg.Features, cfg.Classes, cfg.MaxClasses = mc.Event, mc.Features, mc.Classes, mc.MaxClasses
-	cfg.LabelRequired = true // a stream without labels says so at once (dead letters, log) instead of predicting from an empty model
+	var err error
 	if cfg.Registry, err = c.registryFlags.client(c.config()); err != nil {
 		return nil, err
 	}
-	if err := applyFormat(&mc, c.Input, cfg.Registry); err != nil {
+	if cfg.Model, err = c.partitionModel(kern, labels, cfg.Registry); err != nil {
 		return nil, err
-	}
-	cfg.Events, cfg.Format = c.Input == "events" || mc.Events, mc.Format
-	sel, challengers, err := c.selection()
-	if err != nil {
-		return nil, err
-	}
-	if sel != nil {
-		cfg.Select, cfg.Challengers = *sel, challengers
 	}
 	// Invalid combinations fail here, before anything is started.
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// partitionModel is what each partition's model is, from the flags.
+func (c *runCmd) partitionModel(kern learners.Kernel, labels codec.LabelMap, reg *schemareg.Client) (model.Config, error) {
+	mc, err := c.modelConfig(c.fieldFlags, labels)
+	if err != nil {
+		return model.Config{}, err
+	}
+	if err := applyFormat(&mc, c.Input, reg); err != nil {
+		return model.Config{}, err
+	}
+	mc.Learner, mc.Kernel, mc.Seed = c.Learner, kern, c.Seed
+	mc.Limits = codec.Limits{MaxBytes: c.MaxRecordBytes, MaxIndex: c.MaxFeatureIndex, MaxNonZeros: c.MaxNonZeros, MaxAbsValue: c.MaxAbsValue}
+	mc.LabelRequired = true // a stream without labels says so at once (dead letters, log) instead of predicting from an empty model
+	sel, challengers, err := c.selection()
+	if err != nil {
+		return model.Config{}, err
+	}
+	if sel != nil {
+		mc.Select, mc.Challengers = *sel, challengers
+	}
+	return mc, nil
 }
 
 // resolveInput settles whether the input topic holds events, and checks
@@ -344,9 +353,9 @@ func (c *runCmd) resolveInput(ctx context.Context, cfg *pipeline.Config, log zer
 	if err != nil {
 		return err
 	}
-	cfg.Events = kind != replay.KindRecords
-	if kind == replay.KindFramed && !cfg.Format.Framed() {
-		cfg.Format = codec.FormatRegistry
+	cfg.Model.Events = kind != replay.KindRecords
+	if kind == replay.KindFramed && !cfg.Model.Format.Framed() {
+		cfg.Model.Format = codec.FormatRegistry
 	}
 	return cfg.Validate()
 }

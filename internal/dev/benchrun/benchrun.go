@@ -36,6 +36,7 @@ import (
 	"github.com/streamlearner/streamlearner/codec/dataset"
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 	"github.com/streamlearner/streamlearner/internal/kafka/kafkaconn"
+	"github.com/streamlearner/streamlearner/internal/model"
 	"github.com/streamlearner/streamlearner/internal/offline"
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/pipeline"
@@ -318,9 +319,9 @@ func load(ctx context.Context, addr string, cfg Config) error {
 // member is the configuration of the run's member: a restore's member
 // (Restore) is the same, so that it takes the first one's checkpoints over.
 func member(addr, out string, cfg Config, metrics *pipeline.Metrics, started chan<- time.Time) pipeline.Config {
-	pc := pipeline.Config{
+	pc := pipeline.Config{Model: model.Config{Learner: cfg.Learner, Kernel: cfg.Kernel},
 		Conn: kafkaconn.Config{Brokers: []string{addr}}, Topic: cfg.Topic, Group: cfg.Topic + "-bench", OutputTopic: out,
-		Learner: cfg.Learner, Kernel: cfg.Kernel, PassThrough: cfg.PassThrough, Metrics: metrics,
+		PassThrough: cfg.PassThrough, Metrics: metrics,
 		HeartbeatInterval: 500 * time.Millisecond, Log: zerolog.Nop(), CheckpointEvery: cfg.CheckpointEvery,
 		ProcessingGuarantee: cfg.ProcessingGuarantee, FetchMaxBytes: cfg.FetchMaxBytes, FetchPartitionMaxBytes: cfg.FetchPartitionMaxBytes, FlushMaxBytes: cfg.FlushMaxBytes,
 		Compression: cfg.Compression, DisableIdempotence: cfg.DisableIdempotence,
@@ -335,7 +336,7 @@ func member(addr, out string, cfg Config, metrics *pipeline.Metrics, started cha
 		},
 	}
 	if cfg.CheckpointDir != "" {
-		pc.Seed = 1
+		pc.Model.Seed = 1
 		pc.Checkpoints = &checkpoint.Protocol{Store: checkpoint.DirStore{Dir: cfg.CheckpointDir}, Model: pc.ModelConfig, Log: zerolog.Nop()}
 	}
 	return pc
