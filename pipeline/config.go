@@ -520,6 +520,17 @@ func (c *Config) Validate() error {
 	if err := c.Conn.Validate(); err != nil {
 		return err
 	}
+	for _, step := range []func() error{c.checkTopics, c.checkBounds, c.checkModel, c.setDefaults, c.checkDelivery, c.checkGuarantee} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTopics requires the topics and keeps them apart; a label topic
+// implies delayed labels.
+func (c *Config) checkTopics() error {
 	switch {
 	case c.Topic == "":
 		return errors.New("no input topic")
@@ -536,29 +547,48 @@ func (c *Config) Validate() error {
 	if c.OutputTopic == c.Topic || c.DLQTopic == c.Topic || c.DLQTopic == c.OutputTopic {
 		return fmt.Errorf("input %q, output %q and dead-letter %q topics must differ", c.Topic, c.OutputTopic, c.DLQTopic)
 	}
-	if _, err := learners.New(c.Model.Learner, c.Model.Kernel, 0); err != nil {
-		return err
-	}
-	if c.Model.Format.Framed() && (!c.Model.Events || c.Registry == nil) {
-		return fmt.Errorf("input format %s needs events and a schema registry", c.Model.Format)
-	}
-	if c.PendingMaxAge < 0 || c.PendingMaxRecords < 0 || c.PendingMaxBytes < 0 || c.PendingMaxKeyBytes < 0 {
-		return fmt.Errorf("pending max records %d, max age %v, max bytes %d, max key bytes %d: want positive bounds",
-			c.PendingMaxRecords, c.PendingMaxAge, c.PendingMaxBytes, c.PendingMaxKeyBytes)
-	}
-	if c.ResetOffsets != "" {
-		if _, err := fetch.ParseBound(c.ResetOffsets); err != nil {
-			return fmt.Errorf("--reset-offsets: %w", err)
-		}
-		if _, err := strconv.ParseInt(c.ResetOffsets, 10, 64); err == nil && c.LabelTopic != "" {
-			return fmt.Errorf("--reset-offsets %s: an offset or -N is a position in one topic; with a label topic, rewind both with earliest, latest or a time", c.ResetOffsets)
-		}
-	}
 	if c.LabelTopic != "" {
 		if c.LabelTopic == c.Topic || c.LabelTopic == c.OutputTopic || c.LabelTopic == c.DLQTopic {
 			return fmt.Errorf("label topic %q is also the input, output or dead-letter topic", c.LabelTopic)
 		}
 		c.DelayedLabels = true
+	}
+	return nil
+}
+
+// checkBounds refuses negative bounds, which a zero (the default) would
+// otherwise hide, and a reset position that cannot apply.
+func (c *Config) checkBounds() error {
+	if c.PendingMaxAge < 0 || c.PendingMaxRecords < 0 || c.PendingMaxBytes < 0 || c.PendingMaxKeyBytes < 0 {
+		return fmt.Errorf("pending max records %d, max age %v, max bytes %d, max key bytes %d: want positive bounds",
+			c.PendingMaxRecords, c.PendingMaxAge, c.PendingMaxBytes, c.PendingMaxKeyBytes)
+	}
+	if c.FetchMaxBytes < 0 || c.FetchPartitionMaxBytes < 0 {
+		return fmt.Errorf("fetch max bytes %d, partition max bytes %d: negative", c.FetchMaxBytes, c.FetchPartitionMaxBytes)
+	}
+	if c.SnapshotMaxRate < 0 {
+		return fmt.Errorf("snapshot max rate %d: negative", c.SnapshotMaxRate)
+	}
+	if c.ResetOffsets == "" {
+		return nil
+	}
+	if _, err := fetch.ParseBound(c.ResetOffsets); err != nil {
+		return fmt.Errorf("--reset-offsets: %w", err)
+	}
+	if _, err := strconv.ParseInt(c.ResetOffsets, 10, 64); err == nil && c.LabelTopic != "" {
+		return fmt.Errorf("--reset-offsets %s: an offset or -N is a position in one topic; with a label topic, rewind both with earliest, latest or a time", c.ResetOffsets)
+	}
+	return nil
+}
+
+// checkModel builds partition 0's model once, so that a spec it refuses
+// fails the start, and bounds what a partition's model may hold.
+func (c *Config) checkModel() error {
+	if _, err := learners.New(c.Model.Learner, c.Model.Kernel, 0); err != nil {
+		return err
+	}
+	if c.Model.Format.Framed() && (!c.Model.Events || c.Registry == nil) {
+		return fmt.Errorf("input format %s needs events and a schema registry", c.Model.Format)
 	}
 	if c.DelayedLabels && c.PendingMaxRecords == 0 {
 		c.PendingMaxRecords = 100_000
@@ -582,102 +612,98 @@ func (c *Config) Validate() error {
 	if c.Model.Seed == 0 {
 		c.Model.Seed = 1
 	}
-	switch c.StartOffset {
-	case "":
-		c.StartOffset = "earliest"
-	case "earliest", "latest":
-	default:
-		return fmt.Errorf("start offset %q: want earliest or latest", c.StartOffset)
-	}
-	if c.FlushRecords <= 0 {
-		c.FlushRecords = 1000
-	}
-	if c.FlushMaxBytes <= 0 {
-		c.FlushMaxBytes = 8 << 20
-	}
-	if c.FetchMaxBytes < 0 || c.FetchPartitionMaxBytes < 0 {
-		return fmt.Errorf("fetch max bytes %d, partition max bytes %d: negative", c.FetchMaxBytes, c.FetchPartitionMaxBytes)
-	}
-	c.FetchMaxBytes, c.FetchPartitionMaxBytes = c.FetchBudgets()
-	if c.CheckpointEvery <= 0 {
-		c.CheckpointEvery = 10000
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
+	return nil
+}
+
+// setDefaults fills in what is zero with the defaults the fields
+// document.
+func (c *Config) setDefaults() error {
+	for _, d := range []struct {
+		field *time.Duration
+		def   time.Duration
+	}{
+		{&c.FlushInterval, 200 * time.Millisecond}, {&c.FetchMaxWait, 500 * time.Millisecond},
+		{&c.CheckpointInterval, 10 * time.Second}, {&c.HeartbeatInterval, time.Second},
+		{&c.SessionTimeout, 10 * time.Second}, {&c.RebalanceTimeout, 10 * time.Second},
+		{&c.ShutdownTimeout, 10 * time.Second}, {&c.ConnectTimeout, 30 * time.Second},
+		{&c.StuckAfter, time.Minute}, {&c.LagInterval, 5 * time.Second},
+		{&c.CommitInterval, 500 * time.Millisecond}, {&c.SnapshotInterval, 30 * time.Second},
+		{&c.TransactionTimeout, 10 * time.Second},
+	} {
+		if *d.field <= 0 {
+			*d.field = d.def
 		}
 	}
-	def(&c.FlushInterval, 200*time.Millisecond)
-	def(&c.FetchMaxWait, 500*time.Millisecond)
-	def(&c.CheckpointInterval, 10*time.Second)
-	def(&c.HeartbeatInterval, time.Second)
-	def(&c.SessionTimeout, 10*time.Second)
-	def(&c.RebalanceTimeout, 10*time.Second)
-	def(&c.ShutdownTimeout, 10*time.Second)
-	def(&c.ConnectTimeout, 30*time.Second)
-	def(&c.StuckAfter, time.Minute)
-	def(&c.LagInterval, 5*time.Second)
-	if c.MaxMessageBytes <= 0 {
-		c.MaxMessageBytes = 1 << 20
-	}
-	if c.MaxMessageBytes < 4096 {
-		return fmt.Errorf("max message bytes %d: below 4096 not even a dead letter's headers fit", c.MaxMessageBytes)
-	}
-	if c.MaxKeyBytes <= 0 {
-		c.MaxKeyBytes = 1024
-	}
-	if c.HeartbeatInterval >= c.SessionTimeout {
-		return fmt.Errorf("heartbeat interval %v must be shorter than the session timeout %v", c.HeartbeatInterval, c.SessionTimeout)
-	}
-	if c.Checkpoints == nil {
-		c.Checkpoints = NoCheckpoints{}
-	}
-	switch c.ProcessingGuarantee {
-	case "":
-		c.ProcessingGuarantee = AtLeastOnce
-	case AtLeastOnce:
-	case ExactlyOnce:
-		if _, none := c.Checkpoints.(NoCheckpoints); none {
-			return fmt.Errorf("processing guarantee exactly-once needs a checkpoint store (--checkpoint-dir or --checkpoint-topic): an aborted transaction is undone by restoring the partition's last committed snapshot")
+	for _, d := range []struct {
+		field *int
+		def   int
+	}{
+		{&c.FlushRecords, 1000}, {&c.FlushMaxBytes, 8 << 20}, {&c.CheckpointEvery, 10000},
+		{&c.MaxMessageBytes, 1 << 20}, {&c.MaxKeyBytes, 1024}, {&c.SnapshotMaxRate, 32 << 10},
+	} {
+		if *d.field <= 0 {
+			*d.field = d.def
 		}
-		if c.ReadUncommitted {
-			return fmt.Errorf("processing guarantee exactly-once reads committed input only (not --read-uncommitted): an aborted upstream record must not be learned")
-		}
-	default:
-		return fmt.Errorf("processing guarantee %q: want %s or %s", c.ProcessingGuarantee, AtLeastOnce, ExactlyOnce)
-	}
-	if c.TransactionalIDPrefix == "" {
-		c.TransactionalIDPrefix = c.Group
-	}
-	if c.Compression == "" {
-		c.Compression = "lz4"
-	}
-	if _, err := c.codec(); err != nil {
-		return err
-	}
-	if c.CommitInterval <= 0 {
-		c.CommitInterval = 500 * time.Millisecond
-	}
-	if c.SnapshotMaxRate < 0 {
-		return fmt.Errorf("snapshot max rate %d: negative", c.SnapshotMaxRate)
-	}
-	if c.SnapshotMaxRate == 0 {
-		c.SnapshotMaxRate = 32 << 10
 	}
 	if c.SnapshotMemberMaxRate <= 0 {
 		c.SnapshotMemberMaxRate = 8 * c.SnapshotMaxRate
 	}
-	def(&c.SnapshotInterval, 30*time.Second)
-	if c.TransactionTimeout <= 0 {
-		c.TransactionTimeout = 10 * time.Second
+	c.FetchMaxBytes, c.FetchPartitionMaxBytes = c.FetchBudgets()
+	for _, d := range []struct {
+		field *string
+		def   string
+	}{
+		{&c.StartOffset, "earliest"}, {&c.ProcessingGuarantee, AtLeastOnce},
+		{&c.TransactionalIDPrefix, c.Group}, {&c.Compression, "lz4"},
+	} {
+		if *d.field == "" {
+			*d.field = d.def
+		}
 	}
-	if c.ProcessingGuarantee == ExactlyOnce && 2*c.CommitInterval > c.TransactionTimeout {
-		// A transaction that outlives the timeout is aborted by the
-		// coordinator and its producer fenced: the partition would stop.
-		return fmt.Errorf("commit interval %v: want at most half the transaction timeout %v, so that a transaction commits before the brokers abort it", c.CommitInterval, c.TransactionTimeout)
+	if c.Checkpoints == nil {
+		c.Checkpoints = NoCheckpoints{}
 	}
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
+	}
+	return nil
+}
+
+// checkDelivery checks how records are fetched, sized and compressed,
+// and the group's timing.
+func (c *Config) checkDelivery() error {
+	if c.StartOffset != "earliest" && c.StartOffset != "latest" {
+		return fmt.Errorf("start offset %q: want earliest or latest", c.StartOffset)
+	}
+	if c.MaxMessageBytes < 4096 {
+		return fmt.Errorf("max message bytes %d: below 4096 not even a dead letter's headers fit", c.MaxMessageBytes)
+	}
+	if c.HeartbeatInterval >= c.SessionTimeout {
+		return fmt.Errorf("heartbeat interval %v must be shorter than the session timeout %v", c.HeartbeatInterval, c.SessionTimeout)
+	}
+	_, err := c.codec()
+	return err
+}
+
+// checkGuarantee checks what the processing guarantee needs.
+func (c *Config) checkGuarantee() error {
+	switch c.ProcessingGuarantee {
+	case AtLeastOnce:
+		return nil
+	case ExactlyOnce:
+	default:
+		return fmt.Errorf("processing guarantee %q: want %s or %s", c.ProcessingGuarantee, AtLeastOnce, ExactlyOnce)
+	}
+	if _, none := c.Checkpoints.(NoCheckpoints); none {
+		return fmt.Errorf("processing guarantee exactly-once needs a checkpoint store (--checkpoint-dir or --checkpoint-topic): an aborted transaction is undone by restoring the partition's last committed snapshot")
+	}
+	if c.ReadUncommitted {
+		return fmt.Errorf("processing guarantee exactly-once reads committed input only (not --read-uncommitted): an aborted upstream record must not be learned")
+	}
+	if 2*c.CommitInterval > c.TransactionTimeout {
+		// A transaction that outlives the timeout is aborted by the
+		// coordinator and its producer fenced: the partition would stop.
+		return fmt.Errorf("commit interval %v: want at most half the transaction timeout %v, so that a transaction commits before the brokers abort it", c.CommitInterval, c.TransactionTimeout)
 	}
 	return nil
 }
