@@ -357,7 +357,11 @@ func crashRecovery(t *testing.T, bin, store string, stream crashStream) {
 	}
 	t.Logf("killed %d times", stream.kills)
 	select {
-	case <-producer.done:
+	case err := <-producer.done:
+		if err != nil {
+			b, _ := os.ReadFile(filepath.Join(dir, "produce.log"))
+			t.Fatalf("the producer failed: %v\n%s", err, b)
+		}
 	case <-time.After(3 * time.Minute):
 		t.Fatal("the producer did not finish")
 	}

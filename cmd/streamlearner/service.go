@@ -94,11 +94,8 @@ type brokerCmd struct {
 }
 
 func (c *brokerCmd) Run(ctx context.Context, out io.Writer) error {
-	b, err := embedded.Start(embedded.Config{Port: c.Port, DataDir: c.DataDir, Partitions: c.Partitions})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "broker listening on %s (Ctrl-C to stop)\n", b.Addr())
+	// The registry first: a script that waits for the broker's port and
+	// then produces in a wire format must find the registry up too.
 	if c.SchemaRegistryPort != 0 {
 		rc := embedded.RegistryConfig{Port: max(c.SchemaRegistryPort, 0)}
 		if c.DataDir != "" {
@@ -106,12 +103,16 @@ func (c *brokerCmd) Run(ctx context.Context, out io.Writer) error {
 		}
 		reg, err := embedded.StartRegistry(rc)
 		if err != nil {
-			b.Close()
 			return err
 		}
 		defer reg.Close()
 		fmt.Fprintf(out, "schema registry listening on %s\n", reg.URL())
 	}
+	b, err := embedded.Start(embedded.Config{Port: c.Port, DataDir: c.DataDir, Partitions: c.Partitions})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "broker listening on %s (Ctrl-C to stop)\n", b.Addr())
 	<-ctx.Done()
 	b.Close()
 	fmt.Fprintln(out, "broker stopped")
