@@ -41,8 +41,8 @@ func Summarize(labeled, mistakes, baselineMistakes uint64, classes []string, con
 	if labeled > 0 {
 		s.MistakeRate = float64(mistakes) / float64(labeled)
 	}
-	if n := scored(conf, unanswered); n > 0 {
-		s.BaselineRate = float64(baselineMistakes) / float64(n)
+	if answered, none := rounds(conf, unanswered); answered+none > 0 {
+		s.BaselineRate = float64(baselineMistakes) / float64(answered+none)
 	}
 	return s
 }
@@ -53,17 +53,16 @@ func (e *Evaluator) Summary(classes []string) Summary {
 	return Summarize(e.Labeled, e.Mistakes, e.BaselineMistakes, classes, e.Confusion(), e.UnansweredByClass())
 }
 
-// scored is the number of rounds a confusion matrix and its unanswered
-// rounds hold.
-func scored(conf [][]uint64, unanswered []uint64) uint64 {
-	var n uint64
+// rounds counts the rounds a confusion matrix holds (answered) and the
+// unanswered ones (none).
+func rounds(conf [][]uint64, unanswered []uint64) (answered, none uint64) {
 	for _, row := range conf {
 		for _, c := range row {
-			n += c
+			answered += c
 		}
 	}
 	for _, c := range unanswered {
-		n += c
+		none += c
 	}
-	return n
+	return answered, none
 }
