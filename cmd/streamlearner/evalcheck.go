@@ -40,7 +40,7 @@ func (c *evalCmd) nothingToLearn(ctx context.Context, mc model.Config, labels co
 		return nil
 	}
 	r := results[0]
-	oneSided := len(mc.Classes) == 0 && len(labels.Positive) > 0 && (r.Positives == 0 || r.Positives == r.Labeled)
+	oneSided := len(mc.Classes) == 0 && len(labels.Positive) > 0 && (r.Positives == 0 || uint64(r.Positives) == r.Labeled)
 	if r.Labeled > 0 && !oneSided {
 		return nil
 	}

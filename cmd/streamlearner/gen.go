@@ -279,14 +279,21 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return f.Close()
 }
 
+// genPoints are the flags every synthetic generator has. Each generator
+// gives its defaults by setting n and noise on its embedding field, and
+// noise_help where its noise is not a probability.
+type genPoints struct {
+	N     int     `default:"${n}" help:"Number of points."`
+	Noise float64 `default:"${noise}" help:"${noise_help=Probability of flipping each label.}"`
+	Seed  uint64  `default:"1" help:"Random seed."`
+}
+
 type genGaussCmd struct {
-	N      int     `default:"10000" help:"Number of points."`
-	Noise  float64 `default:"0.1" help:"Probability of flipping each label."`
-	Seed   uint64  `default:"1" help:"Random seed."`
-	Shifts int     `default:"0" help:"Concept changes, evenly spaced; at each the class means rotate by --angle (0: the stationary set)."`
-	Angle  float64 `default:"90" help:"Rotation of the class means at each shift, in degrees."`
-	Drift  string  `default:"abrupt" enum:"abrupt,gradual" help:"abrupt, or gradual: around each shift the new concept's share rises linearly over --width points."`
-	Width  int     `default:"1000" help:"Length of each gradual transition, centred on the shift (with --drift gradual)."`
+	genPoints `embed:"" set:"n=10000" set:"noise=0.1"`
+	Shifts    int     `default:"0" help:"Concept changes, evenly spaced; at each the class means rotate by --angle (0: the stationary set)."`
+	Angle     float64 `default:"90" help:"Rotation of the class means at each shift, in degrees."`
+	Drift     string  `default:"abrupt" enum:"abrupt,gradual" help:"abrupt, or gradual: around each shift the new concept's share rises linearly over --width points."`
+	Width     int     `default:"1000" help:"Length of each gradual transition, centred on the shift (with --drift gradual)."`
 	genSink
 }
 
@@ -303,14 +310,12 @@ func (c *genGaussCmd) Run(ctx context.Context, out io.Writer) error {
 }
 
 type genCheckerboardCmd struct {
-	N        int     `default:"10000" help:"Number of points."`
-	Cells    int     `default:"4" help:"Cells per side."`
-	CellSize float64 `default:"1" help:"Side of a cell."`
-	Noise    float64 `default:"0.15" help:"Fraction of labels switched (exactly round(noise·n) points); 0 for a noise-free test set."`
-	Seed     uint64  `default:"1" help:"Random seed."`
-	Drift    string  `default:"none" enum:"none,gradual,abrupt" help:"none (the stationary board), gradual (the pattern turns a little with every point) or abrupt (--shifts equal steps)."`
-	Rotation float64 `default:"90" help:"Total rotation of the pattern over the stream, in degrees (with --drift)."`
-	Shifts   int     `default:"3" help:"Number of steps of an abrupt rotation (with --drift abrupt)."`
+	genPoints `embed:"" set:"n=10000" set:"noise=0.15" set:"noise_help=Fraction of labels switched (exactly round(noise·n) points); 0 for a noise-free test set."`
+	Cells     int     `default:"4" help:"Cells per side."`
+	CellSize  float64 `default:"1" help:"Side of a cell."`
+	Drift     string  `default:"none" enum:"none,gradual,abrupt" help:"none (the stationary board), gradual (the pattern turns a little with every point) or abrupt (--shifts equal steps)."`
+	Rotation  float64 `default:"90" help:"Total rotation of the pattern over the stream, in degrees (with --drift)."`
+	Shifts    int     `default:"3" help:"Number of steps of an abrupt rotation (with --drift abrupt)."`
 	genSink
 }
 
@@ -338,11 +343,9 @@ func (c *genCheckerboardCmd) Run(ctx context.Context, out io.Writer) error {
 }
 
 type genSEACmd struct {
-	N          int       `default:"50000" help:"Number of points."`
+	genPoints  `embed:"" set:"n=50000" set:"noise=0.1"`
 	Shifts     int       `default:"3" help:"Concept changes: the stream is cut into shifts+1 equal segments."`
 	Thresholds []float64 `default:"8,9,7,9.5" help:"Theta of each concept, cycled."`
-	Noise      float64   `default:"0.1" help:"Probability of flipping each label."`
-	Seed       uint64    `default:"1" help:"Random seed."`
 	genSink
 }
 
@@ -355,14 +358,12 @@ func (c *genSEACmd) Run(ctx context.Context, out io.Writer) error {
 }
 
 type genHyperplaneCmd struct {
-	N             int     `default:"10000" help:"Number of points."`
+	genPoints     `embed:"" set:"n=10000" set:"noise=0.05"`
 	Dim           int     `default:"10" help:"Number of features."`
 	DriftFeatures int     `default:"2" help:"How many weights drift."`
 	Mag           float64 `default:"0.001" help:"How far a drifting weight moves per point."`
 	Reverse       float64 `default:"0.1" help:"Probability that a drifting weight's direction reverses after a point."`
 	Shifts        int     `default:"0" help:"Evenly spaced positions at which all weights are redrawn (0: gradual drift only, no shift points)."`
-	Noise         float64 `default:"0.05" help:"Probability of flipping each label."`
-	Seed          uint64  `default:"1" help:"Random seed."`
 	genSink
 }
 

@@ -322,3 +322,26 @@ func captureStderr(t *testing.T, f func()) string {
 	os.Stderr = saved
 	return <-done
 }
+
+// Each generator keeps its own defaults for the flags they share.
+func TestGenDefaultsAreEachGenerators(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		get   func(*cli) genPoints
+		n     int
+		noise float64
+	}{
+		{"gauss", func(c *cli) genPoints { return c.Gen.Gauss.genPoints }, 10000, 0.1},
+		{"checkerboard", func(c *cli) genPoints { return c.Gen.Checkerboard.genPoints }, 10000, 0.15},
+		{"sea", func(c *cli) genPoints { return c.Gen.Sea.genPoints }, 50000, 0.1},
+		{"hyperplane", func(c *cli) genPoints { return c.Gen.Hyperplane.genPoints }, 10000, 0.05},
+	} {
+		parsed, err := parse(t, "gen", c.name)
+		if err != nil {
+			t.Fatalf("gen %s: %v", c.name, err)
+		}
+		if got := c.get(parsed); got != (genPoints{N: c.n, Noise: c.noise, Seed: 1}) {
+			t.Errorf("gen %s: defaults %+v, want n %d, noise %v, seed 1", c.name, got, c.n, c.noise)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,9 +173,23 @@ func TestDelayedEventsAndSelectionAreTheModelByHand(t *testing.T) {
 			if row < 3 {
 				ev = m.CandidateEval(row)
 			}
-			if ev.Labeled != uint64(len(events)) || r.MistakeRate != ev.MistakeRate() || r.Kappa != ev.Scores().Kappa || r.Accuracy != ev.Scores().Accuracy && r.Classes != nil {
+			if ev.Labeled != uint64(len(events)) || r.MistakeRate != ev.MistakeRate() || r.Kappa != ev.Scores().Kappa || r.Accuracy != ev.Scores().Accuracy {
 				t.Fatalf("%s row %d: %+v, by hand %d labeled, rate %v", c.file, row, r, ev.Labeled, ev.MistakeRate())
 			}
+			// One order: its summary is the evaluator's, binary runs' too.
+			classes := prequential.BinaryClasses
+			if m.Multi() {
+				classes = m.Classes()
+			}
+			if want := ev.Summary(classes); !reflect.DeepEqual(r.Summary, want) {
+				t.Fatalf("%s row %d: summary %+v, by hand %+v", c.file, row, r.Summary, want)
+			}
+		}
+		// The table shows classes and a confusion matrix for many classes
+		// only, though every result has them.
+		var table bytes.Buffer
+		if err := WriteTable(&table, res); err != nil || strings.Contains(table.String(), "prequential accuracy") != m.Multi() {
+			t.Fatalf("%s: many classes %v, table (%v):\n%s", c.file, m.Multi(), err, table.String())
 		}
 	}
 }

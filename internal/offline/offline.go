@@ -210,38 +210,23 @@ type Result struct {
 	// dropped there and are not counted here.
 	Unlisted     int `json:"unlisted,omitempty"`
 	TestUnlisted int `json:"test_unlisted,omitempty"`
-	// Labeled is how many records carried a label that was scored (the
-	// fewest of any order), and Positives how many of them were +1 (binary
-	// runs): eval refuses a stream that has nothing to learn, where a
-	// mistake rate of 0 would mean nothing.
-	Labeled   int `json:"labeled"`
+	// Summary is the learner's over the orders: Labeled is how many
+	// records carried a label that was scored (the fewest of any order);
+	// MistakeRate, BaselineRate, Kappa (0: no better than chance given the
+	// class frequencies), Accuracy and MacroF1 are means over orders;
+	// Classes (in the order the first order met them), Confusion,
+	// Unanswered and Recall are over all orders together.
+	prequential.Summary
+	MistakeRateStd float64 `json:"mistake_rate_std"`
+	KappaStd       float64 `json:"kappa_std"`
+	// Positives is how many of the labeled records were +1 (binary runs;
+	// the fewest of any order): eval refuses a stream that has nothing to
+	// learn, where a mistake rate of 0 would mean nothing.
 	Positives int `json:"positives,omitempty"`
 	// KeepOrder and Seed say which order the records were played in: the
 	// file's, or Orders random orders drawn from Seed. Rates depend on it.
 	KeepOrder bool   `json:"keep_order"`
 	Seed      uint64 `json:"seed"`
-	// Classes, Accuracy, MacroF1, Recall and Confusion are set for
-	// many-class runs: the classes (in the order the first order met
-	// them), the mean accuracy and macro-F1 over orders, and per-class
-	// recall and the confusion matrix (row = true class) over all orders.
-	// Unanswered counts, by true class, the labeled records that had no
-	// prediction (a model that knew no class yet): mistakes outside the
-	// matrix, which the accuracy, kappa and recall count as such.
-	Classes        []string   `json:"classes,omitempty"`
-	Accuracy       float64    `json:"accuracy,omitempty"`
-	MacroF1        float64    `json:"macro_f1,omitempty"`
-	Recall         []float64  `json:"recall,omitempty"`
-	Confusion      [][]uint64 `json:"confusion,omitempty"`
-	Unanswered     []uint64   `json:"unanswered,omitempty"`
-	MistakeRate    float64    `json:"mistake_rate"`
-	MistakeRateStd float64    `json:"mistake_rate_std"`
-	// BaselineRate is the prequential majority-class baseline's mistake
-	// rate on the same stream (predict the class seen most so far).
-	BaselineRate float64 `json:"baseline_rate"`
-	// Kappa is Cohen's kappa of the learner's predictions (mean over
-	// orders): 0 is no better than chance given the class frequencies.
-	Kappa    float64 `json:"kappa"`
-	KappaStd float64 `json:"kappa_std"`
 	// Updates is the mean number of rounds that changed the model.
 	Updates           float64  `json:"updates"`
 	Support           float64  `json:"support"`
@@ -263,6 +248,8 @@ type Result struct {
 	Delay int `json:"delay,omitempty"`
 	// Auto is what an "auto" learner chose, in the first order.
 	Auto *AutoReport `json:"auto,omitempty"`
+
+	multi bool // many-class: the table shows its classes
 }
 
 // Seed streams: each purpose draws from its own sequence of the run seed.
@@ -287,29 +274,22 @@ type run struct {
 	skipped        int // records the model refused, under Config.MaxBad
 	unlisted       int // records of a label in no list (codec.IsUnlisted)
 	testUnlisted   int // the same in the test data
-	classes        []string
+	multi          bool
 	seconds        float64
 	margins        []float64 // for the trace
 }
 
 // rowStats is one result row's statistics from one run.
 type rowStats struct {
-	row          int
-	confusion    [][]uint64
-	unanswered   []uint64
-	accuracy     float64
-	macroF1      float64
-	mistakeRate  float64
-	baselineRate float64
-	kappa        float64
-	updates      uint64
-	support      int
-	supportMax   int
-	testAcc      float64
-	switches     uint64
-	labeled      uint64 // records scored
-	positives    uint64 // of them, labeled +1 (binary)
-	auto         *AutoReport
+	row        int
+	sum        prequential.Summary
+	updates    uint64
+	support    int
+	supportMax int
+	testAcc    float64
+	switches   uint64
+	positives  uint64 // of the labeled records, those labeled +1 (binary)
+	auto       *AutoReport
 }
 
 // AutoReport is what an "auto" learner chose: its champions over time and
@@ -767,15 +747,17 @@ func (p *play) point(seen int) {
 // keep stores each row's statistics in the run.
 func (p *play) keep() {
 	r, m := p.r, p.m
+	r.multi = m.Multi()
+	classes := prequential.BinaryClasses
+	if r.multi {
+		classes = m.Classes()
+	}
 	for i, k := range p.rows {
 		ev, _ := p.evalOf(k)
-		sc := ev.Scores()
 		rs := &r.rows[i]
-		rs.row = k
-		rs.mistakeRate, rs.baselineRate, rs.kappa, rs.updates = ev.MistakeRate(), ev.BaselineRate(), sc.Kappa, ev.Updates
+		rs.row, rs.sum, rs.updates = k, ev.Summary(classes), ev.Updates
 		rs.support, rs.supportMax = ev.Support, ev.SupportMax
-		rs.labeled, rs.positives = ev.Labeled, positivesOf(ev, m.Multi())
-		rs.accuracy, rs.macroF1, rs.confusion, rs.unanswered = sc.Accuracy, sc.MacroF1, ev.Confusion(), ev.UnansweredByClass()
+		rs.positives = positivesOf(ev, r.multi)
 		if sel := m.Selector(); sel != nil && k == p.selector {
 			rs.switches = sel.Switches()
 		}
@@ -783,7 +765,6 @@ func (p *play) keep() {
 			rs.auto = AutoOf(m, k)
 		}
 	}
-	r.classes = m.Classes()
 }
 
 // one plays record j of data, the run's i-th record. It returns
@@ -932,10 +913,11 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 	names, kernels := cfg.rowNames()
 	out := make([]Result, 0, len(names))
 	for row, canon := range names {
-		var mr, br, kappa, upd, sup, supMax, acc, eps, seen, played, sw []float64
+		var upd, sup, supMax, acc, eps, seen, played, sw []float64
 		skipped, unlisted, testUnlisted := 0, 0, 0
-		labeled, positives := -1, -1
-		complete := true
+		positives := -1
+		sums := summaries{labeled: -1}
+		complete, multi := true, false
 		var auto *AutoReport
 		for _, r := range runs {
 			if r.seen == 0 {
@@ -950,10 +932,8 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 				played = append(played, float64(r.seen-r.skipped-r.unlisted))
 				skipped = max(skipped, r.skipped)
 				unlisted, testUnlisted = max(unlisted, r.unlisted), max(testUnlisted, r.testUnlisted)
-				labeled, positives = minCount(labeled, rs.labeled), minCount(positives, rs.positives)
-				mr = append(mr, rs.mistakeRate)
-				br = append(br, rs.baselineRate)
-				kappa = append(kappa, rs.kappa)
+				positives, multi = minCount(positives, rs.positives), r.multi
+				sums.add(rs.sum)
 				upd = append(upd, float64(rs.updates))
 				sup = append(sup, float64(rs.support))
 				supMax = append(supMax, float64(rs.supportMax))
@@ -971,16 +951,13 @@ func summarize(cfg Config, orders, n int, test *Data, runs []*run) []Result {
 		complete = complete && len(seen) == orders
 		res := Result{
 			Spec: canon, Kernel: kernels[row], Orders: len(seen), Examples: int(math.Round(mean(played))), Skipped: skipped,
-			Unlisted: unlisted, TestUnlisted: testUnlisted, Labeled: labeled, Positives: positives,
-			ExamplesPerSecond: mean(eps), Interrupted: !complete, Updates: mean(upd), BaselineRate: mean(br),
-			Delay: cfg.Delay, Auto: auto, KeepOrder: cfg.KeepOrder, Seed: cfg.Seed,
+			Unlisted: unlisted, TestUnlisted: testUnlisted, Summary: sums.summary(), Positives: positives,
+			MistakeRateStd: std(sums.mr), KappaStd: std(sums.kappa), ExamplesPerSecond: mean(eps), Interrupted: !complete,
+			Updates: mean(upd), Delay: cfg.Delay, Auto: auto, KeepOrder: cfg.KeepOrder, Seed: cfg.Seed, multi: multi,
 		}
 		if cfg.Select != nil && row == len(names)-1 {
 			res.Selector, res.Switches = true, mean(sw)
 		}
-		res.MistakeRate, res.MistakeRateStd = mean(mr), std(mr)
-		mergeClasses(&res, runs, row)
-		res.Kappa, res.KappaStd = mean(kappa), std(kappa)
 		res.Support, res.SupportStd = mean(sup), std(sup)
 		res.SupportMax = mean(supMax)
 		if test != nil && complete {
@@ -1015,28 +992,39 @@ func positivesOf(ev *prequential.Evaluator, multi bool) uint64 {
 	return sum
 }
 
-// mergeClasses fills the many-class fields of res from row's runs:
-// their confusion matrices are added class by class name, since orders
-// may meet the classes in different orders.
-func mergeClasses(res *Result, runs []*run, row int) {
-	var acc, f1 []float64
-	for _, r := range runs {
-		if r.seen == 0 || r.classes == nil {
-			continue
-		}
-		for _, rs := range r.rows {
-			if rs.row != row {
-				continue
-			}
-			acc, f1 = append(acc, rs.accuracy), append(f1, rs.macroF1)
-			res.Classes, res.Confusion, res.Unanswered = prequential.MergeConfusion(res.Classes, res.Confusion, res.Unanswered, r.classes, rs.confusion, rs.unanswered)
-		}
-	}
-	if res.Classes == nil {
+// summaries gathers one result row's Summary of each order.
+type summaries struct {
+	labeled                int // the fewest of any order; -1: none yet
+	mr, br, kappa, acc, f1 []float64
+	classes                []string
+	conf                   [][]uint64
+	unanswered             []uint64
+}
+
+// add counts one order's Summary. Its matrix is added class by class
+// name, since orders may meet the classes in different orders; an order
+// that met no class yet has no accuracy or macro-F1 to average.
+func (a *summaries) add(s prequential.Summary) {
+	a.labeled = minCount(a.labeled, s.Labeled)
+	a.mr, a.br, a.kappa = append(a.mr, s.MistakeRate), append(a.br, s.BaselineRate), append(a.kappa, s.Kappa)
+	if s.Classes == nil {
 		return
 	}
-	res.Accuracy, res.MacroF1 = mean(acc), mean(f1)
-	res.Recall = prequential.ScoresOf(res.Confusion, res.Unanswered).Recall
+	a.acc, a.f1 = append(a.acc, s.Accuracy), append(a.f1, s.MacroF1)
+	a.classes, a.conf, a.unanswered = prequential.MergeConfusion(a.classes, a.conf, a.unanswered, s.Classes, s.Confusion, s.Unanswered)
+}
+
+// summary is the orders' Summary: rates and scores are means over
+// orders, as their spreads are reported beside them; recall is the added
+// matrix's.
+func (a *summaries) summary() prequential.Summary {
+	s := prequential.Summary{Labeled: uint64(max(a.labeled, 0)), MistakeRate: mean(a.mr), BaselineRate: mean(a.br), Kappa: mean(a.kappa),
+		Classes: a.classes, Confusion: a.conf, Unanswered: a.unanswered}
+	if a.classes != nil {
+		s.Accuracy, s.MacroF1 = mean(a.acc), mean(a.f1)
+		s.Recall = prequential.ScoresOf(a.conf, a.unanswered).Recall
+	}
+	return s
 }
 
 func mean(xs []float64) float64 {

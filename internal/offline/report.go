@@ -71,7 +71,7 @@ func WriteTable(w io.Writer, results []Result) error {
 		}
 	}
 	for _, r := range results {
-		if r.Classes != nil {
+		if r.multi && r.Classes != nil {
 			if err := writeClasses(w, r); err != nil {
 				return err
 			}

@@ -46,28 +46,16 @@ type PartitionReport struct {
 	Learners     []LearnerReport `json:"learners"`
 }
 
-// Summary is one learner over all partitions.
+// Summary is one learner over all partitions. Its prequential.Summary
+// sums the partitions: Labeled, the mistakes and the baseline's, and the
+// confusion matrices and unanswered rounds class by class; Kappa,
+// Accuracy (1 − MistakeRate), MacroF1 and Recall are computed from that
+// sum, over every labeled round. The baseline is each partition's
+// majority class so far.
 type Summary struct {
-	Spec        string  `json:"spec"`
-	Labeled     uint64  `json:"labeled"`
-	Mistakes    uint64  `json:"mistakes"`
-	MistakeRate float64 `json:"mistake_rate"`
-	// BaselineRate is the majority-class baseline's mistake rate, each
-	// partition predicting the class it has seen most so far.
-	BaselineRate float64 `json:"baseline_rate"`
-	// Kappa is Cohen's kappa over the summed confusion matrices and
-	// unanswered rounds.
-	Kappa float64 `json:"kappa"`
-	// Classes, Confusion and Unanswered sum the partitions' matrices and
-	// unanswered rounds class by class; Accuracy (1 − MistakeRate),
-	// MacroF1 and Recall are computed from that sum, over every labeled
-	// round.
-	Classes    []string   `json:"classes"`
-	Confusion  [][]uint64 `json:"confusion"`
-	Unanswered []uint64   `json:"unanswered,omitempty"`
-	Accuracy   float64    `json:"accuracy"`
-	MacroF1    float64    `json:"macro_f1"`
-	Recall     []float64  `json:"recall"`
+	Spec     string `json:"spec"`
+	Mistakes uint64 `json:"mistakes"`
+	prequential.Summary
 	// MeanRecovery is the mean of the recoveries that happened (records;
 	// one decided by its first window, Recovery.AtMost, counts as its
 	// bound), Recovered/Shifts how many did.
@@ -97,23 +85,11 @@ type LearnerReport struct {
 	Spec             string  `json:"spec"`
 	Seed             uint64  `json:"seed"`
 	Rounds           uint64  `json:"rounds"`
-	Labeled          uint64  `json:"labeled"`
 	Mistakes         uint64  `json:"mistakes"`
 	Updates          uint64  `json:"updates"`
-	MistakeRate      float64 `json:"mistake_rate"`
 	WindowRate       float64 `json:"window_rate"`
 	BaselineMistakes uint64  `json:"baseline_mistakes"`
-	BaselineRate     float64 `json:"baseline_rate"`
-	Kappa            float64 `json:"kappa"`
-	// Classes names the confusion matrix's classes: "-1" and "+1" for a
-	// binary model, the class tokens in the order met for a many-class one.
-	Classes []string `json:"classes"`
-	// Confusion counts labeled rounds by true class (row) and predicted
-	// class (column); Unanswered, by true class, those that had no
-	// prediction (a many-class model that knew no class yet): mistakes
-	// that every rate and score counts.
-	Confusion  [][]uint64 `json:"confusion"`
-	Unanswered []uint64   `json:"unanswered,omitempty"`
+	prequential.Summary
 	// Failed counts records the model refused, by reason; empty unless the
 	// stream's own checks missed one.
 	Failed map[string]int64 `json:"failed,omitempty"`
@@ -233,6 +209,8 @@ func (l LearnerReport) MarshalJSON() ([]byte, error) {
 		WindowRate   *float64 `json:"window_rate"`
 		BaselineRate *float64 `json:"baseline_rate"`
 		Kappa        *float64 `json:"kappa"`
+		Accuracy     *float64 `json:"accuracy"`
+		MacroF1      *float64 `json:"macro_f1"`
 	}{plain: plain(l), Status: l.Status()})
 }
 
@@ -334,11 +312,9 @@ func (s *Stream) Report() PartitionReport {
 		if !ln.m.Multi() {
 			classes = prequential.BinaryClasses
 		}
-		lr := LearnerReport{Spec: ln.spec, Seed: ln.seed, Rounds: ev.Rounds, Labeled: ev.Labeled,
-			Mistakes: ev.Mistakes, Updates: ev.Updates, MistakeRate: ev.MistakeRate(),
+		lr := LearnerReport{Spec: ln.spec, Seed: ln.seed, Rounds: ev.Rounds, Mistakes: ev.Mistakes, Updates: ev.Updates,
 			WindowRate: ev.WindowRate(), Support: ev.Support, SupportMax: ev.SupportMax,
-			BaselineMistakes: ev.BaselineMistakes, BaselineRate: ev.BaselineRate(), Kappa: ev.Scores().Kappa,
-			Classes: classes, Confusion: ev.Confusion(), Unanswered: ev.UnansweredByClass(), Failed: ln.failed,
+			BaselineMistakes: ev.BaselineMistakes, Summary: ev.Summary(classes), Failed: ln.failed,
 			Segments: slices.Clone(ln.segments), Recovery: slices.Clone(ln.recovery), Trace: slices.Clone(ln.trace),
 			Champions: slices.Clone(ln.champions), ChampionChanges: ln.changes}
 		if lr.Recovery == nil {
@@ -405,12 +381,12 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 		var classes []string
 		var conf [][]uint64
 		var unanswered []uint64
-		var baseline uint64
+		var labeled, baseline uint64
 		for _, p := range parts {
 			lr := p.Learners[l]
 			sm.Labels = sm.Labels.add(lr.Labels)
 			sm.Switches += lr.Switches
-			sm.Labeled += lr.Labeled
+			labeled += lr.Labeled
 			sm.Mistakes += lr.Mistakes
 			baseline += lr.BaselineMistakes
 			classes, conf, unanswered = prequential.MergeConfusion(classes, conf, unanswered, lr.Classes, lr.Confusion, lr.Unanswered)
@@ -422,13 +398,7 @@ func Assemble(topic string, cfg Config, parts []PartitionReport) Report {
 				}
 			}
 		}
-		if sm.Labeled > 0 {
-			sm.MistakeRate = float64(sm.Mistakes) / float64(sm.Labeled)
-			sm.BaselineRate = float64(baseline) / float64(sm.Labeled)
-		}
-		sc := prequential.ScoresOf(conf, unanswered)
-		sm.Kappa, sm.Accuracy, sm.MacroF1, sm.Recall = sc.Kappa, sc.Accuracy, sc.MacroF1, sc.Recall
-		sm.Classes, sm.Confusion, sm.Unanswered = classes, conf, unanswered
+		sm.Summary = prequential.Summarize(labeled, sm.Mistakes, baseline, classes, conf, unanswered)
 		if sm.Recovered > 0 {
 			sm.MeanRecovery = sum / float64(sm.Recovered)
 		}

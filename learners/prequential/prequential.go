@@ -388,15 +388,7 @@ func WriteConfusion(w io.Writer, classes []string, conf [][]uint64, unanswered [
 // Counted says which records a matrix's figures count: every labeled
 // one, and how many of them had no prediction.
 func Counted(conf [][]uint64, unanswered []uint64) string {
-	var n, u uint64
-	for _, row := range conf {
-		for _, c := range row {
-			n += c
-		}
-	}
-	for _, c := range unanswered {
-		u += c
-	}
+	n, u := rounds(conf, unanswered)
 	s := fmt.Sprintf("over %d labeled records", n+u)
 	if u > 0 {
 		s += fmt.Sprintf(", %d of them with no prediction (mistakes, in the column (none))", u)
