@@ -15,12 +15,16 @@ LDFLAGS   := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 FUZZTIME  ?= 40000x
 FUZZMIN   ?= 5s
 # Every test run has an explicit bound well under CI's, so a hang fails
-# with a stack dump instead of eating the budget. The process tests (crash,
-# soak, storm, label topic, SIGTERM) are t.Parallel and mostly wait on
-# paced streams and restarts, so four at a time overlap on two cores:
-# cmd/streamlearner takes about 165 s instead of 425 s.
+# with a stack dump instead of eating the budget. The integration tests
+# (each with a broker of its own) and the process tests (crash, soak,
+# storm, label topic, SIGTERM) are t.Parallel and mostly wait on paced
+# streams, sessions and restarts: together they use about 0.6 of a core,
+# so eight at a time, and four packages at a time, overlap on two cores
+# (pipeline took 285 s at four at a time and one test after another for
+# the rest, 104 s so).
 TEST_TIMEOUT  ?= 12m
-TEST_PARALLEL ?= 4
+TEST_PARALLEL ?= 8
+TEST_PACKAGES ?= 4
 
 .PHONY: build test lint fuzz bench demo reproduce clean
 
@@ -32,8 +36,8 @@ build:
 
 ## test: everything CI runs: format, vet, unit and integration tests, race detector, short fuzzing.
 test: lint
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -parallel $(TEST_PARALLEL) $(PKGS)
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -race -short $(RACE_PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) $(PKGS)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) -race -short $(RACE_PKGS)
 # purego: the scalar path of CPUs without AVX-512, against the same tests.
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -tags purego ./learners/ ./internal/offline/
 	$(MAKE) fuzz

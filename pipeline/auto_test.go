@@ -21,6 +21,7 @@ import (
 // and each reopening of its search, and its champion gauge names that
 // configuration. The labels flip at record 1,500, a shift of the target.
 func TestAutoLearnerChampionMetrics(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	msgs := boardTopic(t, b, 2400, 1500)
 	cfg := testConfig(t, b, "auto:rung=50,window=300,width=8")

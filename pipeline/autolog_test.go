@@ -36,6 +36,7 @@ func (s *syncBuffer) String() string {
 // halves: those are at debug), numbered by labeled record as the model
 // numbers them, with what decided them.
 func TestAutoLogsDuelsAtInfo(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	msgs := boardTopic(t, b, 2400, 1500)
 	cfg := testConfig(t, b, "auto:rung=50,window=300,width=8")

@@ -15,6 +15,7 @@ import (
 // a broker starting up may do it too). Before, both were "brokers do not
 // answer yet ... unexpected EOF" until --connect-timeout.
 func TestStartNamesWhyBrokersRefuse(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out", "in.dlq"), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "u", "pw"))
 	if err != nil {
 		t.Fatal(err)

@@ -82,6 +82,7 @@ func delayedStream(t *testing.T, path string, orphans int) (msgs []kafka.Message
 // letter; and each partition's predictions and counters are exactly the
 // partition model's played offline over the partition's messages.
 func TestDelayedLabelsInTheSameTopic(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	msgs, records, labels := delayedStream(t, "../testdata/elec2.3000.jsonl.gz", 20)
 	produce(t, b, "in", msgs, &kafka.Hash{})
@@ -187,6 +188,7 @@ func histogramCount(t *testing.T, h prometheus.Histogram) uint64 {
 // partition model's over that merge; both positions are committed; a
 // label topic of another partition count, or none, fails the start.
 func TestLabelTopic(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq", "labels")
 	msgs, records, labels := delayedStream(t, "../testdata/elec2.3000.jsonl.gz", 20)
 	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)

@@ -20,6 +20,7 @@ import (
 // class, every class's margin and the true class, and each partition's
 // predictions are exactly those of the partition model played offline.
 func TestNamedFieldManyClassEvents(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	f, err := os.Open("../testdata/covtype.2000.jsonl.gz")
 	if err != nil {

@@ -435,6 +435,7 @@ func deferSnapshots(c *Config) { c.SnapshotMaxRate, c.SnapshotInterval = 1, time
 // attempt: the worker retried the bare dead letters in a loop without a
 // pause, and logged each (212 MB of log in 21 s).
 func TestOutputsRefusedForGoodDoNotFloodTheLog(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	for _, topic := range []string{"out", "in.dlq"} {
 		b.Cluster().Fault(kfake.Fault{Keys: key(kmsg.Produce), Topic: topic, Err: kerr.InvalidRecord, Count: -1})

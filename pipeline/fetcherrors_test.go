@@ -201,6 +201,7 @@ func corruptBatchOf(ctx context.Context, t *testing.T, c *kfake.Cluster, topic s
 // does; before, the partition retried it for ever, learning nothing more
 // while it went on predicting.
 func TestCorruptLabelBatchIsDeadLetteredAndSkipped(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	addr, bad, cfg := labelTopicWithCorruptBatch(t, 1)
 	runMember(t, cfg)
 	waitFor(t, "the labels around the batch learned", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Learned.WithLabelValues("0")) >= 20 })
@@ -224,6 +225,7 @@ func TestCorruptLabelBatchIsDeadLetteredAndSkipped(t *testing.T) {
 // never matched and the batch was fetched again for ever, nothing
 // learned.
 func TestCorruptFirstLabelBatchIsDeadLettered(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	addr, bad, cfg := labelTopicWithCorruptBatch(t, 0)
 	runMember(t, cfg)
 	waitFor(t, "the labels after the batch learned", 30*time.Second, func() bool { return testutil.ToFloat64(cfg.Metrics.Learned.WithLabelValues("0")) >= 20 })

@@ -23,6 +23,7 @@ import (
 // take, and a remote $ref (before, both were waited out as registry
 // outages for ever, holding the partition).
 func TestHostileSchemasAreDeadLettered(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	const good = `{"type":"object","properties":{"id":{"type":"string"},"a":{"type":"number"},"label":{"enum":[-1,1]}},"required":["id","label"]}`
 	var deep strings.Builder
 	deep.WriteString(`{"allOf":[{"$ref":"#/definitions/l28"}],"definitions":{"l0":{"required":["no-such-field"]}`)

@@ -17,6 +17,7 @@ import (
 // the member says so, is not ready with the reason, and joins once the
 // topic is made, serving the records written to it.
 func TestMissingInputTopicIsWaitedForNotCreated(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in")
 	cfg := testConfig(t, b, "perceptron")
 	cfg.Topic, cfg.AutoCreateTopics = "inn", true

@@ -19,6 +19,7 @@ import (
 // and sets STREAMLEARNER_REQUIRE_KCAT=1 so that a missing tool fails there
 // instead of skipping.
 func TestKcatInterop(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		if os.Getenv("STREAMLEARNER_REQUIRE_KCAT") != "" {

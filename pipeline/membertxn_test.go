@@ -49,6 +49,7 @@ func joinAlone(t *testing.T, addr string) (*kafka.Generation, func()) {
 // becomes visible to read_committed consumers, the offset is not
 // committed, and the abort is counted as fenced.
 func TestStaleGenerationTransactionIsRefused(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	ctx := context.Background()
 	cfg := testConfig(t, b, "perceptron")
@@ -97,6 +98,7 @@ func TestStaleGenerationTransactionIsRefused(t *testing.T) {
 // rather than the one before it — from which the records in between
 // would be predicted twice.
 func TestTakeoverWaitsForTheOldOwnersTransaction(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	ctx := context.Background()
 	cfg := testConfig(t, b, "perceptron")

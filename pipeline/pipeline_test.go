@@ -179,6 +179,7 @@ func produce(t *testing.T, b *embedded.Broker, topic string, msgs []kafka.Messag
 // partition's records in order (unlabeled records predicted, not learned);
 // and when one member leaves, the other takes over its partitions.
 func TestTwoMembersServeA9A(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	const spec = "rbp:budget=60"
 	cfg := testConfig(t, b, spec)
@@ -284,6 +285,7 @@ func TestTwoMembersServeA9A(t *testing.T) {
 // dead-letter topic with its reason and origin, every good one is
 // predicted, and nothing is lost.
 func TestBadInputsGoToTheDeadLetterTopic(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	cfg := testConfig(t, b, "perceptron")
 	cfg.Model.Limits = codec.Limits{MaxBytes: 4096}
@@ -348,6 +350,7 @@ func TestBadInputsGoToTheDeadLetterTopic(t *testing.T) {
 // committed by the checkpoint interval, not left uncommitted until more
 // records come.
 func TestIdlePartitionCommitsByTime(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	cfg := testConfig(t, b, "perceptron")
 	cfg.CheckpointEvery, cfg.CheckpointInterval = 1_000_000, 300*time.Millisecond

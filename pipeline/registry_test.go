@@ -95,6 +95,7 @@ func registryConfig(t *testing.T, b interface{ Addr() string }, url string, rc s
 // the empty answer was cached for good and every record of the id was
 // dead-lettered unknown_schema until a restart.
 func TestUnusableRegistryAnswerIsWaitedOut(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	stub, url := startRegistryStub(t, registryAnswer("AVRO", ""))
 	msgs := avroRecords(t, 200)
@@ -118,6 +119,7 @@ func TestUnusableRegistryAnswerIsWaitedOut(t *testing.T) {
 // dead letters, schema_too_large, counted; the records around them, of a
 // schema of ordinary size, are predicted, and the partition goes on.
 func TestSchemaOverTheLimitIsDeadLettered(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	huge := strings.TrimSuffix(registryAvro, "}") + `,"doc":"` + strings.Repeat("x", 2<<20) + `"}`
 	good, big := registryAnswer("AVRO", registryAvro), registryAnswer("AVRO", huge)
@@ -161,6 +163,7 @@ func TestSchemaOverTheLimitIsDeadLettered(t *testing.T) {
 // same margins as a run that never saw the bad ones. Without it, they
 // are read as Confluent's deserializer reads them by default.
 func TestJSONSchemaValidation(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	const schema = `{"type":"object","properties":{"id":{"type":"string"},"a":{"type":"number","maximum":10},"label":{"enum":[-1,1]}},"required":["id","label"]}`
 	var all, clean []kafka.Message
 	for i := range 120 {

@@ -18,6 +18,7 @@ import (
 // member restarted with the same value goes on from where the group
 // stands instead of rewinding again.
 func TestResetOffsetsRewindsOnce(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	toOne := kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 })
 	msgs := make([]kafka.Message, 40)

@@ -54,6 +54,7 @@ func (c *refusingRestores) restores() int {
 // for as long as its generation lasted; a broker restart in the
 // broker-kill test left a partition unserved that way.
 func TestRestoreIsRetriedUntilTheStoreAnswers(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	cfg := testConfig(t, b, "perceptron")
 	cfg.Metrics = NewMetrics(nil)
@@ -82,6 +83,7 @@ func TestRestoreIsRetriedUntilTheStoreAnswers(t *testing.T) {
 // (a snapshot of another configuration) holds the partition, unserved
 // and named in /readyz, without reading the store again and again.
 func TestRestoreNeedingAnOperatorIsNotRetried(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	cfg := testConfig(t, b, "perceptron")
 	cfg.Metrics = NewMetrics(nil)

@@ -75,6 +75,7 @@ func committedOffsetOf(t *testing.T, b *embedded.Broker, topic string, p int) in
 // one gets its dead letter or prediction, each within the 1 MiB topics, and
 // the partition commits to its end.
 func TestOversizeRecordsDoNotStallThePartition(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	huge := bytes.Repeat([]byte("x"), 1_048_400)
 	big := bytes.Repeat([]byte("{"), 600_000)
@@ -130,6 +131,7 @@ func TestOversizeRecordsDoNotStallThePartition(t *testing.T) {
 // enough to overflow 1 MiB once JSON-escaped) is refused for good; it
 // becomes a dead letter and the partition goes on.
 func TestRefusedPredictionBecomesADeadLetter(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	longKey := bytes.Repeat([]byte{1}, 200_000)
 	produce(t, b, "in", []kafka.Message{{Key: longKey, Value: goodRecord(1)}}, toPartition(1))
@@ -163,6 +165,7 @@ func TestRefusedPredictionBecomesADeadLetter(t *testing.T) {
 // records after them keep finite margins, equal to a model that never saw
 // the bad ones.
 func TestNonFiniteNeverPoisonsTheModel(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	var msgs []kafka.Message
 	msgs = append(msgs, kafka.Message{Value: []byte("1 1:1e308")})
@@ -258,6 +261,7 @@ func TestForgedHeadersAreRenamed(t *testing.T) {
 // decoder (nothing in the dead-letter topic); reading uncommitted, the
 // aborted records are played too, still without the markers.
 func TestTransactionsAreReadCommitted(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	for _, uncommitted := range []bool{false, true} {
 		t.Run(fmt.Sprint("uncommitted=", uncommitted), func(t *testing.T) {
 			b := startBroker(t, "in", "out", "in.dlq")
@@ -314,6 +318,7 @@ func TestTransactionsAreReadCommitted(t *testing.T) {
 // A missing output topic fails the start, naming it; unreachable brokers
 // fail it after the connect timeout.
 func TestStartFailsClearly(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "in.dlq")
 	cfg := testConfig(t, b, "perceptron")
 	err := Run(context.Background(), cfg)
@@ -337,6 +342,7 @@ func TestStartFailsClearly(t *testing.T) {
 // keeps growing as records arrive; once the writes go through, all is well
 // again.
 func TestStuckPartitionShowsInReadinessAndLag(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	cfg := testConfig(t, b, "perceptron")
 	cfg.StuckAfter = time.Second
@@ -377,6 +383,7 @@ func TestStuckPartitionShowsInReadinessAndLag(t *testing.T) {
 // An offset past the end of the log (a recreated topic) is not a silent
 // loop: the worker says so, counts it, and reads from the log's start.
 func TestOffsetOutOfRangeResetsLoudly(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	cl := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
 	if _, err := cl.OffsetCommit(context.Background(), &kafka.OffsetCommitRequest{GroupID: "g", GenerationID: -1,
@@ -404,6 +411,7 @@ func TestOffsetOutOfRangeResetsLoudly(t *testing.T) {
 // rebalance keeps its model: its margins after the rebalance are those of
 // one uninterrupted model.
 func TestKeptPartitionsKeepTheirModelsWithoutAStore(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	cfg := testConfig(t, b, "perceptron")
 	_, assignedA := runMember(t, cfg)
@@ -495,6 +503,7 @@ func TestModelMemoryGuard(t *testing.T) {
 // is 503 naming it and why, until a record is used and its prediction
 // delivered. Both stayed ready before.
 func TestDegradedPartitionShowsInReadiness(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	t.Run("dead-lettered", func(t *testing.T) {
 		b := startBroker(t, "in", "out", "in.dlq")
 		cfg := testConfig(t, b, "perceptron")

@@ -23,6 +23,7 @@ import (
 // margin over the window, counts every learner's own mistakes, and plays
 // exactly the partition model offline.
 func TestChampionAndChallengers(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	msgs := a9aTopic(t, b, 3000)
 

@@ -51,6 +51,7 @@ func stuckReason(t *testing.T, cfg Config, says string) string {
 // went through cleared the abort count and the stuck mark, and /readyz
 // said 200 throughout.
 func TestFailingSnapshotsAreStuckUnderExactlyOnce(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	toOne := kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 })
 	msgs := make([]kafka.Message, 400)
@@ -73,6 +74,7 @@ func TestFailingSnapshotsAreStuckUnderExactlyOnce(t *testing.T) {
 // A snapshot save that does not end holds its partition: stuck past
 // StuckAfter, named.
 func TestHangingSnapshotSaveIsStuck(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	toOne := kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 })
 	msgs := make([]kafka.Message, 200)

@@ -130,6 +130,7 @@ func readRecords(t *testing.T, addr, topic string, p int, from int64, want int, 
 // consumer sees every prediction once, each the one an uninterrupted run
 // makes, while a read_uncommitted one sees the aborted transaction's too.
 func TestAbortedTransactionRewinds(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	toOne := kafka.BalancerFunc(func(kafka.Message, ...int) int { return 1 })
 	msgs := make([]kafka.Message, 400)

@@ -15,6 +15,7 @@ import (
 // replay counts it as bad; records of 3 and 8, and unlabeled ones, are
 // predicted. (It was predicted and not learned, nowhere counted.)
 func TestUnlistedLabelsAreDeadLettered(t *testing.T) {
+	t.Parallel() // mostly waits: it overlaps the others (make test sets -parallel)
 	b := startBroker(t, "in", "out", "in.dlq")
 	cfg := testConfig(t, b, "perceptron")
 	cfg.Model.Labels = codec.LabelMap{Positive: []string{"3"}, Negative: []string{"8"}}
