@@ -286,21 +286,9 @@ func (w *worker) restore(ctx context.Context) (rerr error) {
 		return err
 	}
 	meta, w.reset = splitMeta(meta)
-	rewound := false
-	if spec := cfg.ResetOffsets; spec != "" && w.reset != spec {
-		// The group moves to the target with a new model: the stored one
-		// has learned records the rewind is to play again (or, forward,
-		// not those it skips).
-		target, err := w.m.resetTarget(ctx, w.part.Topic, w.part.ID, spec)
-		if err != nil {
-			return err
-		}
-		w.log.Warn().Str("reset_offsets", spec).Int64("committed", committed).Int64("offset", target).Str("snapshot", meta).
-			Msg("--reset-offsets: the partition starts over at the offset with a NEW model (once: a restart with the same value goes on from its checkpoints)")
-		cfg.Metrics.ModelResets.WithLabelValues("reset_offsets").Inc()
-		committed, meta, w.reset, rewound = target, "", spec, true
-	} else if spec != "" {
-		w.log.Info().Str("reset_offsets", spec).Msg("--reset-offsets was already applied to this partition; going on from its checkpoints")
+	committed, meta, rewound, err := w.applyResetOffsets(ctx, committed, meta)
+	if err != nil {
+		return err
 	}
 	st, err := cfg.Checkpoints.Restore(ctx, w.part, committed, meta)
 	if err != nil {
@@ -314,48 +302,15 @@ func (w *worker) restore(ctx context.Context) (rerr error) {
 				w.m.retain(w.part, kept)
 			}
 		}()
-		if kept.NextOffset == committed {
-			w.log.Info().Int64("offset", committed).Int("support", kept.Model.Support()).Msg("model kept in memory across the rebalance")
-			st = kept
-		} else {
-			w.log.Warn().Int64("offset", committed).Int64("kept_offset", kept.NextOffset).
-				Msg("the partition moved on elsewhere since this member held it: starting a new model (no checkpoint store)")
-		}
+		st = w.keptModel(kept, committed)
 	}
 	if st == nil {
-		m, err := model.New(cfg.ModelConfig(w.part.ID))
-		if err != nil {
+		if st, err = w.newState(committed); err != nil {
 			return err
-		}
-		st = &State{Model: m, NextOffset: committed}
-		if committed < 0 {
-			st.NextOffset = kafka.FirstOffset
-			if cfg.StartOffset == "latest" {
-				st.NextOffset = kafka.LastOffset
-			}
 		}
 	}
-	if lt := cfg.LabelTopic; lt != "" && rewound {
-		// The labels rewind with their records, to the same bound.
-		if st.LabelOffset, err = w.m.resetTarget(ctx, lt, w.part.ID, cfg.ResetOffsets); err != nil {
-			return err
-		}
-		st.LabelTopic = lt
-	}
-	if lt := cfg.LabelTopic; lt != "" && st.LabelTopic != lt {
-		// No position in this label topic yet (a new model, or a snapshot
-		// from before labels had a topic): the group's, else the start.
-		off, _, err := w.m.committed(ctx, Partition{Topic: lt, ID: w.part.ID})
-		if err != nil {
-			return err
-		}
-		if off < 0 {
-			off = kafka.FirstOffset
-			if cfg.StartOffset == "latest" {
-				off = kafka.LastOffset
-			}
-		}
-		st.LabelTopic, st.LabelOffset = lt, off
+	if err := w.labelPosition(ctx, st, rewound); err != nil {
+		return err
 	}
 	if rewound {
 		// The reset is committed at once, as kafka-consumer-groups does: an
@@ -371,22 +326,123 @@ func (w *worker) restore(ctx context.Context) (rerr error) {
 	w.snap = snapshotState{name: st.Snapshot, offset: st.NextOffset, at: time.Now(), bytes: st.SnapshotBytes}
 	w.replay = replayState{}
 	if st.Snapshot != "" && !rewound && committed > st.NextOffset {
-		// The commit named an earlier snapshot: the records after it were
-		// learned and emitted by whoever played them first. They are
-		// played again learn-only, which rebuilds the committed model bit
-		// for bit, and nothing is committed before the replay reaches the
-		// committed offsets.
-		labelTo := st.LabelOffset
-		if lt := cfg.LabelTopic; lt != "" {
-			off, _, err := w.m.committed(ctx, Partition{Topic: lt, ID: w.part.ID})
-			if err != nil {
-				return err
-			}
-			labelTo = max(off, labelTo)
-		}
-		w.replay = replayState{from: st.NextOffset, to: committed, labelTo: labelTo, started: time.Now()}
-		w.committed, w.committedLabel = committed, labelTo
+		return w.planReplay(ctx, st, committed)
 	}
+	return nil
+}
+
+// applyResetOffsets moves the partition to Config.ResetOffsets' target,
+// once: the commit metadata remembers that it was applied. It returns
+// the offset and snapshot to restore from, and whether it moved
+// (rewound: a new model at the target).
+func (w *worker) applyResetOffsets(ctx context.Context, committed int64, meta string) (int64, string, bool, error) {
+	cfg := w.m.cfg
+	spec := cfg.ResetOffsets
+	switch {
+	case spec == "":
+		return committed, meta, false, nil
+	case w.reset == spec:
+		w.log.Info().Str("reset_offsets", spec).Msg("--reset-offsets was already applied to this partition; going on from its checkpoints")
+		return committed, meta, false, nil
+	}
+	// The group moves to the target with a new model: the stored one
+	// has learned records the rewind is to play again (or, forward,
+	// not those it skips).
+	target, err := w.m.resetTarget(ctx, w.part.Topic, w.part.ID, spec)
+	if err != nil {
+		return 0, "", false, err
+	}
+	w.log.Warn().Str("reset_offsets", spec).Int64("committed", committed).Int64("offset", target).Str("snapshot", meta).
+		Msg("--reset-offsets: the partition starts over at the offset with a NEW model (once: a restart with the same value goes on from its checkpoints)")
+	cfg.Metrics.ModelResets.WithLabelValues("reset_offsets").Inc()
+	w.reset = spec
+	return target, "", true, nil
+}
+
+// keptModel is the model this member kept in memory across the rebalance
+// (no checkpoint store), if the partition is still where it left it;
+// nil if it moved on elsewhere meanwhile.
+func (w *worker) keptModel(kept *State, committed int64) *State {
+	if kept.NextOffset == committed {
+		w.log.Info().Int64("offset", committed).Int("support", kept.Model.Support()).Msg("model kept in memory across the rebalance")
+		return kept
+	}
+	w.log.Warn().Int64("offset", committed).Int64("kept_offset", kept.NextOffset).
+		Msg("the partition moved on elsewhere since this member held it: starting a new model (no checkpoint store)")
+	return nil
+}
+
+// newState is a new model at the committed offset, or, with none, at the
+// log's start or end as Config.StartOffset says.
+func (w *worker) newState(committed int64) (*State, error) {
+	cfg := w.m.cfg
+	m, err := model.New(cfg.ModelConfig(w.part.ID))
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Model: m, NextOffset: committed}
+	if committed < 0 {
+		st.NextOffset = kafka.FirstOffset
+		if cfg.StartOffset == "latest" {
+			st.NextOffset = kafka.LastOffset
+		}
+	}
+	return st, nil
+}
+
+// labelPosition sets where the partition reads the label topic: rewound
+// with its records to the reset's bound, else the snapshot's position,
+// else the group's, else the log's start or end.
+func (w *worker) labelPosition(ctx context.Context, st *State, rewound bool) error {
+	cfg := w.m.cfg
+	lt := cfg.LabelTopic
+	if lt == "" {
+		return nil
+	}
+	if rewound {
+		// The labels rewind with their records, to the same bound.
+		off, err := w.m.resetTarget(ctx, lt, w.part.ID, cfg.ResetOffsets)
+		if err != nil {
+			return err
+		}
+		st.LabelTopic, st.LabelOffset = lt, off
+		return nil
+	}
+	if st.LabelTopic == lt {
+		return nil
+	}
+	// No position in this label topic yet (a new model, or a snapshot
+	// from before labels had a topic): the group's, else the start.
+	off, _, err := w.m.committed(ctx, Partition{Topic: lt, ID: w.part.ID})
+	if err != nil {
+		return err
+	}
+	if off < 0 {
+		off = kafka.FirstOffset
+		if cfg.StartOffset == "latest" {
+			off = kafka.LastOffset
+		}
+	}
+	st.LabelTopic, st.LabelOffset = lt, off
+	return nil
+}
+
+// planReplay sets up the replay of a commit that named an earlier
+// snapshot: the records after it were learned and emitted by whoever
+// played them first. They are played again learn-only, which rebuilds
+// the committed model bit for bit, and nothing is committed before the
+// replay reaches the committed offsets.
+func (w *worker) planReplay(ctx context.Context, st *State, committed int64) error {
+	labelTo := st.LabelOffset
+	if lt := w.m.cfg.LabelTopic; lt != "" {
+		off, _, err := w.m.committed(ctx, Partition{Topic: lt, ID: w.part.ID})
+		if err != nil {
+			return err
+		}
+		labelTo = max(off, labelTo)
+	}
+	w.replay = replayState{from: st.NextOffset, to: committed, labelTo: labelTo, started: time.Now()}
+	w.committed, w.committedLabel = committed, labelTo
 	return nil
 }
 
