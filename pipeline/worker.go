@@ -87,6 +87,10 @@ type worker struct {
 	// aborts counts the transactions aborted in a row since the last
 	// commit; abortLoop of them halt the partition in /readyz.
 	aborts int
+	// failing counts this partition's own failed writes, snapshots or
+	// commits in a row under exactly-once (not the aborts another
+	// partition caused), since its last commit; see holdOff.
+	failing int
 	// snap is the partition's last snapshot (the one the commits name
 	// until the next), and replay the records a restore plays learn-only
 	// from that snapshot's offset to the committed one.
@@ -229,6 +233,14 @@ func (w *worker) rewind(ctx context.Context, producer func(context.Context) erro
 // in /readyz: one or two are a broker's passing fault, recovered from by
 // the replay; more mean the partition is not getting its work out.
 const abortLoop = 5
+
+// A partition whose own writes or commits failed failingAfter times in a
+// row is left out of the member's transactions for a commit interval,
+// twice as long at each failure after, up to maxHoldOff (holdOff).
+const (
+	failingAfter = 2
+	maxHoldOff   = 30 * time.Second
+)
 
 // fencedWait holds a partition whose commit was refused as fenced (the
 // group or the transaction coordinator says another member owns it now).
@@ -906,6 +918,7 @@ func (w *worker) checkpoint(ctx context.Context, when commitWhen) error {
 		return err
 	}
 	w.pending, w.committedAt, w.committed, w.committedLabel = 0, time.Now(), w.st.NextOffset, w.st.LabelOffset
+	w.failing = 0
 	w.markDurable()
 	if !saved {
 		w.log.Debug().Str("snapshot", meta).Int64("offset", w.committed).Int64("snapshot_offset", w.snap.offset).Msg("commit")
