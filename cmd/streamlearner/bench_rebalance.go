@@ -15,9 +15,12 @@ import (
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/protocol"
+	"github.com/segmentio/kafka-go/protocol/produce"
 
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/internal/dev/benchrun"
+	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/pipeline"
 )
 
@@ -81,14 +84,14 @@ func (c *benchCmd) rebalance(ctx context.Context, out io.Writer) error {
 	var mu sync.Mutex
 	observed := make(chan error, 1)
 	go func() {
-		observed <- observe(ctx, addr, c.ProcessingGuarantee == pipeline.ExactlyOnce, func(s seenPrediction) {
+		observed <- observe(ctx, addr, parts, c.ProcessingGuarantee == pipeline.ExactlyOnce, func(s seenPrediction) {
 			mu.Lock()
 			seen = append(seen, s)
 			mu.Unlock()
 		})
 	}()
 	sent := make(chan error, 1)
-	go func() { sent <- paced(ctx, addr, c.Rate, msgs) }()
+	go func() { sent <- paced(ctx, addr, parts, c.Rate, msgs) }()
 	events, err := c.members(ctx, addr, dir)
 	cancel()
 	if err2 := errors.Join(<-sent, <-observed); err == nil && err2 != nil && !errors.Is(err2, context.Canceled) {
@@ -211,58 +214,87 @@ func createRebalanceTopics(ctx context.Context, addr string, parts int) error {
 
 // paced sends rate records a second round-robin over the partitions,
 // every 10 ms a hundredth, each keyed by when it was sent, until ctx
-// ends.
-func paced(ctx context.Context, addr string, rate int, msgs []kafka.Message) error {
+// ends: one Produce request a tick naming every partition it feeds
+// (kafka-go's Writer sends one a partition, which at 1,024 partitions
+// was more than the host could send).
+func paced(ctx context.Context, addr string, parts, rate int, msgs []kafka.Message) error {
 	tr := &kafka.Transport{}
 	defer tr.CloseIdleConnections()
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: rebalanceIn, Balancer: &kafka.RoundRobin{}, RequiredAcks: kafka.RequireOne,
-		Transport: tr, BatchTimeout: time.Millisecond, BatchSize: max(rate/100, 1), BatchBytes: 16 << 20}
-	defer w.Close()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	batch := make([]kafka.Message, max(rate/100, 1))
-	for i := 0; ; {
+	per := max(rate/100, 1)
+	for i, next := 0, 0; ; {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
 		}
-		now := strconv.FormatInt(time.Now().UnixNano(), 10)
-		for j := range batch {
-			batch[j] = kafka.Message{Key: []byte(now), Value: msgs[i%len(msgs)].Value}
-			i++
+		now := time.Now()
+		key := []byte(strconv.FormatInt(now.UnixNano(), 10))
+		byPart := map[int][]protocol.Record{}
+		for range per {
+			// A Bytes is read once: one each.
+			byPart[next] = append(byPart[next], protocol.Record{Time: now, Key: protocol.NewBytes(key), Value: protocol.NewBytes(msgs[i%len(msgs)].Value)})
+			i, next = i+1, (next+1)%parts
 		}
-		if err := w.WriteMessages(ctx, batch...); err != nil && ctx.Err() == nil {
+		req := &produce.Request{Acks: 1, Timeout: 10_000, Topics: []produce.RequestTopic{{Topic: rebalanceIn}}}
+		for p, recs := range byPart {
+			req.Topics[0].Partitions = append(req.Topics[0].Partitions,
+				produce.RequestPartition{Partition: int32(p), RecordSet: protocol.RecordSet{Version: 2, Records: protocol.NewRecordReader(recs...)}})
+		}
+		if _, err := tr.RoundTrip(ctx, kafka.TCP(addr), req); err != nil && ctx.Err() == nil {
 			return fmt.Errorf("bench: send: %w", err)
 		}
 	}
 }
 
 // observe reads the predictions as they come (read committed under
-// exactly-once) and hands each to seen.
-func observe(ctx context.Context, addr string, committed bool, seen func(seenPrediction)) error {
-	iso := kafka.ReadUncommitted
-	if committed {
-		iso = kafka.ReadCommitted
+// exactly-once) through one fetch for all partitions, and hands each to
+// seen.
+func observe(ctx context.Context, addr string, parts int, committed bool, seen func(seenPrediction)) error {
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	f, err := fetch.NewFetcher(fetch.FetcherConfig{Addr: kafka.TCP(addr), Transport: tr, ReadUncommitted: !committed, MaxWait: 50 * time.Millisecond})
+	if err != nil {
+		return err
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, GroupID: "rebalance-observer", Topic: rebalanceOut,
-		MaxWait: 100 * time.Millisecond, IsolationLevel: iso, StartOffset: kafka.FirstOffset, CommitInterval: time.Second})
-	defer r.Close()
-	for {
-		m, err := r.ReadMessage(ctx)
-		if err != nil {
-			return err
-		}
-		p, err := codec.DecodePrediction(m.Value)
-		if err != nil {
-			continue
-		}
-		ns, err := strconv.ParseInt(p.Key, 10, 64)
-		if err != nil {
-			continue
-		}
-		seen(seenPrediction{partition: int(p.Partition), offset: p.Offset, sent: time.Unix(0, ns), made: m.Time})
+	defer f.Close()
+	var wg sync.WaitGroup
+	for id := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			part := f.Open(rebalanceOut, id, 0)
+			defer part.Close()
+			for ctx.Err() == nil {
+				b, err := part.Fetch(ctx, 50*time.Millisecond)
+				if err != nil {
+					continue
+				}
+				for _, r := range b.Records {
+					if s, ok := sampleOf(r); ok {
+						seen(s)
+					}
+				}
+			}
+		}()
 	}
+	wg.Wait()
+	return nil
+}
+
+// sampleOf reads a prediction: its record's partition and offset, and
+// when the record was sent (its key).
+func sampleOf(r fetch.Record) (seenPrediction, bool) {
+	p, err := codec.DecodePrediction(r.Value)
+	if err != nil {
+		return seenPrediction{}, false
+	}
+	ns, err := strconv.ParseInt(p.Key, 10, 64)
+	if err != nil {
+		return seenPrediction{}, false
+	}
+	return seenPrediction{partition: int(p.Partition), offset: p.Offset, sent: time.Unix(0, ns), made: r.Time}, true
 }
 
 // firstOfEach keeps each record's first prediction: those made again
