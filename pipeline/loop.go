@@ -400,11 +400,18 @@ func (w *worker) abortAndRewind(ctx context.Context, err error, recover func(con
 	if w.aborts++; w.aborts >= abortLoop {
 		mt.health.halt(w.label, fmt.Sprintf("%d transactions aborted in a row (last: %v)", w.aborts, err))
 	}
+	if !errors.Is(err, errTxnAborted) {
+		w.failing++ // its own write, snapshot or commit, not another's abort
+	}
 	w.log.Warn().Err(err).Int("in_a_row", w.aborts).Msg("transaction aborted; restoring the committed snapshot and reading again from its offset")
+	cause := err
 	for {
 		err := w.rewind(ctx, recover)
 		switch {
 		case err == nil:
+			if !w.holdOff(ctx, cause) {
+				return stop
+			}
 			return reread
 		case ctx.Err() != nil:
 			return stop // the generation ended; the member's next round or producer aborts what is open
@@ -421,6 +428,30 @@ func (w *worker) abortAndRewind(ctx context.Context, err error, recover func(con
 			return stop
 		case <-time.After(500 * time.Millisecond):
 		}
+	}
+}
+
+// holdOff keeps a partition whose own writes or commits keep failing out
+// of the member's transactions for a while, longer each time: each of
+// its failures aborts the round for every partition that joined it, and
+// they read their records again, so a partition failing every round
+// would keep all the others from committing. Rewound, it has nothing in
+// the transaction, and the rounds meanwhile commit without it; then it
+// tries again, aborting at most one round a hold-off. It reports false
+// when the generation ended meanwhile.
+func (w *worker) holdOff(ctx context.Context, cause error) bool {
+	if w.failing < failingAfter {
+		return true
+	}
+	d := min(w.m.cfg.CommitInterval<<min(w.failing-failingAfter, 16), maxHoldOff)
+	w.m.cfg.Metrics.health.halt(w.label, fmt.Sprintf("its own commits failed %d times in a row (last: %v): left out of the member's transactions for %v", w.failing, cause, d))
+	w.log.Warn().Int("failed_in_a_row", w.failing).Dur("retry_in", d).
+		Msg("this partition's commits keep failing: left out of the member's transactions meanwhile, so that the other partitions commit")
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 

@@ -101,22 +101,58 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("pipeline config: %w", err)
 	}
-	dialer, err := cfg.Conn.Dialer()
-	if err != nil {
-		return err
-	}
-	transport, err := cfg.Conn.Transport()
+	m, err := newMember(ctx, &cfg)
 	if err != nil {
 		return err
 	}
 	// Closed last: its idle connections (a goroutine and buffers each)
 	// would outlive Run until their idle timeout, and a process running
 	// members one after another (bench, tests) held hundreds.
-	defer transport.CloseIdleConnections()
+	defer m.transport.CloseIdleConnections()
+	if err := m.prepare(ctx); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil // stopped while waiting for the input topic
+	}
+	if err := m.openInputAndOutputs(); err != nil {
+		return err
+	}
+	// Closed after the workers' last commits (below), which may still
+	// read.
+	defer m.fetcher.Close()
+	cg, err := m.joinGroup()
+	if err != nil {
+		return err
+	}
+	m.serveGenerations(ctx, cg)
+	// The workers make their last flush and commit while the member is
+	// still in the group (a commit after the session lapsed would be
+	// fenced, and its predictions emitted again by the next owner); then
+	// closing the group ends the generation and the member leaves. Bound
+	// both: a dead broker can hold either.
+	waitWithin(&m.drained, cfg.ShutdownTimeout+time.Second, cfg.Log)
+	closeWithin(cg, 2*cfg.ShutdownTimeout, cfg.Log)
+	cfg.Metrics.AssignedGauge.Set(0)
+	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Msg("left group")
+	return nil
+}
+
+// newMember sets up the member's connections and, under exactly-once,
+// its transactional producer.
+func newMember(ctx context.Context, cfg *Config) (*member, error) {
+	dialer, err := cfg.Conn.Dialer()
+	if err != nil {
+		return nil, err
+	}
+	transport, err := cfg.Conn.Transport()
+	if err != nil {
+		return nil, err
+	}
 	// The member's requests (produce, commit, offsets) share a few
 	// connections; the fetcher's long polls do not wait behind them.
 	limited := &limitedTransport{rt: transport, slots: make(chan struct{}, requestsInFlight)}
-	m := &member{ctx: ctx, cfg: &cfg, dialer: dialer, transport: transport, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: limited, Timeout: 10 * time.Second},
+	m := &member{ctx: ctx, cfg: cfg, dialer: dialer, transport: transport, client: &kafka.Client{Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: limited, Timeout: 10 * time.Second},
 		writes: make(chan struct{}, requestsInFlight)}
 	cfg.Metrics.health.after = cfg.StuckAfter
 	if cfg.ProcessingGuarantee == ExactlyOnce {
@@ -127,34 +163,41 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Metrics.Transactions.WithLabelValues("aborted", "error")
 		cfg.Metrics.Transactions.WithLabelValues("aborted", "fenced")
 	}
-	if err := m.prepare(ctx); err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return nil // stopped while waiting for the input topic
-	}
+	return m, nil
+}
+
+// openInputAndOutputs makes the fetcher of the input partitions and the
+// producers of the output and dead-letter topics, all on the member's
+// limited transport.
+func (m *member) openInputAndOutputs() error {
+	cfg := m.cfg
+	var err error
 	m.fetcher, err = fetch.NewFetcher(fetch.FetcherConfig{
 		// Limited too: every partition asks for its log's bounds at once
 		// when a member starts (256 partitions opened 256 connections).
-		Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: limited, ReadUncommitted: cfg.ReadUncommitted,
+		Addr: kafka.TCP(cfg.Conn.Brokers...), Transport: m.client.Transport, ReadUncommitted: cfg.ReadUncommitted,
 		MaxBytes: cfg.FetchMaxBytes, PartitionMaxBytes: cfg.FetchPartitionMaxBytes, MaxWait: cfg.FetchMaxWait,
 		ClientID: cfg.Conn.ClientID,
 	})
 	if err != nil {
 		return err
 	}
-	// Closed after the workers' last commits (below), which may still
-	// read.
-	defer m.fetcher.Close()
 	codec, err := cfg.codec()
 	if err != nil {
+		m.fetcher.Close()
 		return err
 	}
 	newProducer := func(topic string, limit int) *producer {
-		return &producer{client: &kafka.Client{Addr: m.client.Addr, Transport: limited}, topic: topic, limit: limit, autoCreate: cfg.AutoCreateTopics, codec: codec}
+		return &producer{client: &kafka.Client{Addr: m.client.Addr, Transport: m.client.Transport}, topic: topic, limit: limit, autoCreate: cfg.AutoCreateTopics, codec: codec}
 	}
 	m.out, m.dlq = newProducer(cfg.OutputTopic, m.outLimit), newProducer(cfg.DLQTopic, m.dlqLimit)
+	return nil
+}
 
+// joinGroup makes the member's consumer group: the input topic, and the
+// label topic with it.
+func (m *member) joinGroup() (*kafka.ConsumerGroup, error) {
+	cfg := m.cfg
 	topics := []string{cfg.Topic}
 	if cfg.LabelTopic != "" {
 		// Both topics in one subscription: the range assignor gives a
@@ -165,7 +208,7 @@ func Run(ctx context.Context, cfg Config) error {
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:                     cfg.Group,
 		Brokers:                cfg.Conn.Brokers,
-		Dialer:                 dialer,
+		Dialer:                 m.dialer,
 		Topics:                 topics,
 		GroupBalancers:         []kafka.GroupBalancer{kafka.RangeGroupBalancer{}},
 		HeartbeatInterval:      cfg.HeartbeatInterval,
@@ -178,58 +221,62 @@ func Run(ctx context.Context, cfg Config) error {
 		ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { cfg.Log.Warn().Msgf(f, a...) }),
 	})
 	if err != nil {
-		return fmt.Errorf("join group %s: %w", cfg.Group, err)
+		return nil, fmt.Errorf("join group %s: %w", cfg.Group, err)
 	}
 	mem, per, _ := cfg.ModelMemory()
 	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Str("learner", cfg.Model.Learner).
 		Str("model_memory", mem.Describe(per)).Msg("joining group")
+	return cg, nil
+}
+
+// serveGenerations serves each generation the group hands the member
+// until ctx ends or the group closes; a failed join is retried every
+// second.
+func (m *member) serveGenerations(ctx context.Context, cg *kafka.ConsumerGroup) {
 	for {
 		gen, err := cg.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
-				break
-			}
-			cfg.Log.Warn().Err(err).Msg("join group; retrying")
+		switch {
+		case err == nil:
+			m.startGeneration(gen)
+		case ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed):
+			return
+		default:
+			m.cfg.Log.Warn().Err(err).Msg("join group; retrying")
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):
 			}
-			continue
-		}
-		cfg.Metrics.Rebalances.Inc()
-		var ids []int
-		for _, a := range gen.Assignments[cfg.Topic] {
-			ids = append(ids, a.ID)
-		}
-		cfg.Metrics.AssignedGauge.Set(float64(len(ids)))
-		m.flushBytes.Store(int64(max(16<<10, cfg.FlushMaxBytes/max(len(ids), 1))))
-		m.parts.Store(int64(len(ids)))
-		cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
-		for _, id := range ids {
-			w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
-			w.posName, w.negName, _ = cfg.Model.Labels.ClassNames()
-			w.log = cfg.Log.With().Str("topic", cfg.Topic).Int("partition", id).Int32("generation", gen.ID).Logger()
-			w.bad = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second})
-			m.drained.Add(1)
-			gen.Start(w.run)
-		}
-		if len(ids) > 0 {
-			gen.Start(m.pollLag)
-		}
-		if cfg.OnAssign != nil {
-			cfg.OnAssign(gen.ID, ids)
 		}
 	}
-	// The workers make their last flush and commit while the member is
-	// still in the group (a commit after the session lapsed would be
-	// fenced, and its predictions emitted again by the next owner); then
-	// closing the group ends the generation and the member leaves. Bound
-	// both: a dead broker can hold either.
-	waitWithin(&m.drained, cfg.ShutdownTimeout+time.Second, cfg.Log)
-	closeWithin(cg, 2*cfg.ShutdownTimeout, cfg.Log)
-	cfg.Metrics.AssignedGauge.Set(0)
-	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Msg("left group")
-	return nil
+}
+
+// startGeneration starts a worker for each input partition of gen, and
+// the lag poll while there is one.
+func (m *member) startGeneration(gen *kafka.Generation) {
+	cfg := m.cfg
+	cfg.Metrics.Rebalances.Inc()
+	var ids []int
+	for _, a := range gen.Assignments[cfg.Topic] {
+		ids = append(ids, a.ID)
+	}
+	cfg.Metrics.AssignedGauge.Set(float64(len(ids)))
+	m.flushBytes.Store(int64(max(16<<10, cfg.FlushMaxBytes/max(len(ids), 1))))
+	m.parts.Store(int64(len(ids)))
+	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
+	for _, id := range ids {
+		w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
+		w.posName, w.negName, _ = cfg.Model.Labels.ClassNames()
+		w.log = cfg.Log.With().Str("topic", cfg.Topic).Int("partition", id).Int32("generation", gen.ID).Logger()
+		w.bad = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second})
+		m.drained.Add(1)
+		gen.Start(w.run)
+	}
+	if len(ids) > 0 {
+		gen.Start(m.pollLag)
+	}
+	if cfg.OnAssign != nil {
+		cfg.OnAssign(gen.ID, ids)
+	}
 }
 
 // committed returns the group's committed offset for p (−1 if none) and

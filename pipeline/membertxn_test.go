@@ -3,12 +3,16 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 )
 
 // eosMember is a member under exactly-once on broker addr, with its
@@ -179,4 +183,59 @@ func TestCommitIsDueAfterTheMembersLastRound(t *testing.T) {
 	if got := (&atLeastOnce{m: m}).due(own); !got.Equal(own.Add(cfg.CheckpointInterval)) {
 		t.Errorf("at-least-once: due %v, want its own commit + checkpoint interval", got)
 	}
+}
+
+// After a round every worker adds its output partition to the new
+// transaction at once: the adds asked for while one request is under way
+// go together in the next, not one request an output partition (1,024 a
+// round at 1,024 partitions). Each partition is added, once.
+func TestOutputPartitionsAreAddedTogether(t *testing.T) {
+	const parts = 64
+	b, err := embedded.Start(embedded.Config{Partitions: parts, Topics: []string{"in", "out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	ctx := context.Background()
+	c := b.Cluster()
+	var requests, named atomic.Int32
+	c.ControlKey(int16(kmsg.AddPartitionsToTxn), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		requests.Add(1)
+		for _, tp := range kreq.(*kmsg.AddPartitionsToTxnRequest).Topics {
+			named.Add(int32(len(tp.Partitions)))
+		}
+		return nil, nil, false
+	})
+	m := eosMember(t, testConfig(t, b, "perceptron"))
+	mt := m.txn
+	if err := mt.ensure(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, parts)
+	for p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- mt.add(ctx, topicPartition{"out", p})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(mt.t.added); n != parts {
+		t.Fatalf("%d output partitions added, want %d", n, parts)
+	}
+	if named.Load() != parts {
+		t.Errorf("the requests named %d partitions, want each of the %d once", named.Load(), parts)
+	}
+	if r := requests.Load(); r > parts/8 {
+		t.Errorf("%d AddPartitionsToTxn requests for %d output partitions added at once, want a few", r, parts)
+	}
+	t.Logf("%d output partitions in %d requests", parts, requests.Load())
 }

@@ -53,22 +53,61 @@ func (m *member) prepare(ctx context.Context) error {
 	wctx := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	var (
-		md  *kafka.MetadataResponse
-		err error
-	)
+	md, err := m.metadata(ctx)
+	if err != nil {
+		return err
+	}
+	tp := topicsOf(md)
+	if lt := cfg.LabelTopic; lt != "" && !tp.exists[lt] {
+		return fmt.Errorf("label topic %q does not exist: create it with as many partitions as %q, or fix --label-topic", lt, cfg.Topic)
+	}
+	if err := tp.coPartitioned(cfg); err != nil {
+		return err
+	}
+	if err := m.ensureOutputTopics(ctx, tp); err != nil {
+		return err
+	}
+	if !tp.exists[cfg.Topic] {
+		n, err := m.awaitInput(wctx)
+		if err != nil || wctx.Err() != nil {
+			return err
+		}
+		tp.exists[cfg.Topic], tp.partitions[cfg.Topic] = true, n
+		if err := tp.coPartitioned(cfg); err != nil {
+			return err
+		}
+		// The checks below ask the brokers again, with the time the
+		// first answer had.
+		cancel()
+		ctx, cancel = context.WithTimeout(wctx, cfg.ConnectTimeout)
+		defer cancel()
+	}
+	m.readRecordLimits(ctx, md, tp)
+	return nil
+}
+
+// metadata asks the brokers about the member's topics until they answer
+// or ctx ends; a broker that closes every connection, or refuses for
+// good, ends it at once (whyNoAnswer).
+func (m *member) metadata(ctx context.Context) (*kafka.MetadataResponse, error) {
+	cfg := m.cfg
 	topics := []string{cfg.Topic, cfg.OutputTopic, cfg.DLQTopic}
 	if cfg.LabelTopic != "" {
 		topics = append(topics, cfg.LabelTopic)
 	}
 	for closed := 0; ; {
-		md, err = m.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
-		if err == nil || ctx.Err() != nil {
-			break
+		md, err := m.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+		switch {
+		case err == nil:
+			return md, nil
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+			return nil, fmt.Errorf("brokers %v did not answer within %v (--connect-timeout): %w", cfg.Conn.Brokers, cfg.ConnectTimeout, err)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("reach brokers %v: %w", cfg.Conn.Brokers, err)
 		}
 		stop, cause := m.whyNoAnswer(ctx, &closed)
 		if stop {
-			return cause
+			return nil, cause
 		}
 		cfg.Log.Warn().Err(err).AnErr("cause", cause).Strs("brokers", cfg.Conn.Brokers).Msg("brokers do not answer yet; retrying")
 		select {
@@ -76,38 +115,45 @@ func (m *member) prepare(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
-	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("brokers %v did not answer within %v (--connect-timeout): %w", cfg.Conn.Brokers, cfg.ConnectTimeout, err)
-		}
-		return fmt.Errorf("reach brokers %v: %w", cfg.Conn.Brokers, err)
-	}
-	exists := map[string]bool{}
-	partitions := map[string]int{}
+}
+
+// topicState is what the metadata said of the member's topics: which
+// exist (with partitions), and how many partitions each has.
+type topicState struct {
+	exists     map[string]bool
+	partitions map[string]int
+}
+
+func topicsOf(md *kafka.MetadataResponse) topicState {
+	tp := topicState{exists: map[string]bool{}, partitions: map[string]int{}}
 	for _, t := range md.Topics {
-		exists[t.Name] = t.Error == nil && len(t.Partitions) > 0
-		partitions[t.Name] = len(t.Partitions)
+		tp.exists[t.Name] = t.Error == nil && len(t.Partitions) > 0
+		tp.partitions[t.Name] = len(t.Partitions)
 	}
-	// Co-partitioning is what puts a label beside its record; a count
-	// that differs would send labels to other partitions' workers.
-	coPartitioned := func() error {
-		if lt := cfg.LabelTopic; lt != "" && exists[cfg.Topic] && partitions[lt] != partitions[cfg.Topic] {
-			return fmt.Errorf("label topic %q has %d partitions, input topic %q has %d: the label topic must be co-partitioned with the input (as many partitions, labels keyed as their records)",
-				lt, partitions[lt], cfg.Topic, partitions[cfg.Topic])
-		}
-		return nil
+	return tp
+}
+
+// coPartitioned refuses a label topic whose partition count differs from
+// the input's: co-partitioning is what puts a label beside its record,
+// and a count that differs would send labels to other partitions'
+// workers.
+func (tp topicState) coPartitioned(cfg *Config) error {
+	if lt := cfg.LabelTopic; lt != "" && tp.exists[cfg.Topic] && tp.partitions[lt] != tp.partitions[cfg.Topic] {
+		return fmt.Errorf("label topic %q has %d partitions, input topic %q has %d: the label topic must be co-partitioned with the input (as many partitions, labels keyed as their records)",
+			lt, tp.partitions[lt], cfg.Topic, tp.partitions[cfg.Topic])
 	}
-	if lt := cfg.LabelTopic; lt != "" && !exists[lt] {
-		return fmt.Errorf("label topic %q does not exist: create it with as many partitions as %q, or fix --label-topic", lt, cfg.Topic)
-	}
-	if err := coPartitioned(); err != nil {
-		return err
-	}
+	return nil
+}
+
+// ensureOutputTopics creates the output and dead-letter topics that do
+// not exist, with --auto-create, or refuses to start.
+func (m *member) ensureOutputTopics(ctx context.Context, tp topicState) error {
+	cfg := m.cfg
 	var created []string
 	for _, t := range []struct{ name, role, flag string }{
 		{cfg.OutputTopic, "output", "--output-topic"}, {cfg.DLQTopic, "dead-letter", "--dlq-topic"},
 	} {
-		if exists[t.name] {
+		if tp.exists[t.name] {
 			continue
 		}
 		if !cfg.AutoCreateTopics {
@@ -124,27 +170,20 @@ func (m *member) prepare(ctx context.Context) error {
 	if len(created) > 0 {
 		cfg.Log.Info().Strs("topics", created).Msg("created the missing output topics (--auto-create)")
 	}
-	if !exists[cfg.Topic] {
-		n, err := m.awaitInput(wctx)
-		if err != nil || wctx.Err() != nil {
-			return err
-		}
-		exists[cfg.Topic], partitions[cfg.Topic] = true, n
-		if err := coPartitioned(); err != nil {
-			return err
-		}
-		// The checks below ask the brokers again, with the time the
-		// first answer had.
-		cancel()
-		ctx, cancel = context.WithTimeout(wctx, cfg.ConnectTimeout)
-		defer cancel()
-	}
+	return nil
+}
+
+// readRecordLimits sets the largest record the output and dead-letter
+// topics take: the topic's max.message.bytes, else the broker's
+// message.max.bytes, else Config.MaxMessageBytes.
+func (m *member) readRecordLimits(ctx context.Context, md *kafka.MetadataResponse, tp topicState) {
+	cfg := m.cfg
 	brokerLimit := 0
 	if len(md.Brokers) > 0 {
 		brokerLimit = m.configLimit(ctx, kafka.ResourceTypeBroker, strconv.Itoa(md.Brokers[0].ID), "message.max.bytes")
 	}
 	limit := func(topic string) int {
-		if n := m.configLimit(ctx, kafka.ResourceTypeTopic, topic, "max.message.bytes"); n > 0 && exists[topic] {
+		if n := m.configLimit(ctx, kafka.ResourceTypeTopic, topic, "max.message.bytes"); n > 0 && tp.exists[topic] {
 			return n
 		}
 		if brokerLimit > 0 {
@@ -155,7 +194,6 @@ func (m *member) prepare(ctx context.Context) error {
 	m.outLimit, m.dlqLimit = limit(cfg.OutputTopic), limit(cfg.DLQTopic)
 	cfg.Log.Info().Str("output", cfg.OutputTopic).Int("output_max_bytes", m.outLimit).
 		Str("dlq", cfg.DLQTopic).Int("dlq_max_bytes", m.dlqLimit).Msg("output topics checked")
-	return nil
 }
 
 // configLimit reads a size setting of a topic or broker; 0 when the

@@ -139,13 +139,17 @@ func (t *txn) bump(ctx context.Context) error {
 	return err
 }
 
-// addPartition adds tp to the open transaction of the producer (pid,
-// epoch), before the first batch written to it in the transaction.
-func (t *txn) addPartition(ctx context.Context, tp topicPartition, pid, epoch int) error {
-	return retry(ctx, "add "+tp.topic+" to the transaction", func(ctx context.Context) error {
+// addPartitions adds tps to the open transaction of the producer (pid,
+// epoch), before the first batch written to each in the transaction: one
+// request for all of them.
+func (t *txn) addPartitions(ctx context.Context, tps []topicPartition, pid, epoch int) error {
+	topics := map[string][]kafka.AddPartitionToTxn{}
+	for _, tp := range tps {
+		topics[tp.topic] = append(topics[tp.topic], kafka.AddPartitionToTxn{Partition: tp.partition})
+	}
+	return retry(ctx, fmt.Sprintf("add %d output partitions to the transaction", len(tps)), func(ctx context.Context) error {
 		res, err := t.client.AddPartitionsToTxn(ctx, &kafka.AddPartitionsToTxnRequest{
-			TransactionalID: t.id, ProducerID: pid, ProducerEpoch: epoch,
-			Topics: map[string][]kafka.AddPartitionToTxn{tp.topic: {{Partition: tp.partition}}},
+			TransactionalID: t.id, ProducerID: pid, ProducerEpoch: epoch, Topics: topics,
 		})
 		if err != nil {
 			return err

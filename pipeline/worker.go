@@ -87,6 +87,10 @@ type worker struct {
 	// aborts counts the transactions aborted in a row since the last
 	// commit; abortLoop of them halt the partition in /readyz.
 	aborts int
+	// failing counts this partition's own failed writes, snapshots or
+	// commits in a row under exactly-once (not the aborts another
+	// partition caused), since its last commit; see holdOff.
+	failing int
 	// snap is the partition's last snapshot (the one the commits name
 	// until the next), and replay the records a restore plays learn-only
 	// from that snapshot's offset to the committed one.
@@ -230,6 +234,14 @@ func (w *worker) rewind(ctx context.Context, producer func(context.Context) erro
 // the replay; more mean the partition is not getting its work out.
 const abortLoop = 5
 
+// A partition whose own writes or commits failed failingAfter times in a
+// row is left out of the member's transactions for a commit interval,
+// twice as long at each failure after, up to maxHoldOff (holdOff).
+const (
+	failingAfter = 2
+	maxHoldOff   = 30 * time.Second
+)
+
 // fencedWait holds a partition whose commit was refused as fenced (the
 // group or the transaction coordinator says another member owns it now).
 // Usually the generation is ending: this member's next heartbeat learns
@@ -286,21 +298,9 @@ func (w *worker) restore(ctx context.Context) (rerr error) {
 		return err
 	}
 	meta, w.reset = splitMeta(meta)
-	rewound := false
-	if spec := cfg.ResetOffsets; spec != "" && w.reset != spec {
-		// The group moves to the target with a new model: the stored one
-		// has learned records the rewind is to play again (or, forward,
-		// not those it skips).
-		target, err := w.m.resetTarget(ctx, w.part.Topic, w.part.ID, spec)
-		if err != nil {
-			return err
-		}
-		w.log.Warn().Str("reset_offsets", spec).Int64("committed", committed).Int64("offset", target).Str("snapshot", meta).
-			Msg("--reset-offsets: the partition starts over at the offset with a NEW model (once: a restart with the same value goes on from its checkpoints)")
-		cfg.Metrics.ModelResets.WithLabelValues("reset_offsets").Inc()
-		committed, meta, w.reset, rewound = target, "", spec, true
-	} else if spec != "" {
-		w.log.Info().Str("reset_offsets", spec).Msg("--reset-offsets was already applied to this partition; going on from its checkpoints")
+	committed, meta, rewound, err := w.applyResetOffsets(ctx, committed, meta)
+	if err != nil {
+		return err
 	}
 	st, err := cfg.Checkpoints.Restore(ctx, w.part, committed, meta)
 	if err != nil {
@@ -314,48 +314,15 @@ func (w *worker) restore(ctx context.Context) (rerr error) {
 				w.m.retain(w.part, kept)
 			}
 		}()
-		if kept.NextOffset == committed {
-			w.log.Info().Int64("offset", committed).Int("support", kept.Model.Support()).Msg("model kept in memory across the rebalance")
-			st = kept
-		} else {
-			w.log.Warn().Int64("offset", committed).Int64("kept_offset", kept.NextOffset).
-				Msg("the partition moved on elsewhere since this member held it: starting a new model (no checkpoint store)")
-		}
+		st = w.keptModel(kept, committed)
 	}
 	if st == nil {
-		m, err := model.New(cfg.ModelConfig(w.part.ID))
-		if err != nil {
+		if st, err = w.newState(committed); err != nil {
 			return err
-		}
-		st = &State{Model: m, NextOffset: committed}
-		if committed < 0 {
-			st.NextOffset = kafka.FirstOffset
-			if cfg.StartOffset == "latest" {
-				st.NextOffset = kafka.LastOffset
-			}
 		}
 	}
-	if lt := cfg.LabelTopic; lt != "" && rewound {
-		// The labels rewind with their records, to the same bound.
-		if st.LabelOffset, err = w.m.resetTarget(ctx, lt, w.part.ID, cfg.ResetOffsets); err != nil {
-			return err
-		}
-		st.LabelTopic = lt
-	}
-	if lt := cfg.LabelTopic; lt != "" && st.LabelTopic != lt {
-		// No position in this label topic yet (a new model, or a snapshot
-		// from before labels had a topic): the group's, else the start.
-		off, _, err := w.m.committed(ctx, Partition{Topic: lt, ID: w.part.ID})
-		if err != nil {
-			return err
-		}
-		if off < 0 {
-			off = kafka.FirstOffset
-			if cfg.StartOffset == "latest" {
-				off = kafka.LastOffset
-			}
-		}
-		st.LabelTopic, st.LabelOffset = lt, off
+	if err := w.labelPosition(ctx, st, rewound); err != nil {
+		return err
 	}
 	if rewound {
 		// The reset is committed at once, as kafka-consumer-groups does: an
@@ -371,22 +338,123 @@ func (w *worker) restore(ctx context.Context) (rerr error) {
 	w.snap = snapshotState{name: st.Snapshot, offset: st.NextOffset, at: time.Now(), bytes: st.SnapshotBytes}
 	w.replay = replayState{}
 	if st.Snapshot != "" && !rewound && committed > st.NextOffset {
-		// The commit named an earlier snapshot: the records after it were
-		// learned and emitted by whoever played them first. They are
-		// played again learn-only, which rebuilds the committed model bit
-		// for bit, and nothing is committed before the replay reaches the
-		// committed offsets.
-		labelTo := st.LabelOffset
-		if lt := cfg.LabelTopic; lt != "" {
-			off, _, err := w.m.committed(ctx, Partition{Topic: lt, ID: w.part.ID})
-			if err != nil {
-				return err
-			}
-			labelTo = max(off, labelTo)
-		}
-		w.replay = replayState{from: st.NextOffset, to: committed, labelTo: labelTo, started: time.Now()}
-		w.committed, w.committedLabel = committed, labelTo
+		return w.planReplay(ctx, st, committed)
 	}
+	return nil
+}
+
+// applyResetOffsets moves the partition to Config.ResetOffsets' target,
+// once: the commit metadata remembers that it was applied. It returns
+// the offset and snapshot to restore from, and whether it moved
+// (rewound: a new model at the target).
+func (w *worker) applyResetOffsets(ctx context.Context, committed int64, meta string) (int64, string, bool, error) {
+	cfg := w.m.cfg
+	spec := cfg.ResetOffsets
+	switch {
+	case spec == "":
+		return committed, meta, false, nil
+	case w.reset == spec:
+		w.log.Info().Str("reset_offsets", spec).Msg("--reset-offsets was already applied to this partition; going on from its checkpoints")
+		return committed, meta, false, nil
+	}
+	// The group moves to the target with a new model: the stored one
+	// has learned records the rewind is to play again (or, forward,
+	// not those it skips).
+	target, err := w.m.resetTarget(ctx, w.part.Topic, w.part.ID, spec)
+	if err != nil {
+		return 0, "", false, err
+	}
+	w.log.Warn().Str("reset_offsets", spec).Int64("committed", committed).Int64("offset", target).Str("snapshot", meta).
+		Msg("--reset-offsets: the partition starts over at the offset with a NEW model (once: a restart with the same value goes on from its checkpoints)")
+	cfg.Metrics.ModelResets.WithLabelValues("reset_offsets").Inc()
+	w.reset = spec
+	return target, "", true, nil
+}
+
+// keptModel is the model this member kept in memory across the rebalance
+// (no checkpoint store), if the partition is still where it left it;
+// nil if it moved on elsewhere meanwhile.
+func (w *worker) keptModel(kept *State, committed int64) *State {
+	if kept.NextOffset == committed {
+		w.log.Info().Int64("offset", committed).Int("support", kept.Model.Support()).Msg("model kept in memory across the rebalance")
+		return kept
+	}
+	w.log.Warn().Int64("offset", committed).Int64("kept_offset", kept.NextOffset).
+		Msg("the partition moved on elsewhere since this member held it: starting a new model (no checkpoint store)")
+	return nil
+}
+
+// newState is a new model at the committed offset, or, with none, at the
+// log's start or end as Config.StartOffset says.
+func (w *worker) newState(committed int64) (*State, error) {
+	cfg := w.m.cfg
+	m, err := model.New(cfg.ModelConfig(w.part.ID))
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Model: m, NextOffset: committed}
+	if committed < 0 {
+		st.NextOffset = kafka.FirstOffset
+		if cfg.StartOffset == "latest" {
+			st.NextOffset = kafka.LastOffset
+		}
+	}
+	return st, nil
+}
+
+// labelPosition sets where the partition reads the label topic: rewound
+// with its records to the reset's bound, else the snapshot's position,
+// else the group's, else the log's start or end.
+func (w *worker) labelPosition(ctx context.Context, st *State, rewound bool) error {
+	cfg := w.m.cfg
+	lt := cfg.LabelTopic
+	if lt == "" {
+		return nil
+	}
+	if rewound {
+		// The labels rewind with their records, to the same bound.
+		off, err := w.m.resetTarget(ctx, lt, w.part.ID, cfg.ResetOffsets)
+		if err != nil {
+			return err
+		}
+		st.LabelTopic, st.LabelOffset = lt, off
+		return nil
+	}
+	if st.LabelTopic == lt {
+		return nil
+	}
+	// No position in this label topic yet (a new model, or a snapshot
+	// from before labels had a topic): the group's, else the start.
+	off, _, err := w.m.committed(ctx, Partition{Topic: lt, ID: w.part.ID})
+	if err != nil {
+		return err
+	}
+	if off < 0 {
+		off = kafka.FirstOffset
+		if cfg.StartOffset == "latest" {
+			off = kafka.LastOffset
+		}
+	}
+	st.LabelTopic, st.LabelOffset = lt, off
+	return nil
+}
+
+// planReplay sets up the replay of a commit that named an earlier
+// snapshot: the records after it were learned and emitted by whoever
+// played them first. They are played again learn-only, which rebuilds
+// the committed model bit for bit, and nothing is committed before the
+// replay reaches the committed offsets.
+func (w *worker) planReplay(ctx context.Context, st *State, committed int64) error {
+	labelTo := st.LabelOffset
+	if lt := w.m.cfg.LabelTopic; lt != "" {
+		off, _, err := w.m.committed(ctx, Partition{Topic: lt, ID: w.part.ID})
+		if err != nil {
+			return err
+		}
+		labelTo = max(off, labelTo)
+	}
+	w.replay = replayState{from: st.NextOffset, to: committed, labelTo: labelTo, started: time.Now()}
+	w.committed, w.committedLabel = committed, labelTo
 	return nil
 }
 
@@ -850,6 +918,7 @@ func (w *worker) checkpoint(ctx context.Context, when commitWhen) error {
 		return err
 	}
 	w.pending, w.committedAt, w.committed, w.committedLabel = 0, time.Now(), w.st.NextOffset, w.st.LabelOffset
+	w.failing = 0
 	w.markDurable()
 	if !saved {
 		w.log.Debug().Str("snapshot", meta).Int64("offset", w.committed).Int64("snapshot_offset", w.snap.offset).Msg("commit")

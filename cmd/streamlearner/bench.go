@@ -55,6 +55,12 @@ type benchCmd struct {
 	DelayedLabels     bool  `help:"Records keyed and without their label: the member runs with --delayed-labels, every 4th record's label comes 1,000 records later, the others' never, so each partition's pending store fills to its bounds. --records counts the records; their labels are extra messages. Learning runs only."`
 	PendingMaxRecords int   `help:"The member's --pending-max-records (default: run's, 100,000)."`
 	PendingMaxBytes   int64 `help:"The member's --pending-max-bytes (default: run's, 64 MiB)."`
+	// Rebalance measures a member joining and one leaving instead of
+	// throughput (bench_rebalance.go).
+	Rebalance     bool          `help:"Measure rebalances instead: records at --rate a second over the most --partitions, one member alone for --phase, a second joining for --phase then leaving (SIGTERM), the first alone again; report the p99 record → prediction latency in steady state and around each, and how long until every partition is served again. Each member is run in a process of its own."`
+	Rate          int           `default:"10000" help:"With --rebalance: records a second sent."`
+	Phase         time.Duration `default:"30s" help:"With --rebalance: how long each phase lasts."`
+	FlushInterval time.Duration `default:"5ms" help:"With --rebalance: the members' --flush-interval."`
 }
 
 // restoreRecords are appended to each partition after a deferred run's
@@ -72,6 +78,9 @@ func (c *benchCmd) Run(ctx context.Context, out io.Writer) error {
 	kern, err := learners.ParseKernel(c.Kernel)
 	if err != nil {
 		return err
+	}
+	if c.Rebalance {
+		return c.rebalance(ctx, out)
 	}
 	b := benchrun.Bench{
 		Data: c.Data, Records: c.Records, Partitions: c.Partitions, Learner: c.Learner, Kernel: kern,

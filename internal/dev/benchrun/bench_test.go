@@ -29,6 +29,9 @@ func fakeOnce(b *Bench, calls *bytes.Buffer) func(context.Context, string, int, 
 			PeakRSS: int64(40+3*parts+run+len(mode)) << 20, OutputBytes: int64(17+len(mode)) * 20011,
 			CheckpointWritten: int64(len(mode)) * 1_000_003 * int64(1+run), Snapshots: 3*len(mode) + run, SnapshotBytes: 12_345 * int64(parts),
 			Support: 100 - parts, Pending: parts * run}
+		if mode == "exactly-once" {
+			res.Transactions = parts * (run + 1)
+		}
 		if sampleRSS {
 			for i := range int64(10) {
 				res.RSS = append(res.RSS, RSSSample{At: time.Duration(i) * time.Second, Done: i * int64(b.Records) / 10, RSS: (50 << 20) + i*i*(3<<20)})
@@ -62,7 +65,7 @@ func TestMeasurePinned(t *testing.T) {
 		}},
 		{"rss", func(b *Bench) { b.Records, b.InProcess = 10_000_000, true }},
 		{"compression", func(b *Bench) { b.Compression, b.Runs = []string{"none", "lz4", "zstd"}, 3 }},
-		{"exactly-once", func(b *Bench) { b.ProcessingGuarantee, b.Runs = pipeline.ExactlyOnce, 2 }},
+		{"exactly-once", func(b *Bench) { b.ProcessingGuarantee, b.Runs, b.Partitions = pipeline.ExactlyOnce, 2, []int{4, 64, 4} }},
 		{"snapshots", func(b *Bench) { b.Snapshots, b.Runs = []string{"every-commit", "deferred"}, 2 }},
 		{"snapshots-in-process", func(b *Bench) { b.Snapshots, b.InProcess, b.Partitions = []string{"deferred"}, true, []int{2, 1} }},
 		{"delayed", func(b *Bench) { b.DelayedLabels, b.LearnOnly, b.Records = true, true, 2000 }},
