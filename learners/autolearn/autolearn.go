@@ -90,7 +90,7 @@ func init() {
 				{Name: "kernel", Default: "search", Doc: "given: only the kernel given (--kernel)"},
 				{Name: "gamma", Default: "0.001..10", Doc: "RBF γ range"},
 				{Name: "budget", Default: "50..400", Doc: "budget range"},
-				{Name: "degree", Default: "2..4", Doc: "polynomial degree range"},
+				{Name: "degree", Default: "1..4", Doc: "polynomial degree range (coef0=1: degree 1 is linear with an intercept)"},
 				{Name: "scale", Default: "both", Doc: "online scaling: both, on, off"},
 				{Name: "memory", Default: "64MiB", Doc: "bound on the candidates' memory; k classes of a many-class model share min(k, 4) times it"},
 				{Name: "width", Default: "48", Doc: "candidates at the start"},
@@ -140,9 +140,30 @@ type point struct {
 	scale   bool
 }
 
+// spec is the candidate's learner spec; a budget of 0 is a learner with
+// no cap, in primal form (see unbounded).
 func (p point) spec() string {
+	if p.budget == 0 {
+		return p.learner
+	}
 	key, _ := budgetKey(p.learner)
 	return fmt.Sprintf("%s:%s=%d", p.learner, key, p.budget)
+}
+
+// unbounded is p without a budget when its learner keeps its model in
+// primal form on p's kernel (learners.Unbounded: the Perceptron and PA-I
+// on a linear kernel), at the first budget when it needs one again (a
+// neighbour on another kernel or learner). A cap on a primal learner
+// only cut short what it may learn: its w costs d weights whatever the
+// support (on a9a, PA-I at C = 1 made 21.0 % mistakes unbounded).
+func (a *Auto) unbounded(p point) point {
+	if p.budget == 0 {
+		p.budget = a.budget0()
+	}
+	if _, ok := learners.Unbounded(p.spec(), p.kernel); ok {
+		p.budget = 0
+	}
+	return p
 }
 
 // String names the candidate: "rbp:budget=100 kernel=rbf:gamma=0.1", with
@@ -399,7 +420,10 @@ func (a *Auto) grid() []point {
 		for _, k := range ks {
 			for _, s := range ss {
 				for _, b := range a.budgets0() {
-					all = append(all, point{learner: l, budget: b, kernel: k, scale: s})
+					p := a.unbounded(point{learner: l, budget: b, kernel: k, scale: s})
+					if !slices.Contains(all, p) {
+						all = append(all, p)
+					}
 				}
 			}
 		}
@@ -409,7 +433,7 @@ func (a *Auto) grid() []point {
 	for i, j := range perm {
 		shuffled[i] = all[j]
 	}
-	first := point{learner: a.cfg.Learners[0], budget: a.budget0(), kernel: ks[len(ks)/2], scale: ss[0]}
+	first := a.unbounded(point{learner: a.cfg.Learners[0], budget: a.budget0(), kernel: ks[len(ks)/2], scale: ss[0]})
 	out := []point{first}
 	used := map[point]bool{first: true}
 	kernUse, learnUse := map[string]int{first.kernel.String() + fmt.Sprint(first.scale): 1}, map[string]int{first.learner: 1}
@@ -960,7 +984,7 @@ func (a *Auto) neighbours() []point {
 	p := a.cands[a.champion].pt
 	var ns []point
 	try := func(q point) {
-		if q == p || slices.ContainsFunc(a.cands, func(c *cand) bool { return c.pt == q }) || slices.Contains(ns, q) {
+		if q = a.unbounded(q); q == p || slices.ContainsFunc(a.cands, func(c *cand) bool { return c.pt == q }) || slices.Contains(ns, q) {
 			return
 		}
 		ns = append(ns, q)
@@ -999,7 +1023,7 @@ func (a *Auto) neighbours() []point {
 	// A larger budget only once the champion's is full: before, the copy
 	// grow makes of it would play exactly as it does.
 	ch := a.cands[a.champion]
-	if q := p.grown(); q.budget <= a.cfg.BudgetHi && ch.l.Size() >= ch.l.Budget() {
+	if q := p.grown(); q.budget > 0 && q.budget <= a.cfg.BudgetHi && ch.l.Size() >= ch.l.Budget() {
 		try(q)
 	}
 	if q := p; q.budget/2 >= a.cfg.BudgetLo {

@@ -38,9 +38,15 @@ type Config struct {
 	// BudgetLo, BudgetHi bound the budget; default 50 and 400. The first
 	// candidates take b = min(max(100, BudgetLo), BudgetHi) and
 	// min(2b, BudgetHi); explorers step by ×2.
+	// A learner that keeps its model in primal form on a linear kernel
+	// (the Perceptron and PA-I, learners.Unbounded) has no budget there:
+	// it holds d weights, whatever the stream's length.
 	BudgetLo, BudgetHi int
 	// DegreeLo, DegreeHi bound the polynomial kernel's degree (coef0 = 1,
-	// scale = 1); default 2 and 4.
+	// scale = 1); default 1 and 4. Degree 1 is the linear kernel with an
+	// intercept, x·y + 1, on which the Perceptron and PA-I are primal.
+	// (2..4 before: auto had no linear learner whose boundary misses the
+	// origin.)
 	DegreeLo, DegreeHi int
 	// Scale is "both" (default: candidates with and without online
 	// scaling), "on" or "off".
@@ -111,7 +117,7 @@ func (c Config) withDefaults() (Config, error) {
 	// A range is defaulted whole: one bound given is a range to check.
 	rangeOrDefault(&c.GammaLo, &c.GammaHi, 0.001, 10)
 	rangeOrDefault(&c.BudgetLo, &c.BudgetHi, 50, 400)
-	rangeOrDefault(&c.DegreeLo, &c.DegreeHi, 2, 4)
+	rangeOrDefault(&c.DegreeLo, &c.DegreeHi, 1, 4)
 	orDefault(&c.Scale, "both")
 	orDefault(&c.Memory, 64<<20)
 	orDefault(&c.Width, 48)
@@ -226,7 +232,7 @@ func budgetKey(name string) (string, error) {
 }
 
 // Parse reads the spec's parameters: learners=rbp|projectron++,
-// kernels=rbf|linear, gamma=0.01..1, budget=100..400, degree=2..4,
+// kernels=rbf|linear, gamma=0.01..1, budget=100..400, degree=1..4,
 // scale=both|on|off, kernel=search|given, memory=64MiB, width=48, keep=3,
 // rung=200, window=1000, margin=0.01, drift=adwin, cost=10, emit=vote. A range may be one
 // value.

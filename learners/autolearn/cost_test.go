@@ -122,14 +122,16 @@ func TestRestoreKeepsTheWorkCounted(t *testing.T) {
 // The first candidates hold two budgets, b and 2b, as far as budget=
 // allows: on a stream whose best budget is larger, the champion grows
 // only once its own budget is full (its copy at 2b must then win a duel).
+// The linear learners in primal form hold none (0).
 func TestFirstCandidatesHoldTwoBudgets(t *testing.T) {
 	for _, c := range []struct {
 		spec string
 		want []int
 	}{
-		{"auto", []int{100, 200}},
-		{"auto:budget=50..150", []int{100, 150}},
-		{"auto:budget=100", []int{100}},
+		{"auto", []int{0, 100, 200}},
+		{"auto:budget=50..150", []int{0, 100, 150}},
+		{"auto:budget=100", []int{0, 100}},
+		{"auto:budget=100,learners=rbp|lbp", []int{100}},
 	} {
 		a := build(t, c.spec, 1)
 		seen := map[int]int{}
@@ -245,5 +247,53 @@ func TestGroupGrowsEachClassFromItsOwnChampion(t *testing.T) {
 	}
 	if births == 0 {
 		t.Fatal("no copy was grown: the test shows nothing")
+	}
+}
+
+// The Perceptron and PA-I on a linear kernel, with or without the
+// intercept (poly of degree 1), are candidates in primal form, without a
+// cap: they learn past any budget of the space, and the memory bound
+// counts their d weights, not a support set. The others keep a budget.
+func TestLinearCandidatesHaveNoBudget(t *testing.T) {
+	a := build(t, "auto:learners=perceptron|pa1|rbp,kernels=linear|poly,degree=1..2,scale=off,budget=50..100,width=12,keep=12", 1)
+	primal := 0
+	for _, c := range a.cands {
+		linear := c.pt.learner != "rbp" && (c.pt.kernel.Kind == learners.Linear || c.pt.kernel.Degree == 1)
+		if got := learners.Form(c.l) == learners.FormPrimal; got != linear || (c.l.Budget() == 0) != linear {
+			t.Fatalf("%s: primal %v, budget %d", c.name, got, c.l.Budget())
+		}
+		if !linear {
+			continue
+		}
+		primal++
+		if strings.Contains(c.name, "max=") {
+			t.Fatalf("%s: a primal candidate named with a cap", c.name)
+		}
+		if m, err := learners.EstimateMemory(c.pt.spec(), c.pt.kernel, learners.Data{NNZ: 3, Dim: 3}); err != nil || !m.Primal {
+			t.Fatalf("%s: memory %+v, %v: want the primal form's", c.name, m, err)
+		}
+	}
+	if primal != 4 {
+		t.Fatalf("%d primal candidates, want the Perceptron and PA-I on two kernels", primal)
+	}
+	// Noisy labels of a hyperplane off the origin: the Perceptron errs on
+	// a fifth of 2,000 records, so its folded vectors pass the budget.
+	r := rand.New(rand.NewPCG(5, 1))
+	for range 2000 {
+		u, v := r.Float64(), r.Float64()
+		y := 1
+		if u+v < 0.7 != (r.Float64() < 0.1) {
+			y = -1
+		}
+		a.Round(sparse.Vector{Idx: []uint32{1, 2}, Val: []float64{u, v}}, y)
+	}
+	most := 0
+	for _, c := range a.cands {
+		if learners.Form(c.l) == learners.FormPrimal {
+			most = max(most, c.l.Size())
+		}
+	}
+	if most <= 100 {
+		t.Fatalf("the primal candidates folded at most %d vectors: capped at the budget", most)
 	}
 }
