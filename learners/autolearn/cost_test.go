@@ -273,8 +273,9 @@ func TestLinearCandidatesHaveNoBudget(t *testing.T) {
 			t.Fatalf("%s: memory %+v, %v: want the primal form's", c.name, m, err)
 		}
 	}
-	if primal != 4 {
-		t.Fatalf("%d primal candidates, want the Perceptron and PA-I on two kernels", primal)
+	// The Perceptron on two kernels, PA-I on two kernels at five C.
+	if primal != 12 {
+		t.Fatalf("%d primal candidates, want 12", primal)
 	}
 	// Noisy labels of a hyperplane off the origin: the Perceptron errs on
 	// a fifth of 2,000 records, so its folded vectors pass the budget.
@@ -296,4 +297,53 @@ func TestLinearCandidatesHaveNoBudget(t *testing.T) {
 	if most <= 100 {
 		t.Fatalf("the primal candidates folded at most %d vectors: capped at the budget", most)
 	}
+}
+
+// noisyLine is n records of two features labeled by a line off the origin,
+// a fraction flip of the labels flipped.
+func noisyLine(n int, flip float64, seed uint64) ([]sparse.Vector, []int) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	xs, ys := make([]sparse.Vector, n), make([]int, n)
+	for i := range xs {
+		u, v := r.Float64(), r.Float64()
+		ys[i] = 1
+		if u+v < 1 != (r.Float64() < flip) {
+			ys[i] = -1
+		}
+		xs[i] = sparse.Vector{Idx: []uint32{1, 2}, Val: []float64{u, v}}
+	}
+	return xs, ys
+}
+
+// PA-I's C is searched: the first candidates hold every C of the grid,
+// and on labels with 20 % noise, where a small C (a strong regularizer)
+// errs less, the search with C errs less than the one held at C = 1, and
+// ends on a C below 1.
+func TestCIsSearched(t *testing.T) {
+	const space = "auto:learners=pa1,kernels=linear|poly,degree=1,scale=off,rung=100,window=400"
+	a := build(t, space, 1)
+	cs := map[float64]bool{}
+	for _, c := range a.cands {
+		cs[c.pt.c] = true
+	}
+	if len(cs) != 5 || !cs[0.001] || !cs[10] {
+		t.Fatalf("the first candidates' C: %v, want the grid 0.001 to 10", cs)
+	}
+	xs, ys := noisyLine(6000, 0.2, 3)
+	var m [2]int
+	for k, spec := range []string{space, space + ",c=1"} {
+		a := build(t, spec, 1)
+		for i := range xs {
+			if a.Round(xs[i], ys[i]).Mistake {
+				m[k]++
+			}
+		}
+		if k == 0 && a.cands[a.champion].pt.c >= 1 {
+			t.Fatalf("champion %s: want a C below 1 on noisy labels", a.Champion())
+		}
+	}
+	if m[0] >= m[1] {
+		t.Fatalf("searching C: %d mistakes, C = 1: %d", m[0], m[1])
+	}
+	t.Logf("searching C: %d mistakes, C = 1: %d", m[0], m[1])
 }
