@@ -3,11 +3,12 @@
 // picking as the stream drifts (docs/auto.md).
 //
 // The rules up front:
-//   - A candidate is a learner (Config.Learners) at a budget, on a kernel
-//     (linear, polynomial of a degree, RBF of a γ), on the records as they
-//     come or scaled online (each feature divided by its standard
-//     deviation over the records before, not centred, so that sparse
-//     records stay sparse).
+//   - A candidate is a learner (Config.Learners) at a budget, with its C
+//     for PA-I, on a kernel (linear, polynomial of a degree, RBF of a γ),
+//     on the records as they come or scaled online (each feature divided
+//     by its standard deviation over the records before, not centred, so
+//     that sparse records stay sparse). The Perceptron and PA-I on the
+//     linear kernel or degree 1 have no budget: they are primal.
 //   - Every candidate alive predicts, then learns, every record. The
 //     emitted margin is the candidates' vote (Config.Emit "vote", the
 //     default): each votes its sign with a weight that falls by e^−η
@@ -20,7 +21,8 @@
 //     switch takes effect from the next record.
 //   - Successive halving: the search starts with Config.Width candidates
 //     spread over the space (every kernel and scaling first, then every
-//     learner), all born at the first record. After Rung labeled records,
+//     learner), all born at the first record, and beside them up to as
+//     many primal ones, halved apart (see grid and halved). After Rung labeled records,
 //     then 2·Rung more, 4·Rung more…, the better half by mistakes in the
 //     rung stays (ties to fewer since birth, then to the earlier born) and
 //     the best is champion, until Config.Keep are left. Along a rung the
@@ -32,7 +34,7 @@
 //     challenger becomes champion when it made fewer by more than
 //     Margin·Window (the old champion stays, as a challenger); otherwise
 //     the challenger goes, and an explorer near the champion takes its
-//     place: γ ×3 or ÷3, budget ÷2, degree ±1,
+//     place: γ ×3 or ÷3, C ×3 or ÷3, budget ÷2, degree ±1,
 //     the other scaling, another learner or kernel family, drawn from the
 //     neighbours not alive (and, while there are such, not among the last
 //     16 losers). A change of champion restarts the duels under way.

@@ -67,7 +67,9 @@ type Config struct {
 	// hold the candidates, share min(k, 4) times it (Auto.bound).
 	Memory int64
 	// Width is the number of candidates the search starts with (they all
-	// learn every record until the halving cuts them); default 48.
+	// learn every record until the halving cuts them); default 48. Up to
+	// Width candidates in primal form (O(nnz) a round) start beside them
+	// (see grid).
 	Width int
 	// Keep is the number of candidates left once the halving is done: the
 	// champion and Keep−1 challengers that explore near it; default 3.
