@@ -347,3 +347,55 @@ func TestCIsSearched(t *testing.T) {
 	}
 	t.Logf("searching C: %d mistakes, C = 1: %d", m[0], m[1])
 }
+
+// The cost bound's median is the kernel candidates': the primal ones,
+// each a fraction of a kernel candidate's work, would make every kernel
+// candidate cost more than cost= times it and go at the first rung.
+func TestCheapPrimalCandidatesDoNotSetTheMedian(t *testing.T) {
+	a := build(t, "auto:learners=rbp|pa1,kernels=linear|rbf,gamma=1,scale=off,budget=100,rung=150,width=4,keep=1,drift=none", 1)
+	kernel := func() (n int) {
+		for _, c := range a.cands {
+			if c.pt.budget > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	before := kernel()
+	if before < 3 || len(a.cands)-before < 5 {
+		t.Fatalf("%d kernel and %d primal candidates: want both", before, len(a.cands)-before)
+	}
+	// 40 dense features: a kernel candidate's round costs some 20 times a
+	// primal one's (352).
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 150 {
+		v := make([]float64, 40)
+		for j := range v {
+			v[j] = r.Float64()
+		}
+		a.Round(sparse.FromDense(v), 2*r.IntN(2)-1)
+	}
+	if got := kernel(); got != (before+1)/2 {
+		t.Fatalf("after the first rung %d kernel candidates of %d, want the better half: %+v", got, before, a.Candidates())
+	}
+}
+
+// A primal candidate's memory counts the features seen, not an array as
+// wide as the largest index: on hashed features (a few used of 2^18) a
+// dozen of them fit in 1 MiB, where the width of the index would count
+// some 5 MiB each.
+func TestPrimalMemoryCountsTheFeaturesSeen(t *testing.T) {
+	a := build(t, "auto:learners=pa1,kernels=linear,width=12", 1)
+	r := rand.New(rand.NewPCG(3, 3))
+	for range 150 { // within the first rung
+		x := sparse.Vector{Idx: []uint32{uint32(1 + r.IntN(20)), 1<<18 - 1}, Val: []float64{1, r.Float64()}}
+		a.Round(x, 2*r.IntN(2)-1)
+	}
+	if len(a.cands) < 10 {
+		t.Fatalf("%d candidates: want the grid of C on two scalings", len(a.cands))
+	}
+	// The scaler's statistics, as wide as the index, are the search's own.
+	if m := a.Memory() - int64(cap(a.stats)*8+cap(a.scaled.Val)*8); m > 2<<20 {
+		t.Fatalf("%d primal candidates estimated at %d bytes", len(a.cands), m)
+	}
+}
