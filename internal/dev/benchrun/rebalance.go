@@ -1,4 +1,4 @@
-package main
+package benchrun
 
 import (
 	"context"
@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"sort"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
@@ -19,7 +17,6 @@ import (
 	"github.com/segmentio/kafka-go/protocol/produce"
 
 	"github.com/streamlearner/streamlearner/codec"
-	"github.com/streamlearner/streamlearner/internal/dev/benchrun"
 	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/pipeline"
 )
@@ -39,31 +36,81 @@ type seenPrediction struct {
 	sent, made time.Time
 }
 
-// rebalance measures a group at the most partitions of --partitions
-// through a member joining and a member leaving: records at --rate a
-// second, each keyed by when it was sent; one member serves alone for
-// --phase, a second joins and serves beside it for --phase, then leaves
-// (SIGTERM), and the first serves alone for --phase more. Each member is
-// `streamlearner run` in a process of its own, with --flush-interval;
-// the latency of a record is its prediction batch's timestamp minus its
-// sending.
-func (c *benchCmd) rebalance(ctx context.Context, out io.Writer) error {
+// Rebalance is what `streamlearner bench --rebalance` measures: a group
+// at the most of Partitions through a member joining and a member
+// leaving. Records go at Rate a second, each keyed by when it was sent;
+// one member serves alone for Phase, a second joins and serves beside it
+// for Phase, then leaves (its stop), and the first serves alone for Phase
+// more. The latency of a record is its prediction batch's timestamp minus
+// its sending. Its fields are bench's flags; the defaults named are
+// theirs, Measure takes none.
+type Rebalance struct {
+	// Data is the LIBSVM file of the records, sent over and over
+	// (default testdata/a9a.gz).
+	Data string
+	// Partitions: the input and output topics get the most of them; each
+	// must be positive (default 4).
+	Partitions []int
+	// Rate is the records sent a second, at least 100 (default 10,000).
+	Rate int
+	// Phase is how long each of the three phases lasts, positive
+	// (default 30 s); the latency windows are at most 30 s of it.
+	Phase time.Duration
+	// FlushInterval is the members' --flush-interval, positive (default
+	// 5 ms); Measure only checks it and prints it, Member applies it.
+	FlushInterval time.Duration
+	// Learner is the members' learner spec, for the report's first line
+	// (default rbp:budget=100).
+	Learner string
+	// ProcessingGuarantee is the members' (default at-least-once); under
+	// exactly-once the predictions are read committed.
+	ProcessingGuarantee string
+	// Broker starts a broker of its own with partitions partitions a
+	// topic and returns its address and how to stop it.
+	Broker func(ctx context.Context, partitions int) (stop func(), addr string, err error)
+	// Member starts a member (`streamlearner run` in a process of its
+	// own) as spec says; stop makes it leave as an orchestrator does
+	// (SIGTERM) and returns once it has gone.
+	Member func(ctx context.Context, spec MemberSpec) (stop func(), err error)
+}
+
+// MemberSpec is what a member of a rebalance run serves and where.
+type MemberSpec struct {
+	Name                      string // "a", the first, or "b", the one joining
+	Broker                    string // address
+	Topic, OutputTopic, Group string
+	Dir                       string // for its log and its checkpoints, shared by both members
+}
+
+// check rejects what the run cannot measure.
+func (r *Rebalance) check() error {
 	switch {
-	case c.Rate < 100:
-		return fmt.Errorf("--rate %d: want at least 100 records a second", c.Rate)
-	case c.Phase <= 0:
-		return fmt.Errorf("--phase %v: want a positive duration", c.Phase)
-	case c.FlushInterval <= 0:
-		return fmt.Errorf("--flush-interval %v: want a positive duration", c.FlushInterval)
-	case slices.Min(c.Partitions) <= 0:
-		return fmt.Errorf("--partitions %v: want positive counts", c.Partitions)
+	case r.Rate < 100:
+		return fmt.Errorf("--rate %d: want at least 100 records a second", r.Rate)
+	case r.Phase <= 0:
+		return fmt.Errorf("--phase %v: want a positive duration", r.Phase)
+	case r.FlushInterval <= 0:
+		return fmt.Errorf("--flush-interval %v: want a positive duration", r.FlushInterval)
+	case len(r.Partitions) == 0 || slices.Min(r.Partitions) <= 0:
+		return fmt.Errorf("--partitions %v: want positive counts", r.Partitions)
+	case r.Broker == nil || r.Member == nil:
+		return errors.New("bench: rebalance: no Broker or Member to start")
 	}
-	parts := slices.Max(c.Partitions)
-	msgs, err := benchrun.LoadA9A(ctx, c.Data)
+	return nil
+}
+
+// Measure runs the broker, the sender, the reader of predictions and the
+// members' comings and goings, then prints the report to out.
+func (r *Rebalance) Measure(ctx context.Context, out io.Writer) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	parts := slices.Max(r.Partitions)
+	msgs, err := LoadA9A(ctx, r.Data)
 	if err != nil {
 		return err
 	}
-	stop, addr, err := childBroker(ctx, parts)
+	stop, addr, err := r.Broker(ctx, parts)
 	if err != nil {
 		return err
 	}
@@ -74,36 +121,43 @@ func (c *benchCmd) rebalance(ctx context.Context, out io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(out, "rebalance: %d partitions, %d records/s, %s, --flush-interval %v, %s; a member alone %v, a second joins for %v and leaves (SIGTERM), the first alone %v more; broker and members in child processes\n",
-		parts, c.Rate, c.Learner, c.FlushInterval, c.ProcessingGuarantee, c.Phase, c.Phase, c.Phase)
+		parts, r.Rate, r.Learner, r.FlushInterval, r.ProcessingGuarantee, r.Phase, r.Phase, r.Phase)
 	if err := createRebalanceTopics(ctx, addr, parts); err != nil {
 		return err
 	}
+	seen, events, err := r.run(ctx, addr, dir, parts, msgs)
+	if err != nil {
+		return err
+	}
+	reportRebalance(out, firstOfEach(seen), events, parts, min(r.Phase, 30*time.Second))
+	return nil
+}
+
+// run sends and reads predictions while the members come and go, and
+// returns the predictions seen and when the members came and went.
+func (r *Rebalance) run(ctx context.Context, addr, dir string, parts int, msgs []kafka.Message) ([]seenPrediction, rebalanceEvents, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var seen []seenPrediction
 	var mu sync.Mutex
 	observed := make(chan error, 1)
 	go func() {
-		observed <- observe(ctx, addr, parts, c.ProcessingGuarantee == pipeline.ExactlyOnce, func(s seenPrediction) {
+		observed <- observe(ctx, addr, parts, r.ProcessingGuarantee == pipeline.ExactlyOnce, func(s seenPrediction) {
 			mu.Lock()
 			seen = append(seen, s)
 			mu.Unlock()
 		})
 	}()
 	sent := make(chan error, 1)
-	go func() { sent <- paced(ctx, addr, parts, c.Rate, msgs) }()
-	events, err := c.members(ctx, addr, dir)
+	go func() { sent <- paced(ctx, addr, parts, r.Rate, msgs) }()
+	events, err := r.members(ctx, addr, dir)
 	cancel()
 	if err2 := errors.Join(<-sent, <-observed); err == nil && err2 != nil && !errors.Is(err2, context.Canceled) {
 		err = err2
 	}
-	if err != nil {
-		return err
-	}
 	mu.Lock()
 	defer mu.Unlock()
-	reportRebalance(out, firstOfEach(seen), events, parts, min(c.Phase, 30*time.Second))
-	return nil
+	return seen, events, err
 }
 
 // rebalanceEvents are when the members came and went.
@@ -111,14 +165,17 @@ type rebalanceEvents struct{ start, join, leave, end time.Time }
 
 // members runs the first member, the second's join and leave, and then
 // stops the first; it returns when each happened.
-func (c *benchCmd) members(ctx context.Context, addr, dir string) (rebalanceEvents, error) {
+func (r *Rebalance) members(ctx context.Context, addr, dir string) (rebalanceEvents, error) {
 	var ev rebalanceEvents
+	spec := func(name string) MemberSpec {
+		return MemberSpec{Name: name, Broker: addr, Topic: rebalanceIn, OutputTopic: rebalanceOut, Group: rebalanceGroup, Dir: dir}
+	}
 	ev.start = time.Now()
-	a, err := c.member(ctx, addr, dir, "a")
+	stopA, err := r.Member(ctx, spec("a"))
 	if err != nil {
 		return ev, err
 	}
-	defer a.stop()
+	defer stopA()
 	wait := func(d time.Duration) error {
 		select {
 		case <-ctx.Done():
@@ -127,69 +184,23 @@ func (c *benchCmd) members(ctx context.Context, addr, dir string) (rebalanceEven
 			return nil
 		}
 	}
-	if err := wait(c.Phase); err != nil {
+	if err := wait(r.Phase); err != nil {
 		return ev, err
 	}
 	ev.join = time.Now()
-	b, err := c.member(ctx, addr, dir, "b")
+	stopB, err := r.Member(ctx, spec("b"))
 	if err != nil {
 		return ev, err
 	}
-	if err := wait(c.Phase); err != nil {
-		b.stop()
+	if err := wait(r.Phase); err != nil {
+		stopB()
 		return ev, err
 	}
 	ev.leave = time.Now()
-	b.stop()
-	err = wait(c.Phase)
+	stopB()
+	err = wait(r.Phase)
 	ev.end = time.Now()
 	return ev, err
-}
-
-// runningMember is a member process, done closed once it ended.
-type runningMember struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-// member starts `streamlearner run` from this executable, its log in
-// dir.
-func (c *benchCmd) member(ctx context.Context, addr, dir, name string) (*runningMember, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("bench: find this executable: %w", err)
-	}
-	log, err := os.Create(dir + "/member-" + name + ".log")
-	if err != nil {
-		return nil, err
-	}
-	args := []string{"run", "--brokers", addr, "--topic", rebalanceIn, "--output-topic", rebalanceOut, "--group", rebalanceGroup,
-		"--learner", c.Learner, "--kernel", c.Kernel, "--flush-interval", c.FlushInterval.String(), "--auto-create",
-		"--metrics-addr", "127.0.0.1:0", "--log-format", "json", "--processing-guarantee", c.ProcessingGuarantee,
-		"--checkpoint-dir", dir + "/checkpoints"}
-	cmd := exec.CommandContext(ctx, exe, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
-	cmd.WaitDelay = 30 * time.Second
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return nil, fmt.Errorf("bench: start member %s: %w", name, err)
-	}
-	m := &runningMember{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); log.Close(); close(m.done) }()
-	return m, nil
-}
-
-// stop sends SIGTERM, as an orchestrator does, and waits for the member
-// to leave (killed after 30 s).
-func (m *runningMember) stop() {
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.done:
-	case <-time.After(30 * time.Second):
-		m.cmd.Process.Kill()
-		<-m.done
-	}
 }
 
 func createRebalanceTopics(ctx context.Context, addr string, parts int) error {
