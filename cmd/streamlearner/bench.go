@@ -56,7 +56,7 @@ type benchCmd struct {
 	PendingMaxRecords int   `help:"The member's --pending-max-records (default: run's, 100,000)."`
 	PendingMaxBytes   int64 `help:"The member's --pending-max-bytes (default: run's, 64 MiB)."`
 	// Rebalance measures a member joining and one leaving instead of
-	// throughput (bench_rebalance.go).
+	// throughput (benchrun.Rebalance, started from bench_rebalance.go).
 	Rebalance     bool          `help:"Measure rebalances instead: records at --rate a second over the most --partitions, one member alone for --phase, a second joining for --phase then leaving (SIGTERM), the first alone again; report the p99 record → prediction latency in steady state and around each, and how long until every partition is served again. Each member is run in a process of its own."`
 	Rate          int           `default:"10000" help:"With --rebalance: records a second sent."`
 	Phase         time.Duration `default:"30s" help:"With --rebalance: how long each phase lasts."`

@@ -6,7 +6,8 @@
 // that window. It is shared by the end-to-end Go benchmark and by
 // `streamlearner bench`, so both measure the same thing. Run does it all in
 // one process; Load and Serve split it, so that the member can be a
-// process of its own (as `streamlearner bench` runs it).
+// process of its own (as `streamlearner bench` runs it). Rebalance measures
+// latencies and outages while a member joins and one leaves.
 package benchrun
 
 import (

@@ -1,7 +1,10 @@
-package main
+package benchrun
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +42,39 @@ func TestReportRebalance(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %q in\n%s", want, got)
 		}
+	}
+}
+
+// Measure refuses, before starting anything, what it cannot measure.
+func TestRebalanceCheck(t *testing.T) {
+	started := false
+	ok := Rebalance{
+		Partitions: []int{4}, Rate: 100, Phase: time.Second, FlushInterval: time.Millisecond,
+		Broker: func(context.Context, int) (func(), string, error) {
+			started = true
+			return nil, "", errors.New("no broker in this test")
+		},
+		Member: func(context.Context, MemberSpec) (func(), error) { return nil, errors.New("no member in this test") },
+	}
+	for _, c := range []struct {
+		edit func(*Rebalance)
+		want string
+	}{
+		{func(r *Rebalance) { r.Rate = 99 }, "--rate 99: want at least 100"},
+		{func(r *Rebalance) { r.Phase = 0 }, "--phase 0s: want a positive duration"},
+		{func(r *Rebalance) { r.FlushInterval = -time.Millisecond }, "--flush-interval -1ms: want a positive duration"},
+		{func(r *Rebalance) { r.Partitions = []int{4, 0} }, "--partitions [4 0]: want positive counts"},
+		{func(r *Rebalance) { r.Partitions = nil }, "--partitions []: want positive counts"},
+		{func(r *Rebalance) { r.Member = nil }, "no Broker or Member"},
+	} {
+		r := ok
+		c.edit(&r)
+		err := r.Measure(context.Background(), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("got %v, want %q", err, c.want)
+		}
+	}
+	if started {
+		t.Error("a broker was started for a run that cannot be measured")
 	}
 }
