@@ -122,7 +122,7 @@ func (r *Rebalance) Measure(ctx context.Context, out io.Writer) error {
 	defer os.RemoveAll(dir)
 	fmt.Fprintf(out, "rebalance: %d partitions, %d records/s, %s, --flush-interval %v, %s; a member alone %v, a second joins for %v and leaves (SIGTERM), the first alone %v more; broker and members in child processes\n",
 		parts, r.Rate, r.Learner, r.FlushInterval, r.ProcessingGuarantee, r.Phase, r.Phase, r.Phase)
-	if err := createRebalanceTopics(ctx, addr, parts); err != nil {
+	if err := createTopics(ctx, addr, parts, rebalanceIn, rebalanceOut, rebalanceIn+".dlq"); err != nil {
 		return err
 	}
 	seen, events, err := r.run(ctx, addr, dir, parts, msgs)
@@ -201,26 +201,6 @@ func (r *Rebalance) members(ctx context.Context, addr, dir string) (rebalanceEve
 	err = wait(r.Phase)
 	ev.end = time.Now()
 	return ev, err
-}
-
-func createRebalanceTopics(ctx context.Context, addr string, parts int) error {
-	tr := &kafka.Transport{}
-	defer tr.CloseIdleConnections()
-	cl := &kafka.Client{Addr: kafka.TCP(addr), Transport: tr}
-	resp, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
-		{Topic: rebalanceIn, NumPartitions: parts, ReplicationFactor: 1},
-		{Topic: rebalanceOut, NumPartitions: parts, ReplicationFactor: 1},
-		{Topic: rebalanceIn + ".dlq", NumPartitions: 1, ReplicationFactor: 1},
-	}})
-	if err != nil {
-		return fmt.Errorf("bench: create topics: %w", err)
-	}
-	for n, err := range resp.Errors {
-		if err != nil {
-			return fmt.Errorf("bench: create topic %s: %w", n, err)
-		}
-	}
-	return nil
 }
 
 // paced sends rate records a second round-robin over the partitions,
