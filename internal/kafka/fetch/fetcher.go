@@ -631,6 +631,48 @@ func (s *source) readable(p *Partition) int64 {
 // fetch sends one request and hands out its answers.
 func (s *source) fetch(asks []ask, wait time.Duration) {
 	f := s.f
+	x, index := s.request(asks, wait)
+	ctx, cancel := context.WithTimeout(f.ctx, wait+f.cfg.RequestTimeout)
+	res, err := answerOf(f.cfg.Transport.RoundTrip(ctx, f.cfg.Addr, x))
+	cancel()
+	if err == nil && res.ErrorCode != 0 {
+		err = kafka.Error(res.ErrorCode)
+	}
+	// The records are copied out before the lock is taken: consumers
+	// take their batches meanwhile.
+	var answers []*held
+	if err == nil {
+		answers = s.answers(asks, res, index)
+	} else {
+		answers = make([]*held, len(asks))
+	}
+	moved := false
+	f.mu.Lock()
+	// Each ask's reservation is given back as its answer is kept or
+	// dropped; the asks not yet handled keep theirs meanwhile.
+	for i, a := range asks {
+		h := answers[i]
+		if err != nil {
+			h = &held{err: fmt.Errorf("fetch %s/%d at %d: %w", a.p.topic, a.p.id, a.offset, err)}
+		}
+		moved = s.settle(a, h) || moved
+	}
+	f.mu.Unlock()
+	if moved {
+		f.rehome()
+	}
+	if err != nil && f.ctx.Err() == nil {
+		select { // a broker that answers with errors is not hammered
+		case <-f.ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// request is the Fetch request of asks, and each partition's place among
+// them.
+func (s *source) request(asks []ask, wait time.Duration) (*exchange, map[topicPartition]int) {
+	f := s.f
 	x := newExchange(f.cfg.ClientID, &s.buf, wait, f.cfg.ReadUncommitted)
 	// The partitions' shares are what bind: a broker may leave the
 	// aborted-transaction list out of a partition cut by the request-wide
@@ -648,96 +690,86 @@ func (s *source) fetch(asks []ask, wait time.Duration) {
 		t.Partitions = append(t.Partitions, rp)
 		index[topicPartition{a.p.topic, a.p.id}] = i
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, wait+f.cfg.RequestTimeout)
-	res, err := answerOf(f.cfg.Transport.RoundTrip(ctx, f.cfg.Addr, x))
-	cancel()
-	if err == nil && res.ErrorCode != 0 {
-		err = kafka.Error(res.ErrorCode)
-	}
-	// The records are copied out before the lock is taken: consumers
-	// take their batches meanwhile.
+	return x, index
+}
+
+// answers copies out each ask's answer in res (nil: none came).
+func (s *source) answers(asks []ask, res *kmsg.FetchResponse, index map[topicPartition]int) []*held {
 	answers := make([]*held, len(asks))
-	if err == nil {
-		for ti := range res.Topics {
-			t := &res.Topics[ti]
-			for pi := range t.Partitions {
-				rp := &t.Partitions[pi]
-				i, ok := index[topicPartition{t.Topic, int(rp.Partition)}]
-				if ok && answers[i] == nil {
-					answers[i] = s.answer(asks[i], rp)
-				}
+	for ti := range res.Topics {
+		t := &res.Topics[ti]
+		for pi := range t.Partitions {
+			rp := &t.Partitions[pi]
+			i, ok := index[topicPartition{t.Topic, int(rp.Partition)}]
+			if ok && answers[i] == nil {
+				answers[i] = s.answer(asks[i], rp)
 			}
 		}
 	}
-	moved := false
-	f.mu.Lock()
-	// Each ask's reservation is given back as its answer is kept or
-	// dropped; the asks not yet handled keep theirs meanwhile.
-	for i, a := range asks {
-		p := a.p
-		p.inflight = false
-		f.used -= a.cost
-		if p.closed || p.epoch != a.epoch {
-			continue // moved or closed meanwhile: the answer is for nobody
+	return answers
+}
+
+// settle gives back a's reservation and keeps its answer h (nil: none)
+// for its consumer, or drops it to be asked for again; it says whether
+// the partition's leader moved. Called with f.mu held.
+func (s *source) settle(a ask, h *held) (moved bool) {
+	f, p := s.f, a.p
+	p.inflight = false
+	f.used -= a.cost
+	if p.closed || p.epoch != a.epoch || h == nil {
+		return false // moved or closed meanwhile: the answer is for nobody
+	}
+	if h.err == nil && !h.outOfRange && !s.keep(a, h) {
+		return false
+	}
+	if h.err != nil && leaderMoved(h.err) {
+		s.unhome(p)
+		moved = true
+	}
+	p.ready = h
+	p.signal()
+	return moved
+}
+
+// keep takes a's records in h as the partition's next batch, counting
+// their bytes, and learns from them what the next asks should reserve;
+// false when they are not kept: nothing came (the consumer is told the
+// partition's ends), or they are held as more than was reserved past the
+// budget. Called with f.mu held.
+func (s *source) keep(a ask, h *held) bool {
+	f, p := s.f, a.p
+	p.end, p.lastStable, p.logStart = h.batch.HighWatermark, h.batch.LastStable, h.batch.LogStart
+	if len(h.batch.Records) == 0 && h.batch.Next == a.offset {
+		// Nothing yet: said (the consumer learns the partition's ends),
+		// and the partition is asked for again.
+		if a.offset < h.batch.LastStable || f.cfg.ReadUncommitted && a.offset < h.batch.HighWatermark {
+			// Records there, but none came: the next batch is larger
+			// than the share was.
+			p.batchBytes = max(p.batchBytes, 2*a.share)
 		}
-		h := answers[i]
-		if err != nil {
-			h = &held{err: fmt.Errorf("fetch %s/%d at %d: %w", p.topic, p.id, a.offset, err)}
-		}
-		if h == nil {
-			continue
-		}
-		if h.err == nil && !h.outOfRange {
-			p.end, p.lastStable, p.logStart = h.batch.HighWatermark, h.batch.LastStable, h.batch.LogStart
-			if len(h.batch.Records) == 0 && h.batch.Next == a.offset {
-				// Nothing yet: said (the consumer learns the partition's
-				// ends), and the partition is asked for again.
-				if a.offset < h.batch.LastStable || f.cfg.ReadUncommitted && a.offset < h.batch.HighWatermark {
-					// Records there, but none came: the next batch is larger
-					// than the share was.
-					p.batchBytes = max(p.batchBytes, 2*a.share)
-				}
-				p.fresh = true
-				p.signal()
-				continue
-			}
-			if h.batches > 0 {
-				p.batchBytes = max(1, h.wire/h.batches)
-			}
-			if h.bytes > 0 && h.wire > 0 {
-				p.expand = float64(h.bytes) / float64(h.wire)
-			}
-			if h.bytes > a.cost && f.used > 0 && f.used+h.bytes > f.cfg.MaxBytes && h.batches > 0 {
-				// Held as more than was reserved (a first batch larger
-				// than the share, which brokers send whole; records that
-				// inflate more than the last ones did) and past the
-				// budget: dropped, and asked for again with what it
-				// costs now known, when there is room for it or nothing
-				// else is held. The share asked for next covers this
-				// answer whole, so that its first batch fits it.
-				p.batchBytes = max(p.batchBytes, h.wire)
-				continue
-			}
-			p.at = h.batch.Next
-			f.used += h.bytes
-		}
-		if h.err != nil && leaderMoved(h.err) {
-			s.unhome(p)
-			moved = true
-		}
-		p.ready = h
+		p.fresh = true
 		p.signal()
+		return false
 	}
-	f.mu.Unlock()
-	if moved {
-		f.rehome()
+	if h.batches > 0 {
+		p.batchBytes = max(1, h.wire/h.batches)
 	}
-	if err != nil && f.ctx.Err() == nil {
-		select { // a broker that answers with errors is not hammered
-		case <-f.ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
+	if h.bytes > 0 && h.wire > 0 {
+		p.expand = float64(h.bytes) / float64(h.wire)
 	}
+	if h.bytes > a.cost && f.used > 0 && f.used+h.bytes > f.cfg.MaxBytes && h.batches > 0 {
+		// Held as more than was reserved (a first batch larger than the
+		// share, which brokers send whole; records that inflate more than
+		// the last ones did) and past the budget: dropped, and asked for
+		// again with what it costs now known, when there is room for it
+		// or nothing else is held. The share asked for next covers this
+		// answer whole, so that its first batch fits it.
+		p.batchBytes = max(p.batchBytes, h.wire)
+		return false
+	}
+	p.at = h.batch.Next
+	f.used += h.bytes
+	return true
 }
 
 type topicPartition struct {
