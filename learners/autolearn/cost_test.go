@@ -399,3 +399,58 @@ func TestPrimalMemoryCountsTheFeaturesSeen(t *testing.T) {
 		t.Fatalf("%d primal candidates estimated at %d bytes", len(a.cands), m)
 	}
 }
+
+// TestFullChampionGrowsAtOnce: once the halving is done, a full champion's
+// copy at twice its budget is born within growEvery labeled records,
+// in place of the worst challenger when no place is free (it waited for
+// a challenger to lose a whole duel first), and the copy's duel is
+// settled Window/2 labeled records after its birth (it took Window).
+func TestFullChampionGrowsAtOnce(t *testing.T) {
+	const spec = "auto:learners=lbp,kernel=given,scale=off,budget=50..800,rung=50,window=300,width=4,keep=2,margin=0.2"
+	xs, ys := board(8000, 4, 10)
+	a := build(t, spec, 1)
+	fullSince := uint64(0)        // labeled record since which a full champion has had no copy alive
+	copies := map[uint64]uint64{} // copies in their duel, by id: their birth
+	done := map[uint64]bool{}
+	for i := range xs {
+		play(a, xs, ys, i, i+1)
+		ch := a.cands[a.champion]
+		alive := map[uint64]bool{}
+		for _, c := range a.cands {
+			alive[c.id] = true
+			if c.parent != 0 {
+				if _, ok := copies[c.id]; !ok && !done[c.id] {
+					copies[c.id] = c.born
+				}
+			}
+		}
+		for id, born := range copies {
+			if !alive[id] || ch.id == id {
+				at := a.labeled // a loser goes at once
+				if alive[id] {
+					at = a.history[len(a.history)-1].After // a win takes effect from the next record
+				}
+				if d := at - born; d != 150 {
+					t.Fatalf("record %d: the copy born at %d was settled after %d labeled records, want 150", i, born, d)
+				}
+				done[id] = true
+				delete(copies, id)
+			}
+		}
+		g := ch.pt.grown()
+		grows := !a.halving && ch.l.Size() >= ch.l.Budget() && g.budget <= 800 && !slices.Contains(a.losers, g.String())
+		if !grows || slices.ContainsFunc(a.cands, func(c *cand) bool { return c.pt == g }) {
+			fullSince = 0
+			continue
+		}
+		if fullSince == 0 {
+			fullSince = a.labeled
+		}
+		if a.labeled-fullSince > growEvery {
+			t.Fatalf("record %d: the champion %s has been full since labeled record %d without a copy", i, ch.name, fullSince)
+		}
+	}
+	if len(done) < 2 {
+		t.Fatalf("%d copies' duels settled: the test shows little", len(done))
+	}
+}

@@ -105,12 +105,13 @@ func TestChangesSayWhy(t *testing.T) {
 			ok = w.Mistakes <= w.RunnerUpMistakes && w.RunnerUp != "" && w.Over >= 50 && w.Over%50 == 0
 		case "duel":
 			// A copy of the champion at twice its budget wins with any
-			// fewer mistakes; a stranger by more than margin·window.
-			margin := 0.01 * 300
+			// fewer mistakes over half a window; a stranger by more than
+			// margin·window over a window.
+			margin, over := 0.01*300, uint64(300)
 			if a.cands[a.champion].parent != 0 {
-				margin = 0
+				margin, over = 0, 150
 			}
-			ok = float64(w.RunnerUpMistakes)-float64(w.Mistakes) > margin && w.Over == 300
+			ok = float64(w.RunnerUpMistakes)-float64(w.Mistakes) > margin && w.Over == over
 		}
 		if !ok || w.Mistakes > w.Over || w.RunnerUpMistakes > w.Over {
 			t.Fatalf("record %d: change to %s for %q", i, c.Name, w)
