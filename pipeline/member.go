@@ -188,7 +188,7 @@ func (m *member) openInputAndOutputs() error {
 		return err
 	}
 	newProducer := func(topic string, limit int) *producer {
-		return &producer{client: &kafka.Client{Addr: m.client.Addr, Transport: m.client.Transport}, topic: topic, limit: limit, autoCreate: cfg.AutoCreateTopics, codec: codec}
+		return &producer{client: &kafka.Client{Addr: m.client.Addr, Transport: m.client.Transport}, topic: topic, limit: limit, autoCreate: cfg.AutoCreateTopics, codec: codec, q: newSendQueue()}
 	}
 	m.out, m.dlq = newProducer(cfg.OutputTopic, m.outLimit), newProducer(cfg.DLQTopic, m.dlqLimit)
 	return nil

@@ -15,7 +15,6 @@ import (
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/compress"
-	"github.com/segmentio/kafka-go/protocol"
 	metadataAPI "github.com/segmentio/kafka-go/protocol/metadata"
 )
 
@@ -41,6 +40,9 @@ type producer struct {
 	autoCreate bool
 	// codec compresses each batch's records; nil writes them as they are.
 	codec compress.Codec
+	// q coalesces the batches of the member's partitions into shared
+	// requests; nil sends each alone.
+	q *sendQueue
 }
 
 // Defaults of kafka.Writer, kept: attempts per write, the backoff between
@@ -98,7 +100,7 @@ func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, b
 func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte, wr writer) error {
 	ctx, cancel := context.WithTimeout(ctx, produceTimeout)
 	defer cancel()
-	n, err := p.partitions(ctx)
+	n, leaders, err := p.partitions(ctx)
 	if err != nil {
 		return fmt.Errorf("partitions of %s: %w", p.topic, err)
 	}
@@ -115,13 +117,7 @@ func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf 
 			return fmt.Errorf("compress a batch for %s: %w", p.topic, err)
 		}
 	}
-	res, err := p.client.RawProduce(ctx, &kafka.RawProduceRequest{
-		Topic: p.topic, Partition: part, RequiredAcks: kafka.RequireAll, TransactionalID: txnID,
-		RawRecords: protocol.RawRecordSet{Reader: bytes.NewReader(*buf)},
-	})
-	if err == nil {
-		err = res.Error
-	}
+	err = p.submit(ctx, &queuedBatch{part: part, leader: leaderOf(leaders, part), txnID: txnID, set: *buf})
 	if wr != nil && (err == nil || errors.Is(err, kafka.DuplicateSequenceNumber)) {
 		// Written (a duplicate is a retry of a batch the broker has).
 		wr.wrote(p.topic, part, len(msgs))
@@ -130,28 +126,41 @@ func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf 
 	return fence(err)
 }
 
-// partitions returns the topic's partition count, asking for the topic to
-// be created when that is allowed (as the Writer did). The transport
-// answers from its cached metadata.
-func (p *producer) partitions(ctx context.Context) (int, error) {
+// partitions returns the topic's partition count and their leaders,
+// asking for the topic to be created when that is allowed (as the Writer
+// did). The transport answers from its cached metadata.
+func (p *producer) partitions(ctx context.Context) (int, []metadataAPI.ResponsePartition, error) {
 	r, err := p.client.Transport.RoundTrip(ctx, p.client.Addr, &metadataAPI.Request{
 		TopicNames: []string{p.topic}, AllowAutoTopicCreation: p.autoCreate,
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for _, t := range r.(*metadataAPI.Response).Topics {
 		if t.Name == p.topic {
 			if t.ErrorCode != 0 {
-				return 0, kafka.Error(t.ErrorCode)
+				return 0, nil, kafka.Error(t.ErrorCode)
 			}
 			if len(t.Partitions) == 0 {
 				break
 			}
-			return len(t.Partitions), nil
+			return len(t.Partitions), t.Partitions, nil
 		}
 	}
-	return 0, kafka.UnknownTopicOrPartition
+	return 0, nil, kafka.UnknownTopicOrPartition
+}
+
+// leaderOf is the leader of partition part in ps (−1 if unknown).
+func leaderOf(ps []metadataAPI.ResponsePartition, part int) int32 {
+	if part < len(ps) && ps[part].PartitionIndex == int32(part) {
+		return ps[part].LeaderID
+	}
+	for _, p := range ps {
+		if p.PartitionIndex == int32(part) {
+			return p.LeaderID
+		}
+	}
+	return -1
 }
 
 // temporary says whether err is one that kafka.Writer retried: a broker
