@@ -41,7 +41,11 @@ type Config struct {
 	// kernel made 16.0 % mistakes at C = 0.01 against 21.0 % at its
 	// default C = 1: a small C is a strong regularizer on noisy labels.
 	CLo, CHi float64
-	// BudgetLo, BudgetHi bound the budget; default 50 and 400. The first
+	// BudgetLo, BudgetHi bound the budget; default 50 and MaxBudget: by
+	// default a full champion's copy at twice its budget grows as far as
+	// Memory (the group's share) and Cost allow, not to a fixed budget
+	// (400 before: on the first 4,601 covtype records, spam's length,
+	// PA-I on RBF errs 26.3 % at 3,200 against 35.7 % at 200). The first
 	// candidates take b = min(max(100, BudgetLo), BudgetHi) and
 	// min(2b, BudgetHi); explorers step by ×2.
 	// A learner that keeps its model in primal form on a linear kernel
@@ -114,6 +118,11 @@ type Config struct {
 	Emit string
 }
 
+// MaxBudget is the largest budget= takes, and the default range's upper
+// end: memory= stops the growth long before it, and an explicit budget=
+// range still caps it.
+const MaxBudget = 1 << 20
+
 // withDefaults is c with its zero fields at their defaults, checked.
 func (c Config) withDefaults() (Config, error) {
 	if len(c.Learners) == 0 {
@@ -125,7 +134,7 @@ func (c Config) withDefaults() (Config, error) {
 	// A range is defaulted whole: one bound given is a range to check.
 	rangeOrDefault(&c.GammaLo, &c.GammaHi, 0.001, 10)
 	rangeOrDefault(&c.CLo, &c.CHi, 0.001, 10)
-	rangeOrDefault(&c.BudgetLo, &c.BudgetHi, 50, 400)
+	rangeOrDefault(&c.BudgetLo, &c.BudgetHi, 50, MaxBudget)
 	rangeOrDefault(&c.DegreeLo, &c.DegreeHi, 1, 4)
 	orDefault(&c.Scale, "both")
 	orDefault(&c.Memory, 64<<20)
@@ -198,9 +207,9 @@ var configRules = []struct {
 		}},
 	{func(c Config) bool { return c.CLo > 0 && c.CLo <= c.CHi && !math.IsInf(c.CHi, 0) },
 		func(c Config) error { return fmt.Errorf("auto: c=%g..%g: want 0 < lo ≤ hi", c.CLo, c.CHi) }},
-	{func(c Config) bool { return c.BudgetLo >= 1 && c.BudgetLo <= c.BudgetHi && c.BudgetHi <= 1<<20 },
+	{func(c Config) bool { return c.BudgetLo >= 1 && c.BudgetLo <= c.BudgetHi && c.BudgetHi <= MaxBudget },
 		func(c Config) error {
-			return fmt.Errorf("auto: budget=%d..%d: want 1 ≤ lo ≤ hi ≤ %d", c.BudgetLo, c.BudgetHi, 1<<20)
+			return fmt.Errorf("auto: budget=%d..%d: want 1 ≤ lo ≤ hi ≤ %d", c.BudgetLo, c.BudgetHi, MaxBudget)
 		}},
 	{func(c Config) bool { return c.DegreeLo >= 1 && c.DegreeLo <= c.DegreeHi && c.DegreeHi <= 64 },
 		func(c Config) error {
