@@ -95,7 +95,7 @@ func init() {
 				{Name: "kernel", Default: "search", Doc: "given: only the kernel given (--kernel)"},
 				{Name: "gamma", Default: "0.001..10", Doc: "RBF γ range"},
 				{Name: "c", Default: "0.001..10", Doc: "range of the aggressiveness C of the learners that take one (PA-I)"},
-				{Name: "budget", Default: "50..400", Doc: "budget range"},
+				{Name: "budget", Default: "50..400", Doc: "budget range; open (50..): a full champion's copy at twice its budget grows as far as memory= and cost= allow"},
 				{Name: "degree", Default: "1..4", Doc: "polynomial degree range (coef0=1: degree 1 is linear with an intercept)"},
 				{Name: "scale", Default: "both", Doc: "online scaling: both, on, off"},
 				{Name: "memory", Default: "64MiB", Doc: "bound on the candidates' memory; k classes of a many-class model share min(k, 4) times it"},

@@ -43,7 +43,14 @@ type Config struct {
 	CLo, CHi float64
 	// BudgetLo, BudgetHi bound the budget; default 50 and 400. The first
 	// candidates take b = min(max(100, BudgetLo), BudgetHi) and
-	// min(2b, BudgetHi); explorers step by ×2.
+	// min(2b, BudgetHi); explorers step by ×2. An open range (budget=50..,
+	// BudgetHi = MaxBudget) lets a full champion's copy at twice its
+	// budget grow as far as Memory (the group's share) and Cost allow.
+	// Not the default: on 100,000 Covertype events it took LBSOP to 1,600
+	// on RBF γ = 0.001, where its explorers, untrained at that budget,
+	// never moved γ: 22.47 % mistakes in 11 times the CPU time, against
+	// 18.69 % at 400 (the first 10,000 covtype records: 31.40 % against
+	// 34.02).
 	// A learner that keeps its model in primal form on a linear kernel
 	// (the Perceptron and PA-I, learners.Unbounded) has no budget there:
 	// it holds d weights, whatever the stream's length.
@@ -113,6 +120,10 @@ type Config struct {
 	// largest margin (see Vote).
 	Emit string
 }
+
+// MaxBudget is the largest budget= takes, and the upper end of an open
+// range (budget=50..): memory= stops the growth long before it.
+const MaxBudget = 1 << 20
 
 // withDefaults is c with its zero fields at their defaults, checked.
 func (c Config) withDefaults() (Config, error) {
@@ -198,9 +209,9 @@ var configRules = []struct {
 		}},
 	{func(c Config) bool { return c.CLo > 0 && c.CLo <= c.CHi && !math.IsInf(c.CHi, 0) },
 		func(c Config) error { return fmt.Errorf("auto: c=%g..%g: want 0 < lo ≤ hi", c.CLo, c.CHi) }},
-	{func(c Config) bool { return c.BudgetLo >= 1 && c.BudgetLo <= c.BudgetHi && c.BudgetHi <= 1<<20 },
+	{func(c Config) bool { return c.BudgetLo >= 1 && c.BudgetLo <= c.BudgetHi && c.BudgetHi <= MaxBudget },
 		func(c Config) error {
-			return fmt.Errorf("auto: budget=%d..%d: want 1 ≤ lo ≤ hi ≤ %d", c.BudgetLo, c.BudgetHi, 1<<20)
+			return fmt.Errorf("auto: budget=%d..%d: want 1 ≤ lo ≤ hi ≤ %d", c.BudgetLo, c.BudgetHi, MaxBudget)
 		}},
 	{func(c Config) bool { return c.DegreeLo >= 1 && c.DegreeLo <= c.DegreeHi && c.DegreeHi <= 64 },
 		func(c Config) error {
@@ -243,7 +254,8 @@ func budgetKey(name string) (string, error) {
 }
 
 // Parse reads the spec's parameters: learners=rbp|projectron++,
-// kernels=rbf|linear, gamma=0.01..1, c=0.001..10, budget=100..400, degree=1..4,
+// kernels=rbf|linear, gamma=0.01..1, c=0.001..10, budget=100..400 (or 100..,
+// open), degree=1..4,
 // scale=both|on|off, kernel=search|given, memory=64MiB, width=48, keep=3,
 // rung=200, window=1000, margin=0.01, drift=adwin, cost=10, emit=vote. A range may be one
 // value.
@@ -264,6 +276,9 @@ func Parse(sp learners.Spec) (Config, error) {
 		case "c":
 			c.CLo, c.CHi, err = floatRange(v)
 		case "budget":
+			if strings.HasSuffix(v, "..") {
+				v += strconv.Itoa(MaxBudget) // open: memory= and cost= bound it
+			}
 			c.BudgetLo, c.BudgetHi, err = intRange(v)
 		case "degree":
 			c.DegreeLo, c.DegreeHi, err = intRange(v)
