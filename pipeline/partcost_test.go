@@ -2,9 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	kafka "github.com/segmentio/kafka-go"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -48,4 +52,52 @@ func TestFlushedPartitionHoldsNoArena(t *testing.T) {
 	if recs := readFetched(t, b.Addr(), "out", 0, n, true, 10*time.Second); len(recs) != n {
 		t.Errorf("%d predictions written, want %d", len(recs), n)
 	}
+}
+
+// TestPartitionCostsOneGoroutine: a member serving 72 partitions runs one
+// goroutine more for each partition beyond 8, its worker, besides those
+// of its connections (at most requestsInFlight in use at once, about 100
+// sockets at 1,024 partitions). A worker's context derived from kafka-go's
+// generation context cost a second one: the context package watches a
+// context of a kind it does not know with a goroutine.
+func TestPartitionCostsOneGoroutine(t *testing.T) {
+	const few, many = 8, 72
+	per := float64(goroutinesServing(t, many)-goroutinesServing(t, few)) / (many - few)
+	if per > 1.25 {
+		t.Errorf("%.2f goroutines a partition, want 1 (the worker's)", per)
+	}
+}
+
+// goroutinesServing runs a member over a topic of n partitions until it
+// serves them all, and returns how many goroutines the process then runs
+// that are not the broker's or a connection's.
+func goroutinesServing(t *testing.T, n int) int {
+	b, err := embedded.Start(embedded.Config{Partitions: n, Topics: []string{"in", "out", "in.dlq"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cfg := testConfig(t, b, "perceptron")
+	cfg.Metrics = NewMetrics(nil)
+	stop, _ := runMember(t, cfg)
+	defer stop()
+	waitFor(t, "every partition served", 30*time.Second, func() bool {
+		return testutil.ToFloat64(cfg.Metrics.ReadyGauge) == float64(n)
+	})
+	time.Sleep(200 * time.Millisecond) // a few fetches: any goroutine they start
+	var dump strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&dump, 1); err != nil {
+		t.Fatal(err)
+	}
+	count := 0
+	for _, g := range strings.Split(dump.String(), "\n\n")[1:] {
+		var k int
+		if _, err := fmt.Sscanf(g, "%d @", &k); err != nil {
+			continue
+		}
+		if !strings.Contains(g, "kfake.") && !strings.Contains(g, "kafka-go.(*conn)") && !strings.Contains(g, "net.(*conn)") {
+			count += k
+		}
+	}
+	return count
 }
