@@ -34,8 +34,10 @@ const (
 )
 
 // run serves the partition for the generation: ready its producer,
-// restore its model, then fetch and play until the generation ends.
-func (w *worker) run(gen context.Context) {
+// restore its model, then fetch and play until the generation ends. gen
+// is kafka-go's context of the generation, ends one of the member's that
+// ends with it (see generationContext).
+func (w *worker) run(gen, ends context.Context) {
 	// gctx ends with the generation or, earlier, when the member is
 	// leaving: then the worker makes its last flush and commit while the
 	// generation is still alive — its member still heartbeating, so the
@@ -43,7 +45,7 @@ func (w *worker) run(gen context.Context) {
 	// tells the member it is done.
 	drained := sync.OnceFunc(w.m.drained.Done)
 	defer drained()
-	gctx, cancel := context.WithCancel(gen)
+	gctx, cancel := context.WithCancel(ends)
 	defer cancel()
 	context.AfterFunc(w.m.ctx, cancel)
 	defer func() {

@@ -263,13 +263,14 @@ func (m *member) startGeneration(gen *kafka.Generation) {
 	m.flushBytes.Store(int64(max(16<<10, cfg.FlushMaxBytes/max(len(ids), 1))))
 	m.parts.Store(int64(len(ids)))
 	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
+	ends := generationContext(gen)
 	for _, id := range ids {
 		w := &worker{m: m, gen: gen, part: Partition{Topic: cfg.Topic, ID: id}}
 		w.posName, w.negName, _ = cfg.Model.Labels.ClassNames()
 		w.log = cfg.Log.With().Str("topic", cfg.Topic).Int("partition", id).Int32("generation", gen.ID).Logger()
 		w.bad = w.log.Sample(&zerolog.BurstSampler{Burst: 5, Period: time.Second})
 		m.drained.Add(1)
-		gen.Start(w.run)
+		gen.Start(func(ctx context.Context) { w.run(ctx, ends) })
 	}
 	if len(ids) > 0 {
 		gen.Start(m.pollLag)
@@ -277,6 +278,19 @@ func (m *member) startGeneration(gen *kafka.Generation) {
 	if cfg.OnAssign != nil {
 		cfg.OnAssign(gen.ID, ids)
 	}
+}
+
+// generationContext returns a context that ends with the generation, for
+// the workers to derive theirs from. Derived from kafka-go's generation
+// context, a kind the context package does not know, each would cost a
+// goroutine watching it: 1,024 more at 1,024 partitions.
+func generationContext(gen *kafka.Generation) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	gen.Start(func(g context.Context) {
+		<-g.Done()
+		cancel()
+	})
+	return ctx
 }
 
 // committed returns the group's committed offset for p (−1 if none) and

@@ -208,7 +208,8 @@ func (w *worker) full() bool {
 func (w *worker) rewind(ctx context.Context, producer func(context.Context) error) error {
 	clear(w.preds)
 	clear(w.dead)
-	w.preds, w.dead, w.arena = w.preds[:0], w.dead[:0], w.arena[:0]
+	w.preds, w.dead = w.preds[:0], w.dead[:0]
+	w.releaseArena()
 	if producer != nil {
 		// No EndTxn(abort) first: InitProducerID aborts what is open, and
 		// an abort refused for an epoch the coordinator already bumped
@@ -629,7 +630,13 @@ func (w *worker) emit(msg *kafka.Message, r *model.Result, seq uint64) {
 		}
 	}
 	// Key and value go into the flush's arena: no allocation per record.
-	// The arena is reused once a flush has written everything in it.
+	// A flush that wrote everything in it hands it back to the member's
+	// workers (see releaseArena).
+	if w.arena == nil {
+		if a, ok := arenas.Get().(*[]byte); ok {
+			w.arena = *a
+		}
+	}
 	start := len(w.arena)
 	w.arena = codec.AppendPredictionKey(w.arena, msg.Topic, int32(msg.Partition), msg.Offset)
 	keyEnd := len(w.arena)
@@ -1080,8 +1087,25 @@ func (w *worker) flush(ctx context.Context) error {
 		}
 		w.preds = w.preds[:0]
 	}
-	w.arena = w.arena[:0] // every prediction in it is written
+	w.releaseArena() // every prediction in it is written
 	return w.write(ctx, w.m.dlq, &w.dead, false)
+}
+
+// arenas holds the prediction arenas of the partitions that have none
+// buffered.
+var arenas sync.Pool
+
+// releaseArena hands the worker's arena, nothing buffered in it, to the
+// other workers. Each kept its own between flushes, grown to its share
+// of Config.FlushMaxBytes: at 1,024 partitions 20 MB held for nothing by
+// the partitions waiting for records.
+func (w *worker) releaseArena() {
+	if cap(w.arena) == 0 {
+		return
+	}
+	a := w.arena[:0]
+	w.arena = nil
+	arenas.Put(&a)
 }
 
 // predMsgs holds the messages of predictions being written: a flush's

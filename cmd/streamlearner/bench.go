@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -309,6 +311,10 @@ func (c *benchServeCmd) Run(ctx context.Context, out io.Writer) error {
 	cfg.Progress = func(_ bool, done, total int64) { fmt.Fprintf(out, "progress %d %d\n", done, total) }
 	var reported error
 	cfg.Measured = func(res benchrun.Result) {
+		if err := writeHeapProfile(os.Getenv(heapProfileEnv), cfg.Partitions); err != nil {
+			reported = err
+			return
+		}
 		reported = report(out, "result", res)
 		if job.Crash && reported == nil {
 			// Serving on until bench kills this process.
@@ -319,6 +325,38 @@ func (c *benchServeCmd) Run(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	return reported
+}
+
+// heapProfileEnv names a file for the member's heap profile (in use and
+// allocated since start), written when its records are served, before
+// it stops: what a partition holds is then still held. Each partition
+// count writes its own, the name followed by "." and the count. Off when
+// unset.
+const heapProfileEnv = envPrefix + "_BENCH_HEAP_PROFILE"
+
+// writeHeapProfile writes the heap profile to path after a collection, so
+// that in-use counts only what is live; an empty path writes nothing.
+func writeHeapProfile(path string, partitions int) error {
+	if path == "" {
+		return nil
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Fprintf(os.Stderr, "bench-serve: %d partitions: heap in use %d, stacks %d, runtime's other %d, goroutines %d (bytes)\n",
+		partitions, ms.HeapInuse, ms.StackInuse, ms.Sys-ms.HeapSys-ms.StackSys, runtime.NumGoroutine())
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, partitions))
+	if err != nil {
+		return fmt.Errorf("bench-serve: heap profile: %w", err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("bench-serve: heap profile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("bench-serve: heap profile: %w", err)
+	}
+	return nil
 }
 
 // report prints a bench-serve result for bench: its kind, then JSON.

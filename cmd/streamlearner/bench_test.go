@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,4 +129,40 @@ func TestBenchSnapshots(t *testing.T) {
 		t.Errorf("no ratio line:\n%s", text)
 	}
 	t.Logf("\n%s", text)
+}
+
+// TestBenchHeapProfile: with STREAMLEARNER_BENCH_HEAP_PROFILE set, each
+// partition count's member writes a heap profile (a gzipped protocol
+// buffer, as pprof reads), named after the count; unset, none.
+func TestBenchHeapProfile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("brokers and members as processes; seconds")
+	}
+	bin := testBinary(t)
+	dir := t.TempDir()
+	for _, env := range []string{"", filepath.Join(dir, "heap")} {
+		cmd := exec.Command(bin, "bench", "--data", "../../testdata/a9a.gz", "--records", "2000", "--partitions", "1,8", "--learn-only")
+		cmd.Env = append(os.Environ(), heapProfileEnv+"="+env)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("bench: %v\n%s", err, out)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 2 {
+		t.Fatalf("profiles %v, want heap.1 and heap.8", files)
+	}
+	for _, n := range []string{"1", "8"} {
+		b, err := os.ReadFile(filepath.Join(dir, "heap."+n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("heap.%s: %v", n, err)
+		}
+		pb, err := io.ReadAll(zr)
+		if err != nil || !bytes.Contains(pb, []byte("inuse_space")) {
+			t.Errorf("heap.%s: %v, %d bytes, no inuse_space", n, err, len(pb))
+		}
+	}
 }
