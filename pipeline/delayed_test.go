@@ -166,7 +166,7 @@ func TestDelayedLabelsInTheSameTopic(t *testing.T) {
 
 // sum adds a partition series (with further label values) over the four
 // partitions.
-func sum(v *prometheus.CounterVec, labels ...string) (s float64) {
+func sum(v *SeriesVec, labels ...string) (s float64) {
 	for p := range 4 {
 		s += testutil.ToFloat64(v.WithLabelValues(append([]string{fmt.Sprint(p)}, labels...)...))
 	}

@@ -24,13 +24,13 @@ import (
 // member did, which remains true, and deleting them would reset them at
 // every (eager) rebalance.
 type Metrics struct {
-	Consumed      *prometheus.CounterVec // streamlearner_records_consumed_total{partition}
-	Predicted     *prometheus.CounterVec // streamlearner_records_predicted_total{partition}
-	Learned       *prometheus.CounterVec // streamlearner_records_learned_total{partition}
-	Mistakes      *prometheus.CounterVec // streamlearner_mistakes_total{partition}
-	DeadLetters   *prometheus.CounterVec // streamlearner_dead_letters_total{partition,reason}
-	Support       *prometheus.GaugeVec   // streamlearner_support_vectors{partition}
-	WindowRate    *prometheus.GaugeVec   // streamlearner_windowed_mistake_ratio{partition}
+	Consumed      *SeriesVec             // streamlearner_records_consumed_total{partition}
+	Predicted     *SeriesVec             // streamlearner_records_predicted_total{partition}
+	Learned       *SeriesVec             // streamlearner_records_learned_total{partition}
+	Mistakes      *SeriesVec             // streamlearner_mistakes_total{partition}
+	DeadLetters   *SeriesVec             // streamlearner_dead_letters_total{partition,reason}
+	Support       *SeriesVec             // streamlearner_support_vectors{partition}
+	WindowRate    *SeriesVec             // streamlearner_windowed_mistake_ratio{partition}
 	Produced      prometheus.Counter     // streamlearner_predictions_produced_total
 	ProduceErrors prometheus.Counter     // streamlearner_produce_errors_total
 	FetchErrors   prometheus.Counter     // streamlearner_fetch_errors_total
@@ -44,11 +44,11 @@ type Metrics struct {
 	Round *RoundHistogram // streamlearner_round_duration_seconds
 	// Lag is the partition's high-water mark minus the next offset to
 	// read, as of the last fetched record.
-	Lag *prometheus.GaugeVec // streamlearner_consumer_lag_records{partition}
+	Lag *SeriesVec // streamlearner_consumer_lag_records{partition}
 
 	CheckpointSaves    *prometheus.CounterVec // streamlearner_checkpoint_saves_total{result}
 	CheckpointDuration prometheus.Histogram   // streamlearner_checkpoint_duration_seconds
-	CheckpointBytes    *prometheus.GaugeVec   // streamlearner_checkpoint_bytes{partition}
+	CheckpointBytes    *SeriesVec             // streamlearner_checkpoint_bytes{partition}
 	// CheckpointWritten counts the snapshot bytes saved; with commits
 	// that name an earlier snapshot it grows with the snapshots taken,
 	// not with the commits.
@@ -63,7 +63,7 @@ type Metrics struct {
 	// each checkpoint tick with nothing new to save. time() minus it is
 	// how long learned progress has gone without a durable copy, so an
 	// idle partition does not look like a failing one.
-	CheckpointTime *prometheus.GaugeVec // streamlearner_checkpoint_last_success_timestamp_seconds{partition}
+	CheckpointTime *SeriesVec // streamlearner_checkpoint_last_success_timestamp_seconds{partition}
 
 	// Transactions counts exactly-once transactions by result (committed,
 	// aborted) and, for aborts, reason (error: a write or commit failed,
@@ -79,30 +79,30 @@ type Metrics struct {
 
 	// RegistryErrors counts requests to the schema registry that got no
 	// answer (unreachable, 5xx): the partition waits meanwhile.
-	RegistryErrors *prometheus.CounterVec // streamlearner_schema_registry_errors_total{partition}
+	RegistryErrors *SeriesVec // streamlearner_schema_registry_errors_total{partition}
 	// Skipped counts records read but never handed to the decoder:
 	// transaction markers and, reading committed, aborted records.
-	Skipped *prometheus.CounterVec // streamlearner_records_skipped_total{partition}
+	Skipped *SeriesVec // streamlearner_records_skipped_total{partition}
 	// OffsetResets counts Offset Out Of Range answers: the partition's log
 	// no longer holds the next offset (retention, or a recreated topic),
 	// and the worker moved to its start or end as Config.StartOffset says.
-	OffsetResets *prometheus.CounterVec // streamlearner_offset_resets_total{partition}
+	OffsetResets *SeriesVec // streamlearner_offset_resets_total{partition}
 	// ModelResets counts new models started in place of a stored one
 	// (--reset-model), by reason (mismatch, unreadable).
 	ModelResets *prometheus.CounterVec // streamlearner_model_resets_total{reason}
 	// Per learner of a partition's model (the learner alone without
 	// challengers; "spec kernel=K" names it): the records it got wrong
 	// on its own predictions, its windowed mistake ratio and support.
-	LearnerMistakes   *prometheus.CounterVec // streamlearner_learner_mistakes_total{partition,learner}
-	LearnerWindowRate *prometheus.GaugeVec   // streamlearner_learner_windowed_mistake_ratio{partition,learner}
-	LearnerSupport    *prometheus.GaugeVec   // streamlearner_learner_support_vectors{partition,learner}
+	LearnerMistakes   *SeriesVec // streamlearner_learner_mistakes_total{partition,learner}
+	LearnerWindowRate *SeriesVec // streamlearner_learner_windowed_mistake_ratio{partition,learner}
+	LearnerSupport    *SeriesVec // streamlearner_learner_support_vectors{partition,learner}
 	// Champion is 1 for the learner whose predictions a partition emits;
 	// ChampionSwitches counts the changes.
-	Champion         *prometheus.GaugeVec   // streamlearner_champion{partition,learner}
-	ChampionSwitches *prometheus.CounterVec // streamlearner_champion_switches_total{partition}
+	Champion         *SeriesVec // streamlearner_champion{partition,learner}
+	ChampionSwitches *SeriesVec // streamlearner_champion_switches_total{partition}
 	// SearchReopens counts an auto learner's reopenings of its search at
 	// a rise of its mistake rate (docs/auto.md).
-	SearchReopens *prometheus.CounterVec // streamlearner_search_reopens_total{partition}
+	SearchReopens *SeriesVec // streamlearner_search_reopens_total{partition}
 	// Stuck is the number of assigned partitions unable to flush or commit
 	// for longer than Config.StuckAfter (what makes /readyz 503).
 	Stuck prometheus.Gauge // streamlearner_stuck_partitions
@@ -119,11 +119,11 @@ type Metrics struct {
 	// (label time − record time, by record timestamps), records that
 	// left the pending store unlabeled (expired, evicted), and labels
 	// that found no record, by reason (also dead letters).
-	PendingRecords *prometheus.GaugeVec   // streamlearner_pending_records{partition}
-	LabelDelay     prometheus.Histogram   // streamlearner_label_delay_seconds
-	PendingExpired *prometheus.CounterVec // streamlearner_pending_expired_total{partition}
-	PendingEvicted *prometheus.CounterVec // streamlearner_pending_evicted_total{partition}
-	OrphanLabels   *prometheus.CounterVec // streamlearner_orphan_labels_total{partition,reason}
+	PendingRecords *SeriesVec           // streamlearner_pending_records{partition}
+	LabelDelay     prometheus.Histogram // streamlearner_label_delay_seconds
+	PendingExpired *SeriesVec           // streamlearner_pending_expired_total{partition}
+	PendingEvicted *SeriesVec           // streamlearner_pending_evicted_total{partition}
+	OrphanLabels   *SeriesVec           // streamlearner_orphan_labels_total{partition,reason}
 
 	health health
 	// waiting is why the member has not joined its group (its input topic
@@ -159,15 +159,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 // recordMetrics creates the series of each partition's records (read,
 // predicted, learned, dead-lettered) and its model's mistakes and size.
 func (m *Metrics) recordMetrics() []prometheus.Collector {
-	part := []string{"partition"}
-	m.Consumed = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_consumed_total", Help: "Input records read, good or bad."}, part)
-	m.Predicted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_predicted_total", Help: "Input records predicted."}, part)
-	m.Learned = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_learned_total", Help: "Labeled records the learner learned from (predict-then-learn rounds)."}, part)
-	m.Mistakes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_mistakes_total", Help: "Labeled records predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label."}, part)
-	m.DeadLetters = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_dead_letters_total", Help: "Records sent to the dead-letter topic, by reason."}, []string{"partition", "reason"})
-	m.Support = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_support_vectors", Help: "Active-set size of the partition's model."}, part)
-	m.WindowRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_windowed_mistake_ratio", Help: "Fraction of the last labeled records (window of 1000) predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label."}, part)
-	m.Skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_records_skipped_total", Help: "Records read but not used: transaction markers and records of aborted transactions."}, part)
+	m.Consumed = newPartitionCounters("streamlearner_records_consumed_total", "Input records read, good or bad.", "partition")
+	m.Predicted = newPartitionCounters("streamlearner_records_predicted_total", "Input records predicted.", "partition")
+	m.Learned = newPartitionCounters("streamlearner_records_learned_total", "Labeled records the learner learned from (predict-then-learn rounds).", "partition")
+	m.Mistakes = newPartitionCounters("streamlearner_mistakes_total", "Labeled records predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label.", "partition")
+	m.DeadLetters = newPartitionCounters("streamlearner_dead_letters_total", "Records sent to the dead-letter topic, by reason.", "partition", "reason")
+	m.Support = newPartitionGauges("streamlearner_support_vectors", "Active-set size of the partition's model.", "partition")
+	m.WindowRate = newPartitionGauges("streamlearner_windowed_mistake_ratio", "Fraction of the last labeled records (window of 1000) predicted wrong: prediction sign(f), with sign(0) = -1, unlike the label.", "partition")
+	m.Skipped = newPartitionCounters("streamlearner_records_skipped_total", "Records read but not used: transaction markers and records of aborted transactions.", "partition")
 	// 1 µs to 131 ms by factors of 2: a budget round takes microseconds,
 	// the second-order and Tightest learners' large budgets milliseconds.
 	m.Round = newRoundHistogram(prometheus.NewDesc("streamlearner_round_duration_seconds", "Time of one predict-then-learn round on a labeled record (as of each partition's last flush).", nil, nil),
@@ -178,7 +177,6 @@ func (m *Metrics) recordMetrics() []prometheus.Collector {
 // kafkaMetrics creates the series of the member's traffic with the brokers
 // (fetches, writes, commits, assignments) and the schema registry.
 func (m *Metrics) kafkaMetrics() []prometheus.Collector {
-	part := []string{"partition"}
 	m.Produced = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_predictions_produced_total", Help: "Prediction records acknowledged by the brokers."})
 	m.ProduceErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_produce_errors_total", Help: "Failed attempts to write predictions or dead letters (retried)."})
 	m.FetchErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_fetch_errors_total", Help: "Failed fetches of input or label records: broker errors, corrupt record batches (retried)."})
@@ -186,24 +184,21 @@ func (m *Metrics) kafkaMetrics() []prometheus.Collector {
 	m.Rebalances = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_rebalances_total", Help: "Group generations this member joined."})
 	m.AssignedGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_assigned_partitions", Help: "Input partitions assigned to this member."})
 	m.ReadyGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamlearner_ready_partitions", Help: "Assigned partitions whose model is restored and being served."})
-	m.Lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_consumer_lag_records", Help: "Records in the partition not yet read: high-water mark minus next offset, as of the last fetch."}, part)
-	m.OffsetResets = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_offset_resets_total",
-		Help: "Times the partition's next offset was no longer in its log (Offset Out Of Range) and reading moved to its start or end."}, part)
-	m.RegistryErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_schema_registry_errors_total",
-		Help: "Schema registry requests that got no answer (unreachable, 5xx); the partition waits and retries meanwhile, dead-lettering nothing."}, part)
+	m.Lag = newPartitionGauges("streamlearner_consumer_lag_records", "Records in the partition not yet read: high-water mark minus next offset, as of the last fetch.", "partition")
+	m.OffsetResets = newPartitionCounters("streamlearner_offset_resets_total", "Times the partition's next offset was no longer in its log (Offset Out Of Range) and reading moved to its start or end.", "partition")
+	m.RegistryErrors = newPartitionCounters("streamlearner_schema_registry_errors_total", "Schema registry requests that got no answer (unreachable, 5xx); the partition waits and retries meanwhile, dead-lettering nothing.", "partition")
 	return []prometheus.Collector{m.Produced, m.ProduceErrors, m.FetchErrors, m.Commits, m.Rebalances, m.AssignedGauge, m.ReadyGauge, m.Lag, m.OffsetResets, m.RegistryErrors}
 }
 
 // checkpointMetrics creates the series of snapshots: their saves, and the
 // restores and resets that start a model.
 func (m *Metrics) checkpointMetrics() []prometheus.Collector {
-	part := []string{"partition"}
 	m.CheckpointSaves = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_checkpoint_saves_total", Help: "Snapshot saves by result (ok, error)."}, []string{"result"})
 	// 1 ms to 16 s: a file save with fsync takes milliseconds, a large
 	// model written to a topic seconds.
 	m.CheckpointDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_checkpoint_duration_seconds", Help: "Time to encode and store one snapshot.",
 		Buckets: prometheus.ExponentialBuckets(1e-3, 2, 15)})
-	m.CheckpointBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_bytes", Help: "Size of the partition's last saved snapshot."}, part)
+	m.CheckpointBytes = newPartitionGauges("streamlearner_checkpoint_bytes", "Size of the partition's last saved snapshot.", "partition")
 	m.CheckpointWritten = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_checkpoint_written_bytes_total",
 		Help: "Snapshot bytes saved, all partitions: a commit that names an earlier snapshot writes none (--snapshot-max-rate)."})
 	m.RestoreReplayed = prometheus.NewCounter(prometheus.CounterOpts{Name: "streamlearner_restore_replayed_records_total",
@@ -212,8 +207,7 @@ func (m *Metrics) checkpointMetrics() []prometheus.Collector {
 	// of records.
 	m.RestoreReplay = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_restore_replay_seconds",
 		Help: "Time a restore took to replay the records after its snapshot up to the committed offset.", Buckets: prometheus.ExponentialBuckets(1e-3, 2, 16)})
-	m.CheckpointTime = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_checkpoint_last_success_timestamp_seconds",
-		Help: "Unix time when everything the partition's model learned was last in a committed checkpoint; time() minus it is the checkpoint age."}, part)
+	m.CheckpointTime = newPartitionGauges("streamlearner_checkpoint_last_success_timestamp_seconds", "Unix time when everything the partition's model learned was last in a committed checkpoint; time() minus it is the checkpoint age.", "partition")
 	m.ModelResets = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_model_resets_total", Help: "New models started in place of a stored one (--reset-model), by reason."}, []string{"reason"})
 	return []prometheus.Collector{m.CheckpointSaves, m.CheckpointDuration, m.CheckpointBytes, m.CheckpointWritten, m.RestoreReplayed, m.RestoreReplay, m.CheckpointTime, m.ModelResets}
 }
@@ -221,17 +215,12 @@ func (m *Metrics) checkpointMetrics() []prometheus.Collector {
 // learnerMetrics creates the series of each learner of a partition's
 // model: its challengers and an auto learner's search.
 func (m *Metrics) learnerMetrics() []prometheus.Collector {
-	part := []string{"partition"}
-	m.LearnerMistakes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_learner_mistakes_total",
-		Help: "Labeled records each learner of the partition's model predicted wrong, on its own predictions (the champion's are the ones emitted)."}, []string{"partition", "learner"})
-	m.LearnerWindowRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_learner_windowed_mistake_ratio",
-		Help: "Each learner's mistake ratio over its last labeled records (the evaluator's window)."}, []string{"partition", "learner"})
-	m.LearnerSupport = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_learner_support_vectors", Help: "Each learner's support-set size."}, []string{"partition", "learner"})
-	m.Champion = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_champion",
-		Help: "1 for the learner whose predictions the partition emits (the champion among the learner and its challengers; with --learner auto, its champion configuration, which leads the vote it emits)."}, []string{"partition", "learner"})
-	m.ChampionSwitches = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_champion_switches_total", Help: "Times the partition's champion changed."}, part)
-	m.SearchReopens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_search_reopens_total",
-		Help: "Times an auto learner's search reopened because its mistake rate rose (a drift)."}, part)
+	m.LearnerMistakes = newPartitionCounters("streamlearner_learner_mistakes_total", "Labeled records each learner of the partition's model predicted wrong, on its own predictions (the champion's are the ones emitted).", "partition", "learner")
+	m.LearnerWindowRate = newPartitionGauges("streamlearner_learner_windowed_mistake_ratio", "Each learner's mistake ratio over its last labeled records (the evaluator's window).", "partition", "learner")
+	m.LearnerSupport = newPartitionGauges("streamlearner_learner_support_vectors", "Each learner's support-set size.", "partition", "learner")
+	m.Champion = newPartitionGauges("streamlearner_champion", "1 for the learner whose predictions the partition emits (the champion among the learner and its challengers; with --learner auto, its champion configuration, which leads the vote it emits).", "partition", "learner")
+	m.ChampionSwitches = newPartitionCounters("streamlearner_champion_switches_total", "Times the partition's champion changed.", "partition")
+	m.SearchReopens = newPartitionCounters("streamlearner_search_reopens_total", "Times an auto learner's search reopened because its mistake rate rose (a drift).", "partition")
 	return []prometheus.Collector{m.LearnerMistakes, m.LearnerWindowRate, m.LearnerSupport, m.Champion, m.ChampionSwitches, m.SearchReopens}
 }
 
@@ -249,15 +238,14 @@ func (m *Metrics) healthMetrics() []prometheus.Collector {
 // delayedMetrics creates the series of records awaiting their label
 // (delayed labels).
 func (m *Metrics) delayedMetrics() []prometheus.Collector {
-	part := []string{"partition"}
-	m.PendingRecords = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamlearner_pending_records", Help: "Records predicted and awaiting their label (delayed labels)."}, part)
+	m.PendingRecords = newPartitionGauges("streamlearner_pending_records", "Records predicted and awaiting their label (delayed labels).", "partition")
 	// 10 ms to about 12 days by factors of 4: clicks come in minutes,
 	// reviews in hours, chargebacks in days.
 	m.LabelDelay = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "streamlearner_label_delay_seconds", Help: "Time from a record to its label (record timestamps), for labels learned.",
 		Buckets: prometheus.ExponentialBuckets(0.01, 4, 15)})
-	m.PendingExpired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_pending_expired_total", Help: "Records whose label did not come within the pending store's maximum age."}, part)
-	m.PendingEvicted = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_pending_evicted_total", Help: "Records pushed out of the full pending store before their label came."}, part)
-	m.OrphanLabels = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamlearner_orphan_labels_total", Help: "Labels that found no record awaiting them, by reason (each is a dead letter)."}, []string{"partition", "reason"})
+	m.PendingExpired = newPartitionCounters("streamlearner_pending_expired_total", "Records whose label did not come within the pending store's maximum age.", "partition")
+	m.PendingEvicted = newPartitionCounters("streamlearner_pending_evicted_total", "Records pushed out of the full pending store before their label came.", "partition")
+	m.OrphanLabels = newPartitionCounters("streamlearner_orphan_labels_total", "Labels that found no record awaiting them, by reason (each is a dead letter).", "partition", "reason")
 	return []prometheus.Collector{m.PendingRecords, m.LabelDelay, m.PendingExpired, m.PendingEvicted, m.OrphanLabels}
 }
 
@@ -290,11 +278,8 @@ func (m *Metrics) forget(partition string) {
 	m.health.served(partition)
 	m.health.resume(partition)
 	m.health.forget(partition)
-	for _, g := range []*prometheus.GaugeVec{m.Support, m.WindowRate, m.Lag, m.CheckpointBytes, m.CheckpointTime, m.PendingRecords} {
-		g.DeleteLabelValues(partition)
-	}
-	for _, g := range []*prometheus.GaugeVec{m.LearnerWindowRate, m.LearnerSupport, m.Champion} {
-		g.DeletePartialMatch(prometheus.Labels{"partition": partition})
+	for _, g := range []*SeriesVec{m.Support, m.WindowRate, m.Lag, m.CheckpointBytes, m.CheckpointTime, m.PendingRecords, m.LearnerWindowRate, m.LearnerSupport, m.Champion} {
+		g.DeletePartition(partition)
 	}
 }
 

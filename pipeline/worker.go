@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
 
@@ -99,7 +98,7 @@ type worker struct {
 
 	// The partition's counters, resolved once: a label lookup per record
 	// would cost more than timing the round.
-	consumed, predicted, learned, mistakes, skipped prometheus.Counter
+	consumed, predicted, learned, mistakes, skipped *Series
 	// hwm is the partition's high-water mark as of the last fetched
 	// record (−1: none fetched yet), for the lag gauge.
 	hwm int64
@@ -111,9 +110,9 @@ type worker struct {
 	// names are the model's learners (candidates) as metric labels, with
 	// their mistake counters; switches counts champion changes.
 	names           []string
-	learnerMistakes []prometheus.Counter
-	switches        prometheus.Counter
-	reopens         prometheus.Counter
+	learnerMistakes []*Series
+	switches        *Series
+	reopens         *Series
 	// msg is reused for each record handed to handle, margins for each
 	// many-class prediction.
 	msg     kafka.Message
@@ -125,9 +124,9 @@ type worker struct {
 	rounds    roundCounts
 	corrupt   corruptRun
 	evicted   uint64
-	waiting   prometheus.Gauge
-	expired   prometheus.Counter
-	evictions prometheus.Counter
+	waiting   *Series
+	expired   *Series
+	evictions *Series
 }
 
 // corruptRetries is how many fetches in a row must find the same batch
@@ -1024,7 +1023,7 @@ func (w *worker) setChampion(mt *Metrics) {
 	if name == "" {
 		name = w.names[w.st.Model.Champion()]
 	}
-	mt.Champion.DeletePartialMatch(prometheus.Labels{"partition": w.label})
+	mt.Champion.DeletePartition(w.label)
 	mt.Champion.WithLabelValues(w.label, name).Set(1)
 }
 
