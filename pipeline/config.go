@@ -183,9 +183,10 @@ type Config struct {
 	// FlushMaxBytes bounds the predictions the member buffers for all its
 	// partitions together: a partition flushes too when its buffered
 	// predictions reach FlushMaxBytes divided by the partitions assigned
-	// (at least 16 KiB). Default 8 MiB. With a few partitions FlushRecords
-	// binds first; with hundreds this does, so that output buffers do not
-	// grow with the partitions.
+	// (at least 1 KiB, so past 8,192 partitions at the default the member
+	// buffers more: raise it there). Default 8 MiB. With a few partitions
+	// FlushRecords binds first; with hundreds this does, so that output
+	// buffers do not grow with the partitions.
 	FlushMaxBytes int
 	// CheckpointEvery and CheckpointInterval say how often a worker saves
 	// its partition's state and commits its offset (whichever comes

@@ -260,7 +260,7 @@ func (m *member) startGeneration(gen *kafka.Generation) {
 		ids = append(ids, a.ID)
 	}
 	cfg.Metrics.AssignedGauge.Set(float64(len(ids)))
-	m.flushBytes.Store(int64(max(16<<10, cfg.FlushMaxBytes/max(len(ids), 1))))
+	m.flushBytes.Store(flushShare(cfg.FlushMaxBytes, len(ids)))
 	m.parts.Store(int64(len(ids)))
 	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Int32("generation", gen.ID).Ints("partitions", ids).Msg("joined")
 	ends := generationContext(gen)
@@ -278,6 +278,19 @@ func (m *member) startGeneration(gen *kafka.Generation) {
 	if cfg.OnAssign != nil {
 		cfg.OnAssign(gen.ID, ids)
 	}
+}
+
+// minFlushShare is the least a partition buffers before it flushes: a
+// few predictions, so that a member with more partitions than
+// FlushMaxBytes/minFlushShare (8,192 at the default) still writes batches
+// of several records rather than one.
+const minFlushShare = 1 << 10
+
+// flushShare is a partition's part of maxBytes among parts partitions.
+// The parts add up to maxBytes up to maxBytes/minFlushShare partitions;
+// the earlier floor of 16 KiB doubled the member's bound at 1,024.
+func flushShare(maxBytes, parts int) int64 {
+	return int64(max(minFlushShare, maxBytes/max(parts, 1)))
 }
 
 // generationContext returns a context that ends with the generation, for

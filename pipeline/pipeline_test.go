@@ -438,7 +438,7 @@ func TestFlushMaxBytesBoundsTheOutputBuffers(t *testing.T) {
 	produce(t, b, "in", msgs, toOne)
 	cfg := testConfig(t, b, "rbp:budget=20")
 	// 600 predictions are about 100 kB; 4 partitions share 1 byte, so
-	// each flushes at its floor of 16 KiB. Neither the record count nor
+	// each flushes at its floor of 1 KiB. Neither the record count nor
 	// the interval would flush in the test's time.
 	cfg.FlushRecords, cfg.FlushInterval, cfg.FlushMaxBytes = 100_000, time.Hour, 1
 	cfg.CheckpointEvery, cfg.CheckpointInterval = 100_000, time.Hour
@@ -446,6 +446,21 @@ func TestFlushMaxBytesBoundsTheOutputBuffers(t *testing.T) {
 	defer stop()
 	got := readFetched(t, b.Addr(), "out", 0, len(msgs)/2, false, 5*time.Second)
 	if len(got) < len(msgs)/2 {
-		t.Fatalf("%d predictions within 5 s: the output buffer was not flushed at 16 KiB", len(got))
+		t.Fatalf("%d predictions within 5 s: the output buffer was not flushed at 1 KiB", len(got))
+	}
+}
+
+// TestFlushSharesAddUpToTheMemberBound: the partitions' flush shares add
+// up to FlushMaxBytes at any partition count up to FlushMaxBytes/1 KiB
+// (the 16 KiB floor they had made it 16 MiB at 1,024 partitions).
+func TestFlushSharesAddUpToTheMemberBound(t *testing.T) {
+	const bound = 8 << 20
+	for _, parts := range []int{1, 4, 256, 512, 1024, 4096, 8192} {
+		if got := flushShare(bound, parts) * int64(parts); got > bound {
+			t.Errorf("%d partitions buffer up to %d bytes, over the bound of %d", parts, got, bound)
+		}
+	}
+	if got := flushShare(bound, 1<<20); got < 1<<10 {
+		t.Errorf("a million partitions: share %d, want at least 1 KiB", got)
 	}
 }

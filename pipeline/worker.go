@@ -632,9 +632,7 @@ func (w *worker) emit(msg *kafka.Message, r *model.Result, seq uint64) {
 	// A flush that wrote everything in it hands it back to the member's
 	// workers (see releaseArena).
 	if w.arena == nil {
-		if a, ok := arenas.Get().(*[]byte); ok {
-			w.arena = *a
-		}
+		w.arena = w.newArena()
 	}
 	start := len(w.arena)
 	w.arena = codec.AppendPredictionKey(w.arena, msg.Topic, int32(msg.Partition), msg.Offset)
@@ -1093,6 +1091,21 @@ func (w *worker) flush(ctx context.Context) error {
 // arenas holds the prediction arenas of the partitions that have none
 // buffered.
 var arenas sync.Pool
+
+// newArena returns an arena from the pool, or a new one with room for
+// the partition's share of Config.FlushMaxBytes and the prediction that
+// crosses it: grown by append, it would double past the share.
+func (w *worker) newArena() []byte {
+	if a, ok := arenas.Get().(*[]byte); ok {
+		return *a
+	}
+	return make([]byte, 0, w.m.flushBytes.Load()+arenaSlack)
+}
+
+// arenaSlack is room past a partition's flush share for the prediction
+// that crosses it (a prediction takes 100–300 bytes; one larger grows the
+// arena as append does).
+const arenaSlack = 1 << 10
 
 // releaseArena hands the worker's arena, nothing buffered in it, to the
 // other workers. Each kept its own between flushes, grown to its share

@@ -152,7 +152,7 @@ type runCmd struct {
 	FetchMaxWait           time.Duration `default:"500ms" help:"How long a broker may hold a fetch that finds no records; records that reach a partition whose worker was busy when the fetch left may wait this long."`
 	FlushRecords           int           `default:"1000" help:"Predictions buffered per partition before a flush and commit."`
 	FlushInterval          time.Duration `default:"200ms" help:"Longest time a prediction waits before a flush and commit."`
-	FlushMaxBytes          int           `default:"8388608" help:"Predictions buffered by all partitions together: a partition flushes too when its share (this divided by the partitions assigned, at least 16 KiB) fills."`
+	FlushMaxBytes          int           `default:"8388608" help:"Predictions buffered by all partitions together: a partition flushes too when its share (this divided by the partitions assigned, at least 1 KiB) fills."`
 	AutoCreate             bool          `help:"Create missing output and dead-letter topics (never the input topic: a member waits for it, not ready)."`
 
 	CheckpointDir         string        `placeholder:"DIR" help:"Save partition models here, so a partition's next owner continues the same model (one node, or a shared disk)."`
