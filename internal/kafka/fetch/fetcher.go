@@ -492,10 +492,16 @@ type source struct {
 	scratch []byte
 	copied  []copied
 	headers []copiedHeader
-	// deferred is when the source began holding back a request that
-	// would only wait on idle partitions (zero: not holding back).
-	deferred time.Time
 }
+
+// hotWait is how long a broker may hold a request for partitions with
+// nothing known to read while another partition's next batch waits on
+// its consumer: that partition's next request goes after this one. The
+// request is not held back instead: at 1,024 partitions there is nearly
+// always such a partition, and holding the others' requests back for up
+// to MaxWait made their records wait 100 ms at the median and 1 s at the
+// 99th percentile (10,000 records a second in all).
+const hotWait = 10 * time.Millisecond
 
 // poke wakes the source's loop; f.mu held or not.
 func (s *source) poke() {
@@ -547,7 +553,8 @@ func (s *source) plan(asks *[]ask) (time.Duration, bool) {
 	n := len(s.parts)
 	// A partition held back only by the batch its consumer has not taken
 	// yet, with records behind it, will want its next batch soon: a
-	// request that waits on the others would hold it back too.
+	// request that waits on the others would hold it back too, so the
+	// broker may hold this one only briefly (hotWait).
 	hot, backlog := false, false
 	var want []*Partition
 	for i := range n {
@@ -562,26 +569,15 @@ func (s *source) plan(asks *[]ask) (time.Duration, bool) {
 		}
 	}
 	if len(want) == 0 {
-		s.deferred = time.Time{}
 		return time.Minute, false
 	}
 	wait := f.cfg.MaxWait
-	if hot {
+	switch {
+	case hot && backlog:
 		wait = 0
-		if !backlog {
-			// Only idle partitions to ask for: wait here for the busy one
-			// instead (it is poked when its batch is taken), asking for the
-			// idle ones no less often than the broker would answer them.
-			now := time.Now()
-			if s.deferred.IsZero() {
-				s.deferred = now
-			}
-			if left := s.deferred.Add(f.cfg.MaxWait).Sub(now); left > 0 {
-				return left, false
-			}
-		}
+	case hot:
+		wait = min(wait, hotWait)
 	}
-	s.deferred = time.Time{}
 	avail := f.cfg.MaxBytes - f.used
 	cost := max(avail/len(want), minShare)
 	k, reserved, wire := 0, 0, 0
