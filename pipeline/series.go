@@ -15,7 +15,7 @@ import (
 //
 // client_golang's CounterVec and GaugeVec hold about 500 bytes a series
 // (label pairs, a created timestamp, a map entry) and a partition has
-// 40–50 series, most of them every dead-letter reason at 0: 21 MB of
+// up to about 50 series, most of them dead-letter reasons at 0: 21 MB of
 // heap at 1,024 partitions, which the garbage collector's headroom
 // doubles in the member's resident memory. A Series here is 48 bytes and
 // its map entry. What /metrics shows is the same: names, help, labels,
