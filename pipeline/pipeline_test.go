@@ -463,4 +463,13 @@ func TestFlushSharesAddUpToTheMemberBound(t *testing.T) {
 	if got := flushShare(bound, 1<<20); got < 1<<10 {
 		t.Errorf("a million partitions: share %d, want at least 1 KiB", got)
 	}
+	// A new arena holds a small share whole, and does not take a large
+	// one (a few partitions, flushed at FlushRecords) up front: 2 MiB
+	// each at 4 partitions raised their resident memory by 12 MB.
+	if share := flushShare(bound, 1024); arenaCap(share) < share+512 {
+		t.Errorf("1,024 partitions: a new arena of %d bytes for a share of %d", arenaCap(share), share)
+	}
+	if c := arenaCap(flushShare(bound, 4)); c > 128<<10 {
+		t.Errorf("4 partitions: a new arena of %d bytes", c)
+	}
 }

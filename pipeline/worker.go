@@ -1092,20 +1092,28 @@ func (w *worker) flush(ctx context.Context) error {
 // buffered.
 var arenas sync.Pool
 
-// newArena returns an arena from the pool, or a new one with room for
-// the partition's share of Config.FlushMaxBytes and the prediction that
-// crosses it: grown by append, it would double past the share.
+// newArena returns an arena from the pool, or a new one. A small share
+// of Config.FlushMaxBytes (many partitions) is allocated whole, with
+// room for the prediction that crosses it: grown by append, the arena
+// would double past it. A large one (a few partitions, where
+// Config.FlushRecords binds first) grows as the predictions come.
 func (w *worker) newArena() []byte {
 	if a, ok := arenas.Get().(*[]byte); ok {
 		return *a
 	}
-	return make([]byte, 0, w.m.flushBytes.Load()+arenaSlack)
+	return make([]byte, 0, arenaCap(w.m.flushBytes.Load()))
 }
 
-// arenaSlack is room past a partition's flush share for the prediction
-// that crosses it (a prediction takes 100–300 bytes; one larger grows the
-// arena as append does).
-const arenaSlack = 1 << 10
+// arenaCap is the capacity of a new arena for a flush share.
+func arenaCap(share int64) int64 { return min(share, arenaWhole) + arenaSlack }
+
+// arenaWhole is the largest share allocated whole; arenaSlack is room
+// past it for the prediction that crosses it (a prediction takes 100–300
+// bytes; a larger one grows the arena as append does).
+const (
+	arenaWhole = 64 << 10
+	arenaSlack = 1 << 10
+)
 
 // releaseArena hands the worker's arena, nothing buffered in it, to the
 // other workers. Each kept its own between flushes, grown to its share
