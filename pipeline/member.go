@@ -69,6 +69,8 @@ type member struct {
 	writes chan struct{}
 	// txn is the member's transactional producer (exactly-once only).
 	txn *memberTxn
+	// offsets fetches the partitions' committed offsets, many at once.
+	offsets committedOffsets
 	// drained counts the workers that have not yet made their last
 	// commit; Run waits for it before it leaves the group.
 	drained sync.WaitGroup
@@ -304,40 +306,6 @@ func generationContext(gen *kafka.Generation) context.Context {
 		cancel()
 	})
 	return ctx
-}
-
-// committed returns the group's committed offset for p (−1 if none) and
-// its metadata, retrying transient failures until ctx ends.
-func (m *member) committed(ctx context.Context, p Partition) (int64, string, error) {
-	if m.cfg.ProcessingGuarantee == ExactlyOnce {
-		return m.stableCommitted(ctx, p)
-	}
-	for backoff := 100 * time.Millisecond; ; backoff = min(2*backoff, 5*time.Second) {
-		resp, err := m.client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: m.cfg.Group, Topics: map[string][]int{p.Topic: {p.ID}}})
-		if err == nil {
-			err = resp.Error
-		}
-		if err == nil {
-			for _, op := range resp.Topics[p.Topic] {
-				if op.Partition == p.ID {
-					if op.Error != nil {
-						err = op.Error
-						break
-					}
-					return op.CommittedOffset, op.Metadata, nil
-				}
-			}
-			if err == nil {
-				return -1, "", nil
-			}
-		}
-		m.cfg.Log.Warn().Err(err).Int("partition", p.ID).Msg("fetch committed offset; retrying")
-		select {
-		case <-ctx.Done():
-			return 0, "", ctx.Err()
-		case <-time.After(backoff):
-		}
-	}
 }
 
 // commit commits offset with metadata for p in gen, and with a label
