@@ -26,10 +26,13 @@
 #        scripts/auto.sh table [data sets]   the tables again from out/auto
 # Reads ../shared/datasets (or $DATASETS); writes JSON results to
 # out/auto (or $OUT); KEEP_GRID=1 reuses the grid's results found there.
+# LIMIT=N plays the data sets' first N records of the file (eval --limit,
+# which cuts before the shuffle: a short stream, as auto and the grid both
+# see it), into out/auto-N, without the CPU runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/datasets.sh
-out=${OUT:-out/auto}
+out=${OUT:-out/auto${LIMIT:+-$LIMIT}}
 run=1
 if [ "${1:-}" = table ]; then
   run=0
@@ -302,6 +305,12 @@ for s in "${sets[@]}"; do
   nursery) file=$data/events/nursery.jsonl.gz; flags=(--label-field class --classes auto --key-field id) ;;
   *) echo "unknown data set $s" >&2; exit 2 ;;
   esac
+  if [ -n "${LIMIT:-}" ]; then
+    for i in "${!flags[@]}"; do
+      [ "${flags[$i]:-}" = --limit ] && unset 'flags[i]' 'flags[i+1]'
+    done
+    flags=("${flags[@]}" --limit "$LIMIT")
+  fi
   for k in "${kernels[@]}"; do
     # KEEP_GRID=1 keeps a grid result already in $OUT (the grid does not
     # depend on auto, and is most of the time).
@@ -309,7 +318,7 @@ for s in "${sets[@]}"; do
     "$sl" eval --data "$file" --kernel "$k" "${grid[@]}" "${flags[@]}" --seed 1 --format json > "$out/$s-grid-$k.json" 2>/dev/null
   done
   "$sl" eval --data "$file" "${flags[@]}" --seed 1 --format json > "$out/$s-auto.json" 2>/dev/null
-  if [ "$s" = a9a ] || [ "$s" = covtype-events ]; then
+  if [ -z "${LIMIT:-}" ] && { [ "$s" = a9a ] || [ "$s" = covtype-events ]; }; then
     # The final champion alone, on records scaled as auto scaled them
     # when it did (eval --standardize: the whole pass's statistics, not
     # the running ones, which changes the rate, not the cost).
