@@ -102,9 +102,14 @@ func (s DirStore) Load(_ context.Context, name string) ([]byte, error) {
 	return b, nil
 }
 
+// List walks only the directory the prefix names whole ("topic/7/":
+// dir/topic/7): a restore lists its own partition's snapshots, and a walk
+// of every partition's made a generation's restores read partitions²
+// directory entries, 6–8 s of the 10–13 s a member took to serve 1,024
+// partitions again after a rebalance.
 func (s DirStore) List(_ context.Context, prefix string) ([]string, error) {
 	var names []string
-	err := filepath.WalkDir(s.Dir, func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(s.listRoot(prefix), func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return filepath.SkipAll
@@ -135,6 +140,21 @@ func (s DirStore) List(_ context.Context, prefix string) ([]string, error) {
 	}
 	sortNames(names)
 	return names, nil
+}
+
+// listRoot is the directory under which every snapshot named with prefix
+// lies: the deepest one the prefix spells out to its last "/", if it
+// stays inside s.Dir.
+func (s DirStore) listRoot(prefix string) string {
+	i := strings.LastIndex(prefix, "/")
+	if i <= 0 {
+		return s.Dir
+	}
+	root := filepath.Join(s.Dir, filepath.FromSlash(prefix[:i]))
+	if rel, err := filepath.Rel(s.Dir, root); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return s.Dir
+	}
+	return root
 }
 
 func (s DirStore) Delete(_ context.Context, name string) error {

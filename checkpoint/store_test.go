@@ -2,9 +2,11 @@ package checkpoint
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -77,5 +79,74 @@ func TestDirStoreCleanRemovesOnlyStaleTempFiles(t *testing.T) {
 	}
 	if removed, err := (DirStore{Dir: filepath.Join(st.Dir, "missing")}).Clean(ctx); err != nil || len(removed) != 0 {
 		t.Fatalf("Clean of a missing directory: %v, %v", removed, err)
+	}
+}
+
+// TestDirStoreListsThePrefixOnly: a partition's prefix lists its own
+// snapshots and no other partition's (in/1/ is not in/10/), a topic's
+// all of its partitions', "" everything, and a prefix that climbs out
+// of the directory nothing outside it.
+func TestDirStoreListsThePrefixOnly(t *testing.T) {
+	ctx := context.Background()
+	st := DirStore{Dir: t.TempDir()}
+	var all []string
+	for _, topic := range []string{"in", "in.x"} {
+		for _, p := range []int{1, 10, 11} {
+			for seq := int64(1); seq <= 2; seq++ {
+				name := fmt.Sprintf("%s/%d/%010d/%020d", topic, p, 3, seq)
+				if err := st.Save(ctx, name, []byte(name)); err != nil {
+					t.Fatal(err)
+				}
+				all = append(all, name)
+			}
+		}
+	}
+	sortNames(all)
+	for _, c := range []struct {
+		prefix string
+		want   func(string) bool
+	}{
+		{"in/1/", func(n string) bool { return strings.HasPrefix(n, "in/1/") }},
+		{"in/", func(n string) bool { return strings.HasPrefix(n, "in/") }},
+		{"in", func(n string) bool { return true }},
+		{"", func(n string) bool { return true }},
+		{"in/2/", func(n string) bool { return false }},
+		{"../in/1/", func(n string) bool { return false }},
+	} {
+		got, err := st.List(ctx, c.prefix)
+		if err != nil {
+			t.Fatalf("%q: %v", c.prefix, err)
+		}
+		want := []string{}
+		for _, n := range all {
+			if c.want(n) {
+				want = append(want, n)
+			}
+		}
+		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+			t.Errorf("List(%q) = %v, want %v", c.prefix, got, want)
+		}
+	}
+}
+
+// BenchmarkDirStoreList: one partition's snapshots among 1,024
+// partitions' (a restore's List): it reads that partition's directory,
+// not all of them.
+func BenchmarkDirStoreList(b *testing.B) {
+	ctx := context.Background()
+	st := DirStore{Dir: b.TempDir()}
+	for p := range 1024 {
+		for seq := int64(1); seq <= 2; seq++ {
+			if err := st.Save(ctx, fmt.Sprintf("in/%d/%010d/%020d", p, 1, seq), []byte("x")); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		names, err := st.List(ctx, fmt.Sprintf("in/%d/", i%1024))
+		if err != nil || len(names) != 2 {
+			b.Fatalf("%v, %v", names, err)
+		}
 	}
 }
