@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -71,5 +72,32 @@ func TestRestoresShareOffsetFetches(t *testing.T) {
 				t.Errorf("%d OffsetFetch requests for %d partitions, want at most %d", n, parts, parts/8)
 			}
 		})
+	}
+}
+
+// TestFirstCheckpointsAreSpread: partitions assigned together take their
+// first checkpoints spread over the interval, not all at once an
+// interval later (at 1,024 partitions the bursts held records back up
+// to a second); none later than the interval.
+func TestFirstCheckpointsAreSpread(t *testing.T) {
+	const parts, interval = 1024, 10 * time.Second
+	cfg := Config{CheckpointInterval: interval, DisableIdempotence: true}
+	m := &member{cfg: &cfg}
+	start := time.Now()
+	var dues []time.Duration
+	for p := range parts {
+		d := m.newOutput(nil, Partition{Topic: "in", ID: p}).due(start).Sub(start)
+		if d <= 0 || d > interval {
+			t.Fatalf("partition %d: first checkpoint %v after assignment, want within (0, %v]", p, d, interval)
+		}
+		dues = append(dues, d)
+	}
+	slices.Sort(dues)
+	gap := dues[0]
+	for i := 1; i < len(dues); i++ {
+		gap = max(gap, dues[i]-dues[i-1])
+	}
+	if gap > interval/200 {
+		t.Errorf("first checkpoints %v apart at most, want ≤ %v", gap, interval/200)
 	}
 }
