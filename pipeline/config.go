@@ -192,7 +192,10 @@ type Config struct {
 	// its partition's state and commits its offset (whichever comes
 	// first, at a flush); defaults 10,000 records and 10 s. Between
 	// commits predictions still flow; after a crash the records since the
-	// last commit are predicted again, identically.
+	// last commit are predicted again, identically. A partition's first
+	// checkpoint after its assignment comes at its own point of the
+	// interval, so that a member's partitions, assigned together, do not
+	// all checkpoint at once after it.
 	CheckpointEvery    int
 	CheckpointInterval time.Duration
 
