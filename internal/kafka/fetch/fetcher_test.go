@@ -288,14 +288,13 @@ func TestFetcherBatchLargerThanItsShareWaitsForRoom(t *testing.T) {
 	}
 }
 
-// A partition with a backlog is not held behind the broker's wait on
-// idle ones: with a 5 s wait and 20 idle partitions, 30 batches of a busy
-// one come in far less than 30 waits.
-func TestFetcherBusyPartitionDoesNotWaitOnIdleOnes(t *testing.T) {
-	const parts = 21
-	_, addr, _, _ := cluster(t, 1, parts)
+// produceBacklog writes batches batches of 20 records of about 900
+// bytes to partition 0 of t (18 kB a batch, over backlogFetcher's share)
+// and returns the values.
+func produceBacklog(t *testing.T, addr string, batches int) []string {
+	t.Helper()
 	var values []string
-	for b := range 30 {
+	for b := range batches {
 		var vs []string
 		for i := range 20 {
 			vs = append(vs, fmt.Sprintf("%d-%d-%s", b, i, strings.Repeat("y", 900)))
@@ -303,11 +302,29 @@ func TestFetcherBusyPartitionDoesNotWaitOnIdleOnes(t *testing.T) {
 		values = append(values, vs...)
 		produceTo(t, addr, "t", 0, vs...)
 	}
-	f, err := NewFetcher(FetcherConfig{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}, MaxWait: 5 * time.Second, PartitionMaxBytes: 16 << 10})
+	return values
+}
+
+// backlogFetcher is a Fetcher with a 16 KiB partition share and the
+// broker wait maxWait, closed when the test ends.
+func backlogFetcher(t *testing.T, addr string, maxWait time.Duration) *Fetcher {
+	t.Helper()
+	f, err := NewFetcher(FetcherConfig{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}, MaxWait: maxWait, PartitionMaxBytes: 16 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// A partition with a backlog is not held behind the broker's wait on
+// idle ones: with a 5 s wait and 20 idle partitions, 30 batches of a busy
+// one come in far less than 30 waits.
+func TestFetcherBusyPartitionDoesNotWaitOnIdleOnes(t *testing.T) {
+	const parts = 21
+	_, addr, _, _ := cluster(t, 1, parts)
+	values := produceBacklog(t, addr, 30)
+	f := backlogFetcher(t, addr, 5*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for p := 1; p < parts; p++ {
@@ -344,18 +361,8 @@ func TestFetcherBusyPartitionDoesNotWaitOnIdleOnes(t *testing.T) {
 // the median and 1 s at the 99th percentile.)
 func TestFetcherIdlePartitionIsNotHeldBehindAnUntakenBatch(t *testing.T) {
 	_, addr, _, _ := cluster(t, 1, 2)
-	for b := range 10 { // batches of 18 kB, each over the partition's share
-		var vs []string
-		for i := range 20 {
-			vs = append(vs, fmt.Sprintf("%d-%d-%s", b, i, strings.Repeat("y", 900)))
-		}
-		produceTo(t, addr, "t", 0, vs...)
-	}
-	f, err := NewFetcher(FetcherConfig{Addr: kafka.TCP(addr), Transport: &kafka.Transport{}, MaxWait: 3 * time.Second, PartitionMaxBytes: 16 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	produceBacklog(t, addr, 10)
+	f := backlogFetcher(t, addr, 3*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	busy := f.Open("t", 0, 0)
