@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -307,5 +310,60 @@ func TestTopicStoreReadsThroughBrokerFaults(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("a fault that will not pass took %v: retried as if it might", d)
+	}
+}
+
+// TestTopicStoreRestoresShareCatchUps: 64 partitions listing their
+// snapshots at once (a generation's restores) share catch-ups: a List
+// that waited while another caught up, begun after it asked, reads
+// nothing again. Each still sees a snapshot saved before it asked. One
+// catch-up each (a Metadata, a ListOffsets and a Fetch under the store's
+// lock) left 1,024 partitions unserved for up to 29 s after a rebalance.
+func TestTopicStoreRestoresShareCatchUps(t *testing.T) {
+	const parts = 64
+	b, err := embedded.Start(embedded.Config{Partitions: 2, Topics: []string{"ckpt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	writer := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
+	defer writer.Close()
+	for p := range parts {
+		if err := writer.Save(ctx, Name("in", p, 1, 1), []byte{byte(p)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
+	defer st.Close()
+	var listOffsets atomic.Int32
+	c := b.Cluster()
+	c.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		listOffsets.Add(1)
+		time.Sleep(20 * time.Millisecond) // the others ask meanwhile
+		return nil, nil, false
+	})
+	var wg sync.WaitGroup
+	for p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			names, err := st.List(ctx, fmt.Sprintf("in/%d/", p))
+			if err != nil || len(names) != 1 || names[0] != Name("in", p, 1, 1) {
+				t.Errorf("partition %d: %v, %v", p, names, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := listOffsets.Load(); n > parts/8 {
+		t.Errorf("%d catch-ups (ListOffsets) for %d Lists, want at most %d", n, parts, parts/8)
+	}
+	// A snapshot saved after the last catch-up is still found.
+	if err := writer.Save(ctx, Name("in", 0, 1, 2), []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := st.List(ctx, "in/0/"); err != nil || len(names) != 2 {
+		t.Errorf("after a new save: %v, %v", names, err)
 	}
 }
