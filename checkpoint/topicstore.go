@@ -49,7 +49,16 @@ type TopicStore struct {
 	// caughtUp is when the last catch-up that succeeded began: the index
 	// holds everything written before then.
 	caughtUp time.Time
+
+	// reading bounds the loads reading their chunks at once
+	// (concurrentReads), made on first use.
+	readingOnce sync.Once
+	reading     chan struct{}
 }
+
+// concurrentReads is how many loads read their chunks at once: each
+// holds a fetch answer, a snapshot's size or so.
+const concurrentReads = 8
 
 // chunkAt is where a chunk's latest value is in the topic.
 type chunkAt struct {
@@ -214,12 +223,12 @@ func (s *TopicStore) client() *kafka.Client {
 
 // fetch returns the records of partition from offset on (an answer may
 // begin with records before offset: the batch that holds it).
-func (s *TopicStore) fetch(ctx context.Context, cl *kafka.Client, partition int, offset int64) (*kafka.FetchResponse, error) {
+func (s *TopicStore) fetch(ctx context.Context, cl *kafka.Client, partition int, offset int64, maxBytes int) (*kafka.FetchResponse, error) {
 	var resp *kafka.FetchResponse
 	err := call(ctx, func(ctx context.Context) error {
 		r, err := cl.Fetch(ctx, &kafka.FetchRequest{
 			Topic: s.Topic, Partition: partition, Offset: offset,
-			MinBytes: 1, MaxBytes: fetchBytes, MaxWait: fetchWait, IsolationLevel: kafka.ReadUncommitted,
+			MinBytes: 1, MaxBytes: int64(maxBytes), MaxWait: fetchWait, IsolationLevel: kafka.ReadUncommitted,
 		})
 		if err != nil {
 			return err
@@ -355,7 +364,7 @@ func (s *TopicStore) catchUpPartition(ctx context.Context, cl *kafka.Client, par
 		return nil
 	}
 	for from < last {
-		resp, err := s.fetch(ctx, cl, partition, from)
+		resp, err := s.fetch(ctx, cl, partition, from, fetchBytes)
 		if err != nil {
 			return fmt.Errorf("read checkpoint topic %s, partition %d at offset %d: %w", s.Topic, partition, from, err)
 		}
@@ -405,34 +414,21 @@ func (s *TopicStore) catchUpPartition(ctx context.Context, cl *kafka.Client, par
 }
 
 func (s *TopicStore) Load(ctx context.Context, name string) ([]byte, error) {
-	asked := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.catchUpSince(ctx, asked); err != nil {
+	at, size, err := s.locate(ctx, name)
+	if err != nil {
 		return nil, err
 	}
-	m, ok := s.index[name]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrNotFound, name)
-	}
-	if len(m) < len(manifestMagic) || string(m[:len(manifestMagic)]) != manifestMagic {
-		return nil, fmt.Errorf("%w: manifest of %s", ErrChecksum, name)
-	}
-	rest := m[len(manifestMagic):]
-	n, k := binary.Uvarint(rest)
-	size, k2 := binary.Uvarint(rest[max(k, 0):])
-	if k <= 0 || k2 <= 0 || n > 1<<20 {
-		return nil, fmt.Errorf("%w: manifest of %s", ErrChecksum, name)
-	}
-	at := make([]chunkAt, n)
-	for i := range n {
-		c, ok := s.chunks[name+"#"+strconv.FormatUint(i, 10)]
-		if !ok {
-			return nil, fmt.Errorf("%w: chunk %d of %s missing", ErrChecksum, i, name)
-		}
-		at[i] = c
+	// The chunks are read without the store's lock, a few loads at a
+	// time: a generation's restores read theirs one after another
+	// under it, and 1,024 partitions waited up to 24 s to be served.
+	s.readingOnce.Do(func() { s.reading = make(chan struct{}, concurrentReads) })
+	select {
+	case s.reading <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	data, err := s.readChunks(ctx, name, at, make([]byte, 0, min(size, 1<<30)))
+	<-s.reading
 	if err != nil {
 		return nil, err
 	}
@@ -442,9 +438,42 @@ func (s *TopicStore) Load(ctx context.Context, name string) ([]byte, error) {
 	return data, nil
 }
 
-// readChunks appends the chunks of snapshot name, where at says they are,
-// to data. They were written in order to one partition: an answer usually
-// holds several, and what other snapshots wrote between them is skipped.
+// locate returns where name's chunks are and its size, as of a catch-up
+// begun after the call.
+func (s *TopicStore) locate(ctx context.Context, name string) ([]chunkAt, uint64, error) {
+	asked := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.catchUpSince(ctx, asked); err != nil {
+		return nil, 0, err
+	}
+	m, ok := s.index[name]
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: %s", ErrNotFound, name)
+	}
+	if len(m) < len(manifestMagic) || string(m[:len(manifestMagic)]) != manifestMagic {
+		return nil, 0, fmt.Errorf("%w: manifest of %s", ErrChecksum, name)
+	}
+	rest := m[len(manifestMagic):]
+	n, k := binary.Uvarint(rest)
+	size, k2 := binary.Uvarint(rest[max(k, 0):])
+	if k <= 0 || k2 <= 0 || n > 1<<20 {
+		return nil, 0, fmt.Errorf("%w: manifest of %s", ErrChecksum, name)
+	}
+	at := make([]chunkAt, n)
+	for i := range n {
+		c, ok := s.chunks[name+"#"+strconv.FormatUint(i, 10)]
+		if !ok {
+			return nil, 0, fmt.Errorf("%w: chunk %d of %s missing", ErrChecksum, i, name)
+		}
+		at[i] = c
+	}
+	return at, size, nil
+}
+
+// chunkSlack is room in a chunk read for the records' framing.
+const chunkSlack = 64 << 10
+
 func (s *TopicStore) readChunks(ctx context.Context, name string, at []chunkAt, data []byte) ([]byte, error) {
 	cl := s.client()
 	gone := func(i int) error {
@@ -452,7 +481,9 @@ func (s *TopicStore) readChunks(ctx context.Context, name string, at []chunkAt, 
 	}
 	for i := 0; i < len(at); {
 		c, first := at[i], i
-		resp, err := s.fetch(ctx, cl, c.partition, c.offset)
+		// The chunks left, not the partition's log after them: a fetch of
+		// fetchBytes carried every later snapshot in the partition.
+		resp, err := s.fetch(ctx, cl, c.partition, c.offset, min(fetchBytes, max(cap(data)-len(data), 0)+chunkSlack))
 		if errors.Is(err, kafka.OffsetOutOfRange) { // the log no longer reaches it
 			return nil, gone(i)
 		}

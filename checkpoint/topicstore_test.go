@@ -367,3 +367,49 @@ func TestTopicStoreRestoresShareCatchUps(t *testing.T) {
 		t.Errorf("after a new save: %v, %v", names, err)
 	}
 }
+
+// TestTopicStoreLoadAsksForItsChunksOnly: a load's fetches ask for about
+// its snapshot's bytes, not for fetchBytes (64 MiB): at a chunk's offset
+// the partition's log holds every later snapshot of the group, which a
+// generation's restores each read.
+func TestTopicStoreLoadAsksForItsChunksOnly(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"ckpt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	st := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt", ChunkBytes: 16 << 10}
+	defer st.Close()
+	snap := bytes.Repeat([]byte("s"), 40<<10)
+	for p := range 16 {
+		if err := st.Save(ctx, Name("in", p, 1, 1), snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
+	defer fresh.Close()
+	if _, err := fresh.List(ctx, ""); err != nil { // caught up: what follows is the load's own
+		t.Fatal(err)
+	}
+	var most atomic.Int32
+	c := b.Cluster()
+	c.ControlKey(int16(kmsg.Fetch), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		for _, rt := range r.(*kmsg.FetchRequest).Topics {
+			for _, rp := range rt.Partitions {
+				if rp.PartitionMaxBytes > most.Load() {
+					most.Store(rp.PartitionMaxBytes)
+				}
+			}
+		}
+		return nil, nil, false
+	})
+	got, err := fresh.Load(ctx, Name("in", 0, 1, 1))
+	if err != nil || !bytes.Equal(got, snap) {
+		t.Fatalf("load: %d bytes, %v", len(got), err)
+	}
+	if m := most.Load(); m > int32(len(snap))+chunkSlack {
+		t.Errorf("a fetch asked for %d bytes, for a snapshot of %d", m, len(snap))
+	}
+}
