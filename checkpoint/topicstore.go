@@ -320,7 +320,6 @@ func (s *TopicStore) partitions(ctx context.Context, cl *kafka.Client) ([]kafka.
 	return offs, err
 }
 
-// catchUp reads every partition from where it stopped to its end.
 // catchUpSince catches up unless a catch-up that began at or after asked
 // (when the caller asked, before it waited for s.mu) already succeeded:
 // that one read the topic to an end at least as late. At a generation's
@@ -340,6 +339,7 @@ func (s *TopicStore) catchUpSince(ctx context.Context, asked time.Time) error {
 	return nil
 }
 
+// catchUp reads every partition from where it stopped to its end.
 func (s *TopicStore) catchUp(ctx context.Context) error {
 	s.init()
 	cl := s.client()
