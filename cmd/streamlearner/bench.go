@@ -63,6 +63,9 @@ type benchCmd struct {
 	Rate          int           `default:"10000" help:"With --rebalance: records a second sent."`
 	Phase         time.Duration `default:"30s" help:"With --rebalance: how long each phase lasts."`
 	FlushInterval time.Duration `default:"5ms" help:"With --rebalance: the members' --flush-interval."`
+	// CheckpointStore is where the rebalance members keep their
+	// snapshots: a restore's cost depends on it.
+	CheckpointStore string `default:"dir" enum:"dir,topic" help:"With --rebalance: where the members keep their snapshots, a directory (run's --checkpoint-dir) or a checkpoint topic (--checkpoint-topic, as members on several machines do)."`
 }
 
 // restoreRecords are appended to each partition after a deferred run's

@@ -24,6 +24,17 @@ func (c *benchCmd) rebalance(ctx context.Context, out io.Writer) error {
 	return r.Measure(ctx, out)
 }
 
+// memberArgs is the `run` command line of a rebalance member.
+func (c *benchCmd) memberArgs(spec benchrun.MemberSpec) []string {
+	args := []string{"run", "--brokers", spec.Broker, "--topic", spec.Topic, "--output-topic", spec.OutputTopic, "--group", spec.Group,
+		"--learner", c.Learner, "--kernel", c.Kernel, "--flush-interval", c.FlushInterval.String(), "--auto-create",
+		"--metrics-addr", "127.0.0.1:0", "--log-format", "json", "--processing-guarantee", c.ProcessingGuarantee}
+	if c.CheckpointStore == "topic" {
+		return append(args, "--checkpoint-topic", spec.Topic+".checkpoints")
+	}
+	return append(args, "--checkpoint-dir", spec.Dir+"/checkpoints")
+}
+
 // runningMember is a member process, done closed once it ended.
 type runningMember struct {
 	cmd  *exec.Cmd
@@ -41,11 +52,7 @@ func (c *benchCmd) member(ctx context.Context, spec benchrun.MemberSpec) (stop f
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"run", "--brokers", spec.Broker, "--topic", spec.Topic, "--output-topic", spec.OutputTopic, "--group", spec.Group,
-		"--learner", c.Learner, "--kernel", c.Kernel, "--flush-interval", c.FlushInterval.String(), "--auto-create",
-		"--metrics-addr", "127.0.0.1:0", "--log-format", "json", "--processing-guarantee", c.ProcessingGuarantee,
-		"--checkpoint-dir", spec.Dir + "/checkpoints"}
-	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd := exec.CommandContext(ctx, exe, c.memberArgs(spec)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 30 * time.Second

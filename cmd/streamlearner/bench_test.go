@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/streamlearner/streamlearner/internal/dev/benchrun"
 )
 
 // TestBenchMeasuresEachRunInAProcessOfItsOwn runs bench as users do. Each
@@ -163,6 +165,20 @@ func TestBenchHeapProfile(t *testing.T) {
 		pb, err := io.ReadAll(zr)
 		if err != nil || !bytes.Contains(pb, []byte("inuse_space")) {
 			t.Errorf("heap.%s: %v, %d bytes, no inuse_space", n, err, len(pb))
+		}
+	}
+}
+
+// TestBenchRebalanceMembersUseTheStoreAsked: --checkpoint-store topic
+// runs the rebalance members on a checkpoint topic, as members on several
+// machines are, and the default on a directory.
+func TestBenchRebalanceMembersUseTheStoreAsked(t *testing.T) {
+	spec := benchrun.MemberSpec{Name: "a", Broker: "127.0.0.1:1", Topic: "in", OutputTopic: "out", Group: "g", Dir: "/d"}
+	for store, want := range map[string]string{"dir": "--checkpoint-dir /d/checkpoints", "topic": "--checkpoint-topic in.checkpoints"} {
+		c := &benchCmd{CheckpointStore: store}
+		args := strings.Join(c.memberArgs(spec), " ")
+		if !strings.HasSuffix(args, want) || strings.Count(args, "--checkpoint-") != 1 {
+			t.Errorf("--checkpoint-store %s: %s", store, args)
 		}
 	}
 }
