@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"bytes"
+	"math"
 	"runtime"
 	"strconv"
 	"testing"
@@ -67,20 +68,35 @@ func scrape(t *testing.T, reg *prometheus.Registry) string {
 
 // TestPartitionSeriesCostLittle: the series every assigned partition
 // starts with at 0 (its records, model and checkpoint series, and its
-// dead letters by reason) cost under 150 bytes each; as client_golang
-// children they cost about 530, 21 MB of heap at 1,024 partitions.
+// dead letters by reason) cost under 300 bytes each to make, counting the
+// maps' growth (156 measured); client_golang children cost 632 each so
+// measured, 528 of it kept (21 MB of heap at 1,024 partitions). Bytes allocated, not held: other tests'
+// goroutines can free memory meanwhile, never unallocate it; the least of
+// three tries leaves out what they allocate.
 func TestPartitionSeriesCostLittle(t *testing.T) {
-	m := NewMetrics(prometheus.NewRegistry())
-	reasons := Reasons()
 	labels := make([]string, 2048)
 	for p := range labels {
 		labels[p] = strconv.Itoa(p)
 	}
+	best := math.Inf(1)
+	for range 3 {
+		best = min(best, seriesBytes(labels))
+	}
+	t.Logf("%.0f bytes a series", best)
+	if best > 300 {
+		t.Fatalf("%.0f bytes a series, want ≤ 300", best)
+	}
+}
+
+// seriesBytes is what making the series of a partition's start, for
+// each of labels, allocated a series.
+func seriesBytes(labels []string) float64 {
+	m := NewMetrics(prometheus.NewRegistry())
+	reasons := Reasons()
 	single := []*SeriesVec{m.Consumed, m.Predicted, m.Learned, m.Mistakes, m.Support, m.WindowRate, m.Skipped,
 		m.Lag, m.OffsetResets, m.RegistryErrors, m.CheckpointBytes, m.CheckpointTime, m.ChampionSwitches,
 		m.SearchReopens, m.PendingRecords, m.PendingExpired, m.PendingEvicted}
 	var before, after runtime.MemStats
-	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for _, l := range labels {
 		m.assigned(l, reasons)
@@ -91,13 +107,7 @@ func TestPartitionSeriesCostLittle(t *testing.T) {
 			m.OrphanLabels.WithLabelValues(l, string(r))
 		}
 	}
-	runtime.GC()
 	runtime.ReadMemStats(&after)
 	n := len(labels) * (len(reasons) + len(single) + len(labelReasons))
-	per := float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
-	t.Logf("%d series, %.0f bytes each", n, per)
-	if per > 150 {
-		t.Fatalf("%.0f bytes a series, want ≤ 150", per)
-	}
-	runtime.KeepAlive(m)
+	return float64(after.TotalAlloc-before.TotalAlloc) / float64(n)
 }
