@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkatest"
 )
 
 func TestTopicStoreChunksLargeSnapshots(t *testing.T) {
@@ -336,14 +337,7 @@ func TestTopicStoreRestoresShareCatchUps(t *testing.T) {
 	}
 	st := &TopicStore{Brokers: []string{b.Addr()}, Topic: "ckpt"}
 	defer st.Close()
-	var listOffsets atomic.Int32
-	c := b.Cluster()
-	c.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		listOffsets.Add(1)
-		time.Sleep(20 * time.Millisecond) // the others ask meanwhile
-		return nil, nil, false
-	})
+	listOffsets := kafkatest.CountRequests(b.Cluster(), kmsg.ListOffsets, 20*time.Millisecond)
 	var wg sync.WaitGroup
 	for p := range parts {
 		wg.Add(1)
@@ -358,7 +352,7 @@ func TestTopicStoreRestoresShareCatchUps(t *testing.T) {
 	wg.Wait()
 	// Four requests a catch-up here (256 for the 64 Lists before); a List
 	// that asks only once the next catch-up has begun needs one more.
-	if n := listOffsets.Load(); n > parts/4 {
+	if n := listOffsets(); n > parts/4 {
 		t.Errorf("%d ListOffsets requests for %d Lists, want at most %d", n, parts, parts/4)
 	}
 	// A snapshot saved after the last catch-up is still found.

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	kafka "github.com/segmentio/kafka-go"
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkatest"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -44,14 +44,7 @@ func TestRestoresShareOffsetFetches(t *testing.T) {
 				}
 			}
 			leave()
-			var requests atomic.Int32
-			c := b.Cluster()
-			c.ControlKey(int16(kmsg.OffsetFetch), func(kmsg.Request) (kmsg.Response, error, bool) {
-				c.KeepControl()
-				requests.Add(1)
-				time.Sleep(20 * time.Millisecond) // the others ask meanwhile
-				return nil, nil, false
-			})
+			requests := kafkatest.CountRequests(b.Cluster(), kmsg.OffsetFetch, 20*time.Millisecond)
 			var wg sync.WaitGroup
 			for p := range parts {
 				wg.Add(1)
@@ -68,7 +61,7 @@ func TestRestoresShareOffsetFetches(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			if n := requests.Load(); n > parts/8 {
+			if n := requests(); n > parts/8 {
 				t.Errorf("%d OffsetFetch requests for %d partitions, want at most %d", n, parts, parts/8)
 			}
 		})

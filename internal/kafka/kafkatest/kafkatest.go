@@ -2,10 +2,13 @@
 package kafkatest
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // CloseReader closes r, waiting at most 5 s: kafka-go's Reader.Close can
@@ -24,4 +27,19 @@ func CloseReader(t testing.TB, r *kafka.Reader) {
 		c := r.Config()
 		t.Logf("reader of %s/%d: Close still running after 5 s (segmentio/kafka-go#1248); left behind", c.Topic, c.Partition)
 	}
+}
+
+// CountRequests counts the requests of kind key the embedded cluster c
+// answers from now on, each held for slow first so that what a test
+// sends meanwhile has to wait for it: how the tests of shared requests
+// (many partitions, a few requests) see what the broker saw.
+func CountRequests(c *kfake.Cluster, key kmsg.Key, slow time.Duration) func() int {
+	var n atomic.Int32
+	c.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		n.Add(1)
+		time.Sleep(slow)
+		return nil, nil, false
+	})
+	return func() int { return int(n.Load()) }
 }
