@@ -44,7 +44,15 @@ func TestRestoresShareOffsetFetches(t *testing.T) {
 				}
 			}
 			leave()
-			requests := kafkatest.CountRequests(b.Cluster(), kmsg.OffsetFetch, 20*time.Millisecond)
+			// The first request is held until every other partition waits
+			// for the next: that one carries them all.
+			requests := kafkatest.CountRequests(b.Cluster(), kmsg.OffsetFetch, func(first kmsg.Request) {
+				kafkatest.WaitFor(func() bool {
+					m.offsets.mu.Lock()
+					defer m.offsets.mu.Unlock()
+					return len(m.offsets.waiting)+offsetFetchPartitions(first) >= parts
+				})
+			})
 			var wg sync.WaitGroup
 			for p := range parts {
 				wg.Add(1)
@@ -61,11 +69,26 @@ func TestRestoresShareOffsetFetches(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			if n := requests(); n > parts/8 {
-				t.Errorf("%d OffsetFetch requests for %d partitions, want at most %d", n, parts, parts/8)
+			if n := requests(); n != 2 {
+				t.Errorf("%d OffsetFetch requests for %d partitions, want 2: the first, and one for all that asked meanwhile", n, parts)
 			}
 		})
 	}
+}
+
+// offsetFetchPartitions is how many partitions r asks for.
+func offsetFetchPartitions(r kmsg.Request) int {
+	req := r.(*kmsg.OffsetFetchRequest)
+	n := 0
+	for _, t := range req.Topics {
+		n += len(t.Partitions)
+	}
+	for _, g := range req.Groups {
+		for _, t := range g.Topics {
+			n += len(t.Partitions)
+		}
+	}
+	return n
 }
 
 // TestFirstCheckpointsAreSpread: partitions assigned together take their

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
+	"github.com/streamlearner/streamlearner/internal/kafka/kafkatest"
 )
 
 // eosMember is a member under exactly-once on broker addr, with its
@@ -206,7 +207,11 @@ func TestOutputPartitionsAreAddedTogether(t *testing.T) {
 			// Hold the first request until every other add has asked: on
 			// a loaded machine the goroutines start slower than a request
 			// returns, and the count would measure the scheduler.
-			waitQueued(mt, parts-1)
+			kafkatest.WaitFor(func() bool {
+				mt.mu.Lock()
+				defer mt.mu.Unlock()
+				return mt.toAdd != nil && len(mt.toAdd.tps) == parts-1
+			})
 		}
 		for _, tp := range kreq.(*kmsg.AddPartitionsToTxnRequest).Topics {
 			named.Add(int32(len(tp.Partitions)))
@@ -242,21 +247,5 @@ func TestOutputPartitionsAreAddedTogether(t *testing.T) {
 	}
 	if r := requests.Load(); r != 2 {
 		t.Errorf("%d AddPartitionsToTxn requests for %d output partitions added at once, want 2: the first, and one for all asked meanwhile", r, parts)
-	}
-}
-
-// waitQueued waits up to 10 s until n output partitions wait for mt's
-// next AddPartitionsToTxn.
-func waitQueued(mt *memberTxn, n int) {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		mt.mu.Lock()
-		queued := 0
-		if mt.toAdd != nil {
-			queued = len(mt.toAdd.tps)
-		}
-		mt.mu.Unlock()
-		if queued >= n {
-			return
-		}
 	}
 }

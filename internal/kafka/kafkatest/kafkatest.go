@@ -30,16 +30,27 @@ func CloseReader(t testing.TB, r *kafka.Reader) {
 }
 
 // CountRequests counts the requests of kind key the embedded cluster c
-// answers from now on, each held for slow first so that what a test
-// sends meanwhile has to wait for it: how the tests of shared requests
-// (many partitions, a few requests) see what the broker saw.
-func CountRequests(c *kfake.Cluster, key kmsg.Key, slow time.Duration) func() int {
+// answers from now on. The first is held until hold returns, which
+// waits until what the test sends meanwhile has queued behind it: how
+// the tests of shared requests (many partitions, a few requests) see what
+// the broker saw, whatever the speed of the machine's scheduler.
+func CountRequests(c *kfake.Cluster, key kmsg.Key, hold func(first kmsg.Request)) func() int {
 	var n atomic.Int32
-	c.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
+	c.ControlKey(int16(key), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
-		n.Add(1)
-		time.Sleep(slow)
+		if n.Add(1) == 1 {
+			hold(r)
+		}
 		return nil, nil, false
 	})
 	return func() int { return int(n.Load()) }
+}
+
+// WaitFor polls ok every millisecond until it holds or 10 s have passed:
+// a CountRequests hold gives up rather than hang a test whose code sent
+// fewer requests than it expected.
+func WaitFor(ok func() bool) {
+	for deadline := time.Now().Add(10 * time.Second); !ok() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
 }
