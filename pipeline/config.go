@@ -319,7 +319,8 @@ type Config struct {
 	// Compression compresses the batches of predictions and dead letters:
 	// "none", "gzip", "snappy", "lz4" or "zstd". Default lz4, which costs
 	// little CPU and takes JSON predictions to a fraction of their size;
-	// readers decompress whatever a batch says it holds.
+	// readers decompress whatever a batch says it holds. A batch under
+	// 512 bytes, or that would not shrink, goes uncompressed.
 	Compression string
 
 	// PassThrough skips the learner (margin 0, no learning): the same

@@ -262,12 +262,25 @@ func appendRecordBatch(dst []byte, msgs []kafka.Message, now time.Time, id batch
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// compressMin is the least size of a batch's records worth compressing.
+// One prediction (about 290 bytes) never comes out smaller from lz4 (299)
+// and takes 835 ns against 58 uncompressed; two (520) come out at 335
+// (BenchmarkCompressBatch). At 1,024 partitions with a short
+// --flush-interval most batches hold one.
+const compressMin = 512
+
 // compressBatch compresses the records of the one record batch in set
 // (as appendRecordBatch wrote it) with c, in place: the header then says
 // so in its attributes, and its length and CRC cover the compressed
-// records.
+// records. A batch whose records are under compressMin bytes, or that
+// would not come out smaller, stays as it is, as franz-go's producer
+// does: the attributes name the codec batch by batch, and every consumer
+// reads both.
 func compressBatch(set []byte, c compress.Codec) ([]byte, error) {
 	const header = 61
+	if len(set)-4-header < compressMin {
+		return set, nil
+	}
 	zb := compressBufs.Get().(*bytes.Buffer)
 	defer compressBufs.Put(zb)
 	zb.Reset()
@@ -283,6 +296,9 @@ func compressBatch(set []byte, c compress.Codec) ([]byte, error) {
 		if err := zw.Close(); err != nil {
 			return set, err
 		}
+	}
+	if zb.Len() >= len(set)-4-header {
+		return set, nil
 	}
 	set = append(set[:4+header], zb.Bytes()...)
 	b := set[4:]

@@ -125,6 +125,36 @@ func TestWriterSizeMatchesKafkaGo(t *testing.T) {
 // A compressed batch reads back as written, through kafka-go's decoder
 // (with its CRC check), for every codec; its header names the codec and
 // what it holds is smaller than the records it compresses.
+// TestBatchesThatWouldNotShrinkStayUncompressed: a one-prediction flush
+// (most of them at 1,024 partitions with a short --flush-interval) and a
+// batch of noise are sent as they are, valid and saying so, not larger
+// than without compression.
+func TestBatchesThatWouldNotShrinkStayUncompressed(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	one := []kafka.Message{{Key: []byte("in/0/7"), Value: []byte(`{"topic":"in","partition":0,"offset":7,"prediction":1,"margin":0.25,"label":1,"mistake":false}`)}}
+	noise := make([]byte, 4000)
+	r := rand.New(rand.NewPCG(3, 4))
+	for j := range noise {
+		noise[j] = byte(r.Uint32())
+	}
+	for _, name := range []string{"gzip", "snappy", "lz4", "zstd"} {
+		c, err := (&Config{Compression: name}).codec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for what, msgs := range map[string][]kafka.Message{"one prediction": one, "noise": {{Key: []byte("k"), Value: noise}}} {
+			plain := appendRecordBatch(nil, msgs, now, noProducer)
+			got, err := compressBatch(appendRecordBatch(nil, msgs, now, noProducer), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, plain) {
+				t.Errorf("%s, %s: %d bytes, want the plain batch's %d as it is", name, what, len(got), len(plain))
+			}
+		}
+	}
+}
+
 func TestCompressedBatchReadsBack(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
@@ -164,20 +194,25 @@ func TestCompressedBatchReadsBack(t *testing.T) {
 			}
 		}
 	}
-	// Past one 64 KiB lz4 block, and incompressible: blocks stored as
-	// they are.
-	var noise []kafka.Message
+	// Past one 64 KiB lz4 block of repeats, then incompressible: the
+	// later blocks stored as they are.
+	noise := append([]kafka.Message(nil), msgs...)
 	r := rand.New(rand.NewPCG(1, 2))
-	for i := range 100 {
+	for i := range 200 {
 		v := make([]byte, 1000)
-		for j := range v {
-			v[j] = byte(r.Uint32())
+		if i >= 100 {
+			for j := range v {
+				v[j] = byte(r.Uint32())
+			}
 		}
 		noise = append(noise, kafka.Message{Key: fmt.Appendf(nil, "in/0/%d", i), Value: v})
 	}
 	got, err := compressBatch(appendRecordBatch(nil, noise, now, noProducer), lz4Codec{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if attrs := binary.BigEndian.Uint16(got[4+21:]); attrs&7 != 3 {
+		t.Errorf("lz4, partly incompressible: attributes %#x, want lz4", attrs)
 	}
 	var rs protocol.RecordSet
 	if _, err := rs.ReadFrom(bytes.NewReader(got)); err != nil {
