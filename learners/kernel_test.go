@@ -106,7 +106,7 @@ func TestKernelRowMatchesEval(t *testing.T) {
 		for _, x := range xs[40:] {
 			row := s.row(s.newQuery(x), nil)
 			for j := range row {
-				if want := k.Eval(x, s.x[j]); !sameBits(row[j], want) {
+				if want := k.Eval(x, s.vec(j)); !sameBits(row[j], want) {
 					t.Fatalf("%s: row[%d] = %v, Eval = %v", ks, j, row[j], want)
 				}
 			}
@@ -116,7 +116,7 @@ func TestKernelRowMatchesEval(t *testing.T) {
 		far := sparse.Vector{Idx: append(append([]uint32{}, xs[50].Idx...), scatterLimit+5), Val: append(append([]float64{}, xs[50].Val...), 0.5)}
 		row := s.row(s.newQuery(far), nil)
 		for j := range row {
-			if want := k.Eval(far, s.x[j]); !sameBits(row[j], want) {
+			if want := k.Eval(far, s.vec(j)); !sameBits(row[j], want) {
 				t.Fatalf("%s: merge path row[%d] = %v, Eval = %v", ks, j, row[j], want)
 			}
 		}

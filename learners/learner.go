@@ -295,11 +295,11 @@ func (m *model) appendState(b []byte, spec string) []byte {
 	} else {
 		e.uvarint(uint64(m.sv.len()))
 	}
-	for j := range m.sv.x {
+	for j := range m.sv.len() {
 		e.uvarint(m.sv.born[j])
 		e.float(m.sv.alpha[j])
 		e.uvarint(uint64(m.sv.label[j] + 1)) // 0 or 2
-		e.vector(m.sv.x[j])
+		e.vector(m.sv.vec(j))
 	}
 	extra := &encoder{}
 	m.alg.encode(extra)

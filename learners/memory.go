@@ -87,7 +87,7 @@ func (m Memory) String() string { return m.Describe("") }
 
 // Describe is a one-line description for a start-up log line; per names
 // what one model serves, if anything ("partition"). For example
-// "tighter0:budget=10000 needs about 1.3 GB per partition (804 MB held,
+// "tighter0:budget=10000 needs about 1.3 GB per partition (803 MB held,
 // O(B²) in the budget)", or for an unbounded learner
 // "perceptron:max=0 has no bound: about 316 B per support vector; set max=
 // to bound it".
@@ -358,9 +358,8 @@ func supportSetBytes(most int, d Data, rbf bool) int64 {
 		return modelBase
 	}
 	b := int64(modelBase)
-	// x (a sparse.Vector, two slice headers), off, norm, self, alpha, born,
-	// label: appended one per vector.
-	b += appendBytes(most, 48) + 5*appendBytes(most, 8) + appendBytes(most, 1)
+	// off, norm, self, alpha, born, label: appended one per vector.
+	b += 5*appendBytes(most, 8) + appendBytes(most, 1)
 	// The pools of indices and values grow by a vector's entries at a time.
 	b += resizeBytes(most*d.NNZ, d.NNZ, 4) + resizeBytes(most*d.NNZ, d.NNZ, 8)
 	// The scatter array: as wide as the largest index, capped; vectors

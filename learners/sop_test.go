@@ -162,7 +162,7 @@ func sopMargin(l Learner, x sparse.Vector) float64 {
 	m := denseM(s, n)
 	k := make([]float64, n)
 	for i := range n {
-		k[i] = mo.Kernel().Eval(mo.sv.x[i], x)
+		k[i] = mo.Kernel().Eval(mo.sv.vec(i), x)
 	}
 	yu, kMk := 0.0, 0.0
 	for i := range n {
@@ -368,7 +368,7 @@ func sopDrift(l Learner) (dm, da float64) {
 	mo := l.(*model)
 	s := sopOf(l)
 	n := mo.sv.len()
-	want := inverse(regularizedGram(mo.Kernel(), mo.sv.x, s.a))
+	want := inverse(regularizedGram(mo.Kernel(), mo.sv.vectors(), s.a))
 	dm = maxRelDiff(denseM(s, n), want)
 	wa := make([][]float64, n)
 	ga := make([][]float64, n)

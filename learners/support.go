@@ -29,8 +29,10 @@ const (
 //
 // The vectors' entries live in two pooled arrays, idx and val, one vector
 // after the other in insertion order, so that a kernel row streams through
-// memory. x[j] is a view of vector j's entries, with its capacity clipped;
-// it stays valid only until the set next changes.
+// memory. vec(j) is a view of vector j's entries, with its capacity
+// clipped; it stays valid only until the set next changes. The views are
+// made when asked for, not kept: kept, at 48 bytes a vector, they were a
+// quarter of a budget-100 a9a model (9 of 39 MB at 1,024 partitions).
 //
 // When the vectors are dense (see denseOn), a mirror keeps each of them as a
 // row of a row-major matrix with stride columns, in a slot that removal
@@ -38,13 +40,12 @@ const (
 // dense dot product per vector.
 type supportSet struct {
 	kern  Kernel
-	x     []sparse.Vector // views into idx, val
-	off   []int           // x[j]'s entries are idx[off[j] : off[j]+len(x[j].Idx)]
-	norm  []float64       // ‖x_j‖²
-	self  []float64       // unnormalized k(x_j, x_j)
-	alpha []float64       // signed weight of x_j in f = Σ alpha_j k(x_j, ·)
-	label []int8          // y_j; kept apart from alpha, whose sign a shrinking learner can round away
-	born  []uint64        // round in which x_j entered (its age)
+	off   []int     // vector j's entries are idx[off[j]:off[j+1]] (the last's run to len(idx))
+	norm  []float64 // ‖x_j‖²
+	self  []float64 // unnormalized k(x_j, x_j)
+	alpha []float64 // signed weight of x_j in f = Σ alpha_j k(x_j, ·)
+	label []int8    // y_j; kept apart from alpha, whose sign a shrinking learner can round away
+	born  []uint64  // round in which x_j entered (its age)
 
 	idx []uint32  // pooled indices of every stored vector
 	val []float64 // pooled values, parallel to idx
@@ -98,7 +99,21 @@ type expMemo [1 << expMemoBits]struct {
 	val float64
 }
 
-func (s *supportSet) len() int { return len(s.x) }
+func (s *supportSet) len() int { return len(s.off) }
+
+// vec returns a view of vector j's entries in the pool.
+func (s *supportSet) vec(j int) sparse.Vector {
+	a, e := s.end(j)
+	return sparse.Vector{Idx: s.idx[a:e:e], Val: s.val[a:e:e]}
+}
+
+// end returns where vector j's entries begin and end in the pool.
+func (s *supportSet) end(j int) (int, int) {
+	if j+1 < len(s.off) {
+		return s.off[j], s.off[j+1]
+	}
+	return s.off[j], len(s.idx)
+}
 
 // query holds what the kernel needs of a point outside the set.
 type query struct {
@@ -177,15 +192,15 @@ func (s *supportSet) row(q query, out []float64) []float64 {
 // support vectors at once with one accumulator each, which lets the
 // additions overlap without reordering any sum.
 func (s *supportSet) dotRow(q query, out []float64) []float64 {
-	n := len(s.x)
+	n := s.len()
 	out = resize(out, n)
 	if n == 0 {
 		return out
 	}
 	qmax := q.x.MaxIndex()
 	if qmax >= scatterLimit {
-		for j, v := range s.x {
-			out[j] = q.x.Dot(v)
+		for j := range n {
+			out[j] = q.x.Dot(s.vec(j))
 		}
 		return out
 	}
@@ -221,7 +236,8 @@ func (s *supportSet) dotRow(q query, out []float64) []float64 {
 // scatter array: those entries meet a zero of the query and are skipped.
 func (s *supportSet) dotsChecked(w, out []float64) {
 	lim := uint32(len(w))
-	for j, v := range s.x {
+	for j := range s.len() {
+		v := s.vec(j)
 		dot := 0.0
 		for i, idx := range v.Idx {
 			if idx < lim {
@@ -235,11 +251,13 @@ func (s *supportSet) dotsChecked(w, out []float64) {
 // dotsSparse is the scatter path when w covers every stored index: two
 // vectors at a time, each with its own running sum.
 func (s *supportSet) dotsSparse(w, out []float64) {
-	n := len(s.x)
+	n := s.len()
 	j := 0
 	for ; j+1 < n; j += 2 {
-		i0, v0 := s.x[j].Idx, s.x[j].Val
-		i1, v1 := s.x[j+1].Idx, s.x[j+1].Val
+		a0, e0 := s.end(j)
+		a1, e1 := s.end(j + 1)
+		i0, v0 := s.idx[a0:e0], s.val[a0:e0]
+		i1, v1 := s.idx[a1:e1], s.val[a1:e1]
 		v0 = v0[:len(i0)]
 		v1 = v1[:len(i1)]
 		m := min(len(i0), len(i1))
@@ -257,7 +275,8 @@ func (s *supportSet) dotsSparse(w, out []float64) {
 		out[j], out[j+1] = d0, d1
 	}
 	if j < n {
-		i0, v0 := s.x[j].Idx, s.x[j].Val
+		a0, e0 := s.end(j)
+		i0, v0 := s.idx[a0:e0], s.val[a0:e0]
 		v0 = v0[:len(i0)]
 		d0 := 0.0
 		for k, idx := range i0 {
@@ -271,7 +290,7 @@ func (s *supportSet) dotsSparse(w, out []float64) {
 // of the mirror, six rows at a time (then four, then one), each with its
 // own running sum: six additions in flight, and still no register spills.
 func (s *supportSet) dotsDense(q, out []float64) {
-	n, d := len(s.x), s.stride
+	n, d := s.len(), s.stride
 	j := 0
 	for ; j+5 < n; j += 6 {
 		r0 := s.rows[s.slot[j]*d:][:len(q)]
@@ -317,7 +336,7 @@ func (s *supportSet) dotsDense(q, out []float64) {
 
 // rowOf fills out with the kernel row of support vector i.
 func (s *supportSet) rowOf(i int, out []float64) []float64 {
-	return s.row(query{x: s.x[i], norm: s.norm[i], self: s.self[i]}, out)
+	return s.row(query{x: s.vec(i), norm: s.norm[i], self: s.self[i]}, out)
 }
 
 // margin returns Σ_j alpha_j row_j, summed oldest first.
@@ -331,9 +350,8 @@ func (s *supportSet) margin(row []float64) float64 {
 
 // add appends a copy of q's vector with label y and weight alpha.
 func (s *supportSet) add(q query, y int, alpha float64, born uint64) {
-	s.x = append(s.x, sparse.Vector{})
 	s.off = append(s.off, len(s.idx))
-	s.put(len(s.x)-1, q.x)
+	s.put(s.len()-1, q.x)
 	s.norm = append(s.norm, q.norm)
 	s.self = append(s.self, q.self)
 	s.alpha = append(s.alpha, alpha)
@@ -341,7 +359,7 @@ func (s *supportSet) add(q query, y int, alpha float64, born uint64) {
 	s.born = append(s.born, born)
 	if !s.restoring && !s.chooseLayout() && s.dense {
 		s.slot = append(s.slot, s.takeSlot())
-		s.fillRow(len(s.x) - 1)
+		s.fillRow(s.len() - 1)
 	}
 }
 
@@ -351,7 +369,6 @@ func (s *supportSet) add(q query, y int, alpha float64, born uint64) {
 // vector at a time: the garbage of growing them came to more than they
 // hold.
 func (s *supportSet) reserve(n, entries int) {
-	s.x = slices.Grow(s.x, n)
 	s.off = slices.Grow(s.off, n)
 	s.norm = slices.Grow(s.norm, n)
 	s.self = slices.Grow(s.self, n)
@@ -379,7 +396,6 @@ func (s *supportSet) remove(i int) {
 		s.free = append(s.free, s.slot[i])
 		s.slot = del(s.slot, i)
 	}
-	s.x = del(s.x, i)
 	s.off = del(s.off, i)
 	s.norm = del(s.norm, i)
 	s.self = del(s.self, i)
@@ -389,10 +405,10 @@ func (s *supportSet) remove(i int) {
 }
 
 // put makes v the entries of vector i in the pool: the entries of the
-// vectors after i move to make room or close the gap, and the views follow.
+// vectors after i move to make room or close the gap.
 // v may be a view into the pool itself (rowOf's query is one).
 func (s *supportSet) put(i int, v sparse.Vector) {
-	old := s.x[i]
+	old := s.vec(i)
 	if far(old) {
 		s.far--
 	}
@@ -411,7 +427,6 @@ func (s *supportSet) put(i int, v sparse.Vector) {
 	}
 	a, b, nb := s.off[i], s.off[i]+len(old.Idx), s.off[i]+len(v.Idx)
 	tail := len(s.idx) - b
-	grown := cap(s.idx) < nb+tail || cap(s.val) < nb+tail
 	s.idx = resizeKeep(s.idx, nb+tail)
 	s.val = resizeKeep(s.val, nb+tail)
 	// Slicing up to the capacity reaches the tail when the pool shrank.
@@ -421,22 +436,6 @@ func (s *supportSet) put(i int, v sparse.Vector) {
 	copy(s.val[a:], v.Val)
 	for j := i + 1; j < len(s.off); j++ {
 		s.off[j] += nb - b
-	}
-	from := i
-	if grown {
-		from = 0
-	}
-	s.views(from)
-}
-
-// views points x[j] at its entries in the pool for every j ≥ from.
-func (s *supportSet) views(from int) {
-	for j := from; j < len(s.x); j++ {
-		a, e := s.off[j], len(s.idx)
-		if j+1 < len(s.off) {
-			e = s.off[j+1]
-		}
-		s.x[j] = sparse.Vector{Idx: s.idx[a:e:e], Val: s.val[a:e:e]}
 	}
 }
 
@@ -450,7 +449,7 @@ func far(v sparse.Vector) bool { return v.MaxIndex() >= scatterLimit }
 // whether it rebuilt the mirror, which then holds every vector; otherwise
 // the caller mirrors the vector it just stored.
 func (s *supportSet) chooseLayout() bool {
-	n, cols := len(s.x), int(s.maxIdx)+1
+	n, cols := s.len(), int(s.maxIdx)+1
 	want := s.far == 0 && n >= denseMinSV && len(s.idx)*denseOn >= n*cols
 	if s.dense && s.far == 0 && len(s.idx)*denseOff >= n*cols {
 		want = true
@@ -491,7 +490,7 @@ func (s *supportSet) takeSlot() int {
 func (s *supportSet) fillRow(j int) {
 	r := s.rows[s.slot[j]*s.stride:][:s.stride]
 	clear(r)
-	v := s.x[j]
+	v := s.vec(j)
 	for k, idx := range v.Idx {
 		r[idx] = v.Val[k]
 	}

@@ -62,12 +62,12 @@ func TestSupportLayoutsGiveEvalBits(t *testing.T) {
 			sawFar = sawFar || s.far > 0
 			q := vec(60, 1+r.IntN(60))
 			if step%5 == 0 && s.len() > 0 {
-				q = s.x[r.IntN(s.len())] // a query that is a view of the pool
+				q = s.vec(r.IntN(s.len())) // a query that is a view of the pool
 			}
 			row = s.row(s.newQuery(q), row)
 			for j := range want {
-				if !sameBits(s.x[j].SqNorm(), want[j].SqNorm()) || s.x[j].Len() != want[j].Len() {
-					t.Fatalf("%s step %d: vector %d is %v, want %v", ks, step, j, s.x[j], want[j])
+				if !sameBits(s.vec(j).SqNorm(), want[j].SqNorm()) || s.vec(j).Len() != want[j].Len() {
+					t.Fatalf("%s step %d: vector %d is %v, want %v", ks, step, j, s.vec(j), want[j])
 				}
 				if e := s.kern.Eval(q, want[j]); !sameBits(row[j], e) {
 					t.Fatalf("%s step %d (dense %v): row[%d] = %v, Eval %v", ks, step, s.dense, j, row[j], e)
@@ -113,7 +113,7 @@ func TestExpMemoGivesExpBits(t *testing.T) {
 		q := bin()
 		row = s.row(s.newQuery(q), row)
 		for j := range row {
-			if e := k.Eval(q, s.x[j]); !sameBits(row[j], e) {
+			if e := k.Eval(q, s.vec(j)); !sameBits(row[j], e) {
 				t.Fatalf("row[%d] = %v, Eval %v", j, row[j], e)
 			}
 		}
@@ -121,4 +121,13 @@ func TestExpMemoGivesExpBits(t *testing.T) {
 	if s.exps == nil || s.expSkip != 0 {
 		t.Fatalf("the memo is not in use on binary data (skip %d)", s.expSkip)
 	}
+}
+
+// vectors returns views of every support vector, oldest first.
+func (s *supportSet) vectors() []sparse.Vector {
+	out := make([]sparse.Vector, s.len())
+	for j := range out {
+		out[j] = s.vec(j)
+	}
+	return out
 }

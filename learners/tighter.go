@@ -198,10 +198,10 @@ func (a *tighter) encode(e *encoder) {
 	b, _ := a.rng.MarshalBinary() // PCG's cannot fail
 	e.bytes(b)
 	e.uvarint(uint64(a.val.len()))
-	for v := range a.val.x {
+	for v := range a.val.len() {
 		e.uvarint(a.val.born[v])
 		e.uvarint(uint64(a.val.label[v] + 1)) // 0 or 2
-		e.vector(a.val.x[v])
+		e.vector(a.val.vec(v))
 	}
 }
 
@@ -243,7 +243,7 @@ func (a *tighter) decode(d *decoder, m *model) {
 	}
 	var row []float64
 	for v := range n {
-		row = m.sv.row(query{x: a.val.x[v], norm: a.val.norm[v], self: a.val.self[v]}, row)
+		row = m.sv.row(query{x: a.val.vec(v), norm: a.val.norm[v], self: a.val.self[v]}, row)
 		a.cross = append(a.cross, append(make([]float64, 0, len(row)+1), row...))
 	}
 }

@@ -189,7 +189,7 @@ func TestTighterReservoirIsUniform(t *testing.T) {
 		if a.val.len() != size {
 			t.Fatalf("reservoir holds %d points", a.val.len())
 		}
-		for _, x := range a.val.x {
+		for _, x := range a.val.vectors() {
 			counts[x.Idx[0]-1]++
 		}
 	}

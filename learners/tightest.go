@@ -108,7 +108,7 @@ func (a *tightest) learn(m *model, q query, f float64, y int) bool {
 		return true
 	}
 	r := argmin(a.losses(m))
-	a.dots = m.sv.dotRow(query{x: m.sv.x[r], norm: m.sv.norm[r], self: m.sv.self[r]}, a.dots)
+	a.dots = m.sv.dotRow(query{x: m.sv.vec(r), norm: m.sv.norm[r], self: m.sv.self[r]}, a.dots)
 	k := nearest(a.dots, m.sv.norm, m.sv.norm[r], r)
 	a.credit(k, a.cpos[r], a.cneg[r], a.k.at(r, k))
 	a.k.remove(r)

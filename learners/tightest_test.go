@@ -165,7 +165,7 @@ func TestTightestDefiningBehaviours(t *testing.T) {
 	for i := range xs {
 		x, y := xs[i], ys[i]
 		born := slices.Clone(m.sv.born)
-		svx := cloneVectors(m.sv.x) // the set's views change with it
+		svx := cloneVectors(m.sv.vectors()) // the set's views change with it
 		cp, cn := slices.Clone(a.cpos), slices.Clone(a.cneg)
 		o := l.Round(x, y)
 		unit := func(y int) (float64, float64) {
@@ -252,9 +252,9 @@ func TestTightestHugeCountsGiveTheHingeLoss(t *testing.T) {
 		for i := range n {
 			fi := 0.0
 			for q := range n {
-				fi += m.sv.alpha[q] * k.Eval(m.sv.x[i], m.sv.x[q])
+				fi += m.sv.alpha[q] * k.Eval(m.sv.vec(i), m.sv.vec(q))
 			}
-			g := fi - m.sv.alpha[j]*k.Eval(m.sv.x[j], m.sv.x[i])
+			g := fi - m.sv.alpha[j]*k.Eval(m.sv.vec(j), m.sv.vec(i))
 			h += max(0, 1-float64(m.sv.label[i])*g)
 		}
 		if h /= float64(n); !sameBits(loss[j], h) {
@@ -442,7 +442,7 @@ func TestDotRowGivesRowsKernelValues(t *testing.T) {
 			}
 			q := s.newQuery(randVec(lim))
 			if trial%7 == 0 {
-				q = query{x: s.x[trial%s.len()], norm: s.norm[trial%s.len()], self: s.self[trial%s.len()]}
+				q = query{x: s.vec(trial % s.len()), norm: s.norm[trial%s.len()], self: s.self[trial%s.len()]}
 			}
 			row = s.row(q, row)
 			dots = s.dotRow(q, dots)
@@ -450,7 +450,7 @@ func TestDotRowGivesRowsKernelValues(t *testing.T) {
 				if v := s.kern.value(dots[j], q.norm, s.norm[j], q.self, s.self[j]); !sameBits(v, row[j]) {
 					t.Fatalf("%s: k from dotRow %v, row() %v", ks, v, row[j])
 				}
-				if want := q.x.Dot(s.x[j]); !sameBits(dots[j], want) {
+				if want := q.x.Dot(s.vec(j)); !sameBits(dots[j], want) {
 					t.Fatalf("%s: dot %v, Dot %v", ks, dots[j], want)
 				}
 			}
