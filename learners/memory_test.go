@@ -258,9 +258,9 @@ func ExampleMemory_String() {
 	fmt.Println(m.Describe("partition"))
 	fmt.Println(m.Check(1<<30, "--max-model-bytes", "partition"))
 	// Output:
-	// tighter0:budget=10000 needs about 1.3 GB (803 MB held, O(B²) in the budget)
-	// tighter0:budget=10000 needs about 1.3 GB per partition (803 MB held, O(B²) in the budget)
-	// tighter0:budget=10000 needs about 1.3 GB per partition (803 MB held, O(B²) in the budget), more than --max-model-bytes=1.1 GB allows: lower budget or raise --max-model-bytes
+	// tighter0:budget=10000 needs about 1.3 GB (804 MB held, O(B²) in the budget)
+	// tighter0:budget=10000 needs about 1.3 GB per partition (804 MB held, O(B²) in the budget)
+	// tighter0:budget=10000 needs about 1.3 GB per partition (804 MB held, O(B²) in the budget), more than --max-model-bytes=1.1 GB allows: lower budget or raise --max-model-bytes
 }
 
 // TestRestoreAllocatesWhatItHolds: Unmarshal sizes the support set for
