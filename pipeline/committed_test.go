@@ -69,8 +69,10 @@ func TestRestoresShareOffsetFetches(t *testing.T) {
 				}()
 			}
 			wg.Wait()
-			if n := requests(); n != 2 {
-				t.Errorf("%d OffsetFetch requests for %d partitions, want 2: the first, and one for all that asked meanwhile", n, parts)
+			// One when every partition asked before the first went (the
+			// sending goroutine can start that late, as under -race).
+			if n := requests(); n < 1 || n > 2 {
+				t.Errorf("%d OffsetFetch requests for %d partitions, want 2 at most: the first, and one for all that asked meanwhile", n, parts)
 			}
 		})
 	}
