@@ -356,8 +356,16 @@ type Auto struct {
 	// The scaler: per feature j, the sum of its values over the rounds
 	// played at 2j and of their squares at 2j+1.
 	stats []float64
-	// scaled is this round's scaled record (its own values, x's indices).
+	// scaled is this round's scaled record (its own values and indices).
 	scaled sparse.Vector
+	// centre says whether the scaler centres its dense features (a state
+	// of format 7 on; an older one keeps scaling as it did). seen counts,
+	// per feature, the rounds in which it was present; dense are the
+	// features present in at least half the rounds, increasing: those the
+	// scaler centres, adding them to a record that lacks them.
+	centre bool
+	seen   []uint64
+	dense  []uint32
 
 	// grouped: one of a many-class model's one-vs-rest learners, which
 	// search as one (see Group); Round then only plays, and Settle keeps
@@ -382,7 +390,7 @@ func New(cfg Config, k learners.Kernel, seed uint64) (*Auto, error) {
 		return nil, err
 	}
 	a := &Auto{cfg: cfg, spec: cfg.Spec(), kernel: k, seed: seed, src: rng.New(seed, streamGrid),
-		halving: true, rungLen: uint64(cfg.Rung), rungEnd: uint64(cfg.Rung)}
+		halving: true, centre: cfg.Scale != "off", rungLen: uint64(cfg.Rung), rungEnd: uint64(cfg.Rung)}
 	if cfg.Drift != "none" {
 		if a.watch, err = drift.New(cfg.Drift); err != nil {
 			return nil, fmt.Errorf("auto: %w", err)
@@ -730,35 +738,81 @@ func (a *Auto) reweigh() {
 	}
 }
 
-// scale is x scaled by the statistics of the rounds before: each feature
-// divided by its standard deviation (absent counts as 0; a feature with no
-// spread yet is left as it is), not centred, so that a sparse record stays
-// sparse (an RBF kernel does not see a shift). In storage reused at the
+// scale is x scaled by the statistics of the rounds before and of x
+// itself: each feature divided by its standard deviation (absent counts
+// as 0; a feature with no spread yet is left as it is). Only the dense
+// features (present in at least half the rounds) are centred, so that a
+// sparse record stays nearly as sparse (at most twice the mean non-zeros
+// are dense); a linear candidate learns slowly on an offset that large
+// (Adult's age and hours), and an RBF kernel does not see a shift.
+// x's own features are known before its label, and counting them keeps an
+// early outlier from being scaled by a deviation that has not seen it:
+// over sonar's 208 records, PA-I on RBF γ = 0.1 erred 21.7 % so against
+// 22.9 % on the rounds before alone (six orders). In storage reused at the
 // next call.
 func (a *Auto) scale(x sparse.Vector) sparse.Vector {
-	a.scaled.Idx = x.Idx
-	a.scaled.Val = append(a.scaled.Val[:0], x.Val...)
 	st := a
 	if a.lead != nil {
 		st = a.lead // a group scales by its first learner's statistics
 	}
-	if st.rounds == 0 {
-		return a.scaled
+	a.scaled.Idx, a.scaled.Val = a.scaled.Idx[:0], a.scaled.Val[:0]
+	n := float64(st.rounds + 1)
+	var dense []uint32
+	if st.centre {
+		dense = st.dense
 	}
-	n := float64(st.rounds)
-	for i, j := range x.Idx {
-		if 2*int(j)+1 >= len(st.stats) {
-			break
+	i, k := 0, 0
+	for i < len(x.Idx) || k < len(dense) {
+		var j uint32
+		v, centred := 0.0, false
+		switch {
+		case k == len(dense) || (i < len(x.Idx) && x.Idx[i] < dense[k]):
+			j, v = x.Idx[i], x.Val[i]
+			i++
+		case i == len(x.Idx) || dense[k] < x.Idx[i]:
+			j, centred = dense[k], true
+			k++
+		default:
+			j, v, centred = x.Idx[i], x.Val[i], true
+			i++
+			k++
 		}
-		mean := st.stats[2*j] / n
-		if v := st.stats[2*j+1]/n - mean*mean; v > 0 {
-			a.scaled.Val[i] = x.Val[i] / math.Sqrt(v)
+		if s := st.scaleOne(j, v, n, centred); s != 0 {
+			a.scaled.Idx = append(a.scaled.Idx, j)
+			a.scaled.Val = append(a.scaled.Val, s)
 		}
 	}
 	return a.scaled
 }
 
-// observe adds x to the scaler's statistics.
+// scaleOne is feature j's value v scaled over n rounds (v's own among
+// them), centred if asked.
+func (a *Auto) scaleOne(j uint32, v, n float64, centred bool) float64 {
+	sum, sq := 0.0, 0.0
+	if 2*int(j)+1 < len(a.stats) {
+		sum, sq = a.stats[2*j], a.stats[2*j+1]
+	}
+	if j >= scaleCap {
+		return v
+	}
+	mean := (sum + v) / n
+	// A spread lost in the rounding of the squares' sum (a constant
+	// feature of large values) is none.
+	if s2 := (sq+v*v)/n - mean*mean; s2 > 1e-12*(sq+v*v)/n {
+		if !centred {
+			mean = 0
+		}
+		return (v - mean) / math.Sqrt(s2)
+	}
+	if centred {
+		return 0 // no spread: the feature says nothing yet
+	}
+	return v
+}
+
+// observe adds x to the scaler's statistics, and its features present in
+// at least half the rounds to the dense ones; every densePeriod rounds,
+// those that fell below go.
 func (a *Auto) observe(x sparse.Vector) {
 	if a.cfg.Scale == "off" {
 		return
@@ -772,6 +826,37 @@ func (a *Auto) observe(x sparse.Vector) {
 		}
 		a.stats[2*j] += x.Val[i]
 		a.stats[2*j+1] += x.Val[i] * x.Val[i]
+		if a.centre {
+			a.count(j)
+		}
+	}
+	if a.centre && a.rounds%densePeriod == 0 {
+		kept := a.dense[:0]
+		for _, j := range a.dense {
+			if 2*a.seen[j] >= a.rounds {
+				kept = append(kept, j)
+			}
+		}
+		a.dense = kept
+	}
+}
+
+// densePeriod is how often (in rounds) the dense features are swept.
+const densePeriod = 64
+
+// count counts feature j present in this round, and makes it dense when
+// it has been in at least half the rounds.
+func (a *Auto) count(j uint32) {
+	if int(j) >= len(a.seen) {
+		a.seen = append(a.seen, make([]uint64, int(j)+1-len(a.seen))...)
+	}
+	a.seen[j]++
+	if 2*a.seen[j] < a.rounds {
+		return
+	}
+	at, found := slices.BinarySearch(a.dense, j)
+	if !found {
+		a.dense = slices.Insert(a.dense, at, j)
 	}
 }
 
@@ -1309,10 +1394,18 @@ func (a *Auto) memory(extra *point) int64 {
 	if n := a.featuresSeen(); n >= 0 {
 		dp.Dim = min(d.Dim, 8*n+4096)
 	}
+	// A scaled record also holds the dense features it lacks, centred.
+	dense := len(a.dense)
+	if a.lead != nil {
+		dense = len(a.lead.dense)
+	}
 	est := func(p point) int64 {
 		d := d
 		if p.budget == 0 {
 			d = dp
+		}
+		if p.scale {
+			d.NNZ += dense
 		}
 		m, err := learners.EstimateMemory(p.spec(), p.kernel, d)
 		if err != nil {
@@ -1320,7 +1413,7 @@ func (a *Auto) memory(extra *point) int64 {
 		}
 		return m.Peak + candOverhead
 	}
-	total := int64(cap(a.stats)*8 + cap(a.scaled.Val)*8)
+	total := a.scalerMemory()
 	for _, c := range a.cands {
 		total += est(c.pt)
 	}
@@ -1328,6 +1421,11 @@ func (a *Auto) memory(extra *point) int64 {
 		total += est(*extra)
 	}
 	return total
+}
+
+// scalerMemory is the bytes of the scaler's statistics and storage.
+func (a *Auto) scalerMemory() int64 {
+	return int64(cap(a.stats)*8 + cap(a.seen)*8 + cap(a.dense)*4 + cap(a.scaled.Val)*8 + cap(a.scaled.Idx)*4)
 }
 
 // featuresSeen is the number of features with a non-zero value so far,

@@ -395,7 +395,7 @@ func TestPrimalMemoryCountsTheFeaturesSeen(t *testing.T) {
 		t.Fatalf("%d candidates: want the grid of C on two scalings", len(a.cands))
 	}
 	// The scaler's statistics, as wide as the index, are the search's own.
-	if m := a.Memory() - int64(cap(a.stats)*8+cap(a.scaled.Val)*8); m > 2<<20 {
+	if m := a.Memory() - a.scalerMemory(); m > 2<<20 {
 		t.Fatalf("%d primal candidates estimated at %d bytes", len(a.cands), m)
 	}
 }

@@ -177,9 +177,11 @@ func TestDriftParameter(t *testing.T) {
 	b, _ := a.MarshalBinary()
 	d := build(t, "auto:drift=ddm", 1)
 	w, _ := drift.Marshal(d.watch)
-	// The state ends with the detector's length (0) and the group's flag.
-	forged := append(slices.Clone(b[:len(b)-2]), binary.AppendUvarint(nil, uint64(len(w)))...)
-	forged = append(append(forged, w...), b[len(b)-1])
+	// The state ends with the detector's length (0), the group's flag and
+	// the scaler's centring (its flag, no counts, no dense features).
+	tail := b[len(b)-4:]
+	forged := append(slices.Clone(b[:len(b)-5]), binary.AppendUvarint(nil, uint64(len(w)))...)
+	forged = append(append(forged, w...), tail...)
 	if _, err := learners.Unmarshal(forged); err == nil || !strings.Contains(err.Error(), "drift=none") {
 		t.Fatalf("a detector with drift=none: %v", err)
 	}

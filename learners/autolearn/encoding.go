@@ -22,6 +22,8 @@ import (
 //	  learners.Unmarshal's)
 //	| reopens | drift detector (bytes, drift.Marshal's; empty: none)
 //	| whether a group dropped its first primal candidates (from version 6)
+//	| whether the scaler centres, then each feature's count of rounds
+//	  present and the dense features (from version 7)
 //
 // Version 1 ended with the candidates: it decodes with no reopening yet
 // and a fresh detector. Versions 1 and 2 had no work counters: they
@@ -29,12 +31,13 @@ import (
 // candidate was grown from another. Versions 1 to 4 had no vote weights:
 // every candidate decodes as a newborn of the vote (equal weights).
 // Versions 1 to 5 had no C in a point: a candidate's is read from its
-// learner's spec.
+// learner's spec. Versions 1 to 6 had no centring: their scaler goes
+// on scaling without it, as it did.
 // Integers are uvarints, floats their 8 bytes little-endian, strings and
 // byte sections a uvarint length and the bytes.
 const (
 	magic   = "SLAU"
-	version = 6
+	version = 7
 )
 
 // errCorrupt is wrapped by every error of malformed state.
@@ -217,6 +220,9 @@ func (a *Auto) appendVersion(b []byte, v uint64) ([]byte, error) {
 	if v >= 6 {
 		e.flag(a.primalDropped)
 	}
+	if v >= 7 {
+		e.centring(a)
+	}
 	return e.b, nil
 }
 
@@ -247,6 +253,9 @@ func Unmarshal(b []byte) (*Auto, error) {
 	}
 	if v >= 6 {
 		a.primalDropped = d.flag()
+	}
+	if v >= 7 {
+		d.centring(a)
 	}
 	if d.err == nil {
 		if err := a.restoreWatch(w); err != nil {
@@ -359,6 +368,40 @@ func (d *dec) readCand(v uint64) (*cand, error) {
 	}
 	c.l, c.name = l, c.pt.String()
 	return c, nil
+}
+
+// centring appends whether a's scaler centres, its counts of rounds
+// present and its dense features.
+func (e *enc) centring(a *Auto) {
+	e.flag(a.centre)
+	e.u(uint64(len(a.seen)))
+	for _, n := range a.seen {
+		e.u(n)
+	}
+	e.u(uint64(len(a.dense)))
+	for _, j := range a.dense {
+		e.u(uint64(j))
+	}
+}
+
+// centring reads what enc.centring wrote: counts no larger than the
+// rounds played, dense features increasing, each of them counted.
+func (d *dec) centring(a *Auto) {
+	a.centre = d.flag()
+	a.seen = make([]uint64, d.count(1))
+	for i := range a.seen {
+		if a.seen[i] = d.u(); a.seen[i] > a.rounds {
+			d.failf("feature %d present in %d of %d rounds", i, a.seen[i], a.rounds)
+		}
+	}
+	a.dense = make([]uint32, d.count(1))
+	for i := range a.dense {
+		j := d.u()
+		if j >= uint64(len(a.seen)) || (i > 0 && uint32(j) <= a.dense[i-1]) {
+			d.failf("dense feature %d", j)
+		}
+		a.dense[i] = uint32(j)
+	}
 }
 
 // learnerC is the C in l's canonical spec: a state from before C was
