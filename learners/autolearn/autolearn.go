@@ -1155,6 +1155,12 @@ func (a *Auto) duel(i int) {
 		a.setCands(a.cands, c)
 		return
 	}
+	if a.growing() == c && c != a.cands[a.champion] {
+		// The best kernel challenger of a primal champion stays, trained,
+		// for its copies to grow (growFull) until one wins.
+		c.from, c.mine, c.champ, c.mineWork, c.champWork = a.labeled, 0, 0, 0, 0
+		return
+	}
 	a.lose(i)
 }
 
@@ -1229,14 +1235,17 @@ func (p point) grown() point {
 // auto's never grew past its first budget). The copy plays as the
 // champion until the champion drops a support vector the copy keeps, so
 // its duel starts at once, without a warm-up.
-func (a *Auto) grow(p point) error {
-	ch := a.cands[a.champion]
-	l, err := learners.WithBudget(ch.l, p.budget)
+func (a *Auto) grow(p point) error { return a.growFrom(a.cands[a.champion], p) }
+
+// growFrom starts the explorer at p as a copy of src's learner (p is src
+// at twice its budget).
+func (a *Auto) growFrom(src *cand, p point) error {
+	l, err := learners.WithBudget(src.l, p.budget)
 	if err != nil {
 		return fmt.Errorf("auto: candidate %s: %w", p, err)
 	}
 	a.cands = append(a.cands, &cand{id: a.nextID, pt: p, name: p.String(), l: l, born: a.labeled,
-		from: a.labeled, parent: ch.id + 1})
+		from: a.labeled, parent: src.id + 1})
 	a.nextID++
 	return nil
 }
@@ -1255,7 +1264,10 @@ const growEvery = 32
 // 200. The challenger that goes has the highest mistake rate since birth
 // (those the halving left had lost its last rung to the champion).
 func (a *Auto) growFull() {
-	ch := a.cands[a.champion]
+	ch := a.growing()
+	if ch == nil {
+		return
+	}
 	q := ch.pt.grown()
 	if q.budget <= 0 || q.budget > a.cfg.BudgetHi || ch.l.Size() < ch.l.Budget() ||
 		slices.ContainsFunc(a.cands, func(c *cand) bool { return c.pt == q }) || slices.Contains(a.losers, q.String()) {
@@ -1264,21 +1276,41 @@ func (a *Auto) growFull() {
 	if len(a.cands) >= a.cfg.Keep {
 		worst := -1
 		for i, c := range a.cands {
-			if i != a.champion && (worst < 0 || a.better(a.cands[worst], c)) {
+			if i != a.champion && c != ch && (worst < 0 || a.better(a.cands[worst], c)) {
 				worst = i
 			}
 		}
 		if worst < 0 {
 			return
 		}
-		a.setCands(slices.Delete(slices.Clone(a.cands), worst, worst+1), ch)
+		a.setCands(slices.Delete(slices.Clone(a.cands), worst, worst+1), a.cands[a.champion])
 	}
 	if a.fit(&q) {
-		_ = a.grow(q) // a budget the learner refuses: the place stays free, explore fills it
+		_ = a.growFrom(ch, q) // a budget the learner refuses: the place stays free, explore fills it
 	}
 	if len(a.cands) < a.cfg.Keep {
 		a.explore()
 	}
+}
+
+// growing is the candidate growFull copies: the champion, or, when the
+// champion is primal (no budget), the best challenger with a budget. A
+// linear champion the halving chose on the first 3,000 records held
+// Covertype's events for 65,000 more (23.5 % against 18.7 % when a kernel
+// one grew to 400), since the kernel explorers one step from it, at their
+// first budget, could not beat it over a duel.
+func (a *Auto) growing() *cand {
+	ch := a.cands[a.champion]
+	if ch.pt.budget > 0 {
+		return ch
+	}
+	var best *cand
+	for _, c := range a.cands {
+		if c.pt.budget > 0 && (best == nil || a.better(c, best)) {
+			best = c
+		}
+	}
+	return best
 }
 
 // neighbours are the points one step from the champion that are not alive.

@@ -2,7 +2,10 @@ package autolearn
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+
+	"github.com/streamlearner/streamlearner/learners"
 )
 
 // boardSpace is the search of TestFullChampionGrowsItsBudget with an open
@@ -63,5 +66,51 @@ func TestBudgetGrowsAsFarAsMemoryAllows(t *testing.T) {
 	}
 	if top != 800 {
 		t.Fatalf("the champion's budget reached %d, want 800: as far as memory=%d allows", top, mem)
+	}
+}
+
+// A primal champion has no budget to grow: the best challenger with one
+// grows instead, by a copy at twice its budget once it is full, and it
+// stays (trained, its duel restarted) when it loses a duel to the primal
+// champion; without both, a linear champion held Covertype's events for
+// 65,000 records while kernel explorers at their first budget lost to it.
+func TestKernelChallengerOfAPrimalChampionGrows(t *testing.T) {
+	a := build(t, "auto:learners=pa1|lbp,kernels=rbf,scale=off,budget=10..5000,rung=50,window=300,width=4,keep=3", 1)
+	xs, ys := board(1500, 4, 10)
+	play(a, xs, ys, 0, len(xs))
+	if a.halving {
+		t.Fatal("the halving is not over after 1,500 records")
+	}
+	var k *cand
+	for _, c := range a.cands {
+		if c.pt.budget > 0 && c.l.Size() >= c.l.Budget() && (k == nil || a.better(c, k)) {
+			k = c
+		}
+	}
+	if k == nil {
+		t.Fatalf("no full candidate with a budget: %+v", a.Candidates())
+	}
+	primal := a.unbounded(point{learner: "pa1", kernel: learners.Kernel{Kind: learners.Linear}, c: 1})
+	if err := a.add(primal); err != nil {
+		t.Fatal(err)
+	}
+	a.setCands(a.cands, a.cands[len(a.cands)-1])
+	for _, c := range a.cands {
+		if c != k && c.pt.budget > 0 && a.better(c, k) {
+			k = c // the best with a budget, now that the duels restarted
+		}
+	}
+	if a.growing() != k {
+		t.Fatalf("growing %v, want the best challenger with a budget %s", a.growing(), k.name)
+	}
+	a.growFull()
+	i := slices.IndexFunc(a.cands, func(c *cand) bool { return c.parent == k.id+1 })
+	if i < 0 || a.cands[i].pt.budget != 2*k.pt.budget {
+		t.Fatalf("no copy of %s at twice its budget: %+v", k.name, a.Candidates())
+	}
+	k.mine, k.champ = 200, 0 // a lost duel
+	a.duel(slices.Index(a.cands, k))
+	if !slices.Contains(a.cands, k) || k.from != a.labeled || k.mine != 0 {
+		t.Fatalf("the best challenger with a budget went, or its duel did not restart, after losing to a primal champion")
 	}
 }
