@@ -6,9 +6,10 @@
 //   - A candidate is a learner (Config.Learners) at a budget, with its C
 //     for PA-I, on a kernel (linear, polynomial of a degree, RBF of a γ),
 //     on the records as they come or scaled online (each feature divided
-//     by its standard deviation over the records before, not centred, so
-//     that sparse records stay sparse). The Perceptron and PA-I on the
-//     linear kernel or degree 1 have no budget: they are primal.
+//     by its standard deviation over the records before and the record;
+//     only those present in at least half the records centred, so that
+//     sparse records stay sparse). The Perceptron and PA-I on the linear
+//     kernel or degree 1 have no budget: they are primal.
 //   - Every candidate alive predicts, then learns, every record. The
 //     emitted margin is the candidates' vote (Config.Emit "vote", the
 //     default): each votes its sign with a weight that falls by e^−η
@@ -43,7 +44,10 @@
 //     joins within 32 labeled records, in place of the worst challenger
 //     when no place is free; its duel starts at once, lasts Window/2
 //     labeled records, and it wins with any fewer mistakes than the
-//     champion's.
+//     champion's. A primal champion has no budget: then the best
+//     challenger with one is copied, its copy duels it (rival) and takes
+//     its place when it errs less, and it stays when it loses to the
+//     champion.
 //   - Drift: a detector (Config.Drift, ADWIN by default) watches the
 //     emitted mistakes after the halving. When their rate rises, the
 //     search reopens: each candidate's configuration is born again,
