@@ -152,6 +152,9 @@ func (p *producer) send(ctx context.Context, group []*queuedBatch) []error {
 	errs := make([]error, len(group))
 	r, err := p.client.Transport.RoundTrip(ctx, p.client.Addr, req)
 	if err != nil && len(group) > 1 && !temporary(err) {
+		// The leaders the batches were grouped by are not the
+		// transport's: read them again for the next batches.
+		p.layout.Store(nil)
 		for i := range group {
 			errs[i] = p.send(ctx, group[i:i+1])[0]
 		}
