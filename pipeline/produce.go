@@ -105,7 +105,7 @@ func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, b
 			case <-time.After(min(time.Duration(attempt*attempt)*produceBackoffMin, produceBackoffMax)):
 			}
 		}
-		err := p.once(context.WithoutCancel(ctx), src, msgs, buf, wr)
+		err := p.once(ctx, src, msgs, buf, wr)
 		if err != nil && wr != nil && attempt+1 < produceAttempts {
 			again, rerr := wr.resend(ctx, err)
 			if rerr != nil {
@@ -121,10 +121,14 @@ func (p *producer) produce(ctx context.Context, src int, msgs []kafka.Message, b
 	}
 }
 
-// once makes one attempt of produce.
+// once makes one attempt of produce. What it asks of the brokers is
+// bounded by produceTimeout and not given up with ctx: the partitions
+// here, the request in send, a transaction's additions in the writer's
+// prepare. A context and its timer for each of those, rather than one an
+// attempt, spares a batch that takes none (at-least-once, the layout
+// read, carried by another batch's request) three allocations and a
+// timer.
 func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf *[]byte, wr writer) error {
-	ctx, cancel := context.WithTimeout(ctx, produceTimeout)
-	defer cancel()
 	l, err := p.partitions(ctx)
 	if err != nil {
 		return fmt.Errorf("partitions of %s: %w", p.topic, err)
@@ -142,7 +146,9 @@ func (p *producer) once(ctx context.Context, src int, msgs []kafka.Message, buf 
 			return fmt.Errorf("compress a batch for %s: %w", p.topic, err)
 		}
 	}
-	err = p.submit(ctx, &queuedBatch{part: part, leader: l.leaders[part], txnID: txnID, set: *buf})
+	pb := newQueuedBatch(part, l.leaders[part], txnID, *buf)
+	err = p.submit(ctx, pb)
+	pb.free()
 	if staleLayout(err) {
 		p.layout.CompareAndSwap(l, nil)
 	}
@@ -165,6 +171,8 @@ func (p *producer) partitions(ctx context.Context) (*topicLayout, error) {
 	if l := p.layout.Load(); l != nil && time.Since(l.read) < layoutMaxAge {
 		return l, nil // read by another batch meanwhile
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), produceTimeout)
+	defer cancel()
 	l, err := p.readLayout(ctx)
 	if err != nil {
 		return nil, err
