@@ -41,7 +41,29 @@ type queuedBatch struct {
 	leader int32
 	txnID  string
 	set    []byte
-	done   chan error // the batch's outcome, or errLead
+	done   chan error   // the batch's outcome, or errLead
+	r      bytes.Reader // set, as a request reads it (reset by send)
+}
+
+// queuedBatches holds the batches not in a request, their channels made:
+// a batch, its channel and its reader made for each flush were 3 of a
+// flush's allocations. A batch goes back once its outcome is handed on,
+// when nothing refers to it (submit).
+var queuedBatches = sync.Pool{New: func() any { return &queuedBatch{done: make(chan error, 1)} }}
+
+// newQueuedBatch is a batch from the pool, as given.
+func newQueuedBatch(part int, leader int32, txnID string, set []byte) *queuedBatch {
+	pb := queuedBatches.Get().(*queuedBatch)
+	pb.part, pb.leader, pb.txnID, pb.set = part, leader, txnID, set
+	return pb
+}
+
+// free gives pb back to the pool. Its channel is empty: it carries one
+// value a submit, received before submit returns.
+func (pb *queuedBatch) free() {
+	pb.txnID, pb.set = "", nil
+	pb.r.Reset(nil)
+	queuedBatches.Put(pb)
 }
 
 // errLead tells a waiting batch to send the next request itself.
@@ -71,7 +93,6 @@ func (p *producer) submit(ctx context.Context, pb *queuedBatch) error {
 		q.flying++
 		q.mu.Unlock()
 	} else {
-		pb.done = make(chan error, 1)
 		q.waiting = append(q.waiting, pb)
 		q.mu.Unlock()
 		// Not given up with ctx: the request that will carry pb is
@@ -140,18 +161,24 @@ func hasPartition(group []*queuedBatch, part int) bool {
 // outcome. A request the transport refuses for a group (its metadata saw
 // the leaders change meanwhile) is sent again a batch at a time.
 func (p *producer) send(ctx context.Context, group []*queuedBatch) []error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), produceTimeout)
+	defer cancel()
 	req := &rawproduce.Request{
 		TransactionalID: group[0].txnID, Acks: int16(kafka.RequireAll), Timeout: timeoutMs(ctx),
 		Topics: []rawproduce.RequestTopic{{Topic: p.topic, Partitions: make([]rawproduce.RequestPartition, len(group))}},
 	}
 	for i, pb := range group {
+		pb.r.Reset(pb.set)
 		req.Topics[0].Partitions[i] = rawproduce.RequestPartition{
-			Partition: int32(pb.part), RecordSet: protocol.RawRecordSet{Reader: bytes.NewReader(pb.set)},
+			Partition: int32(pb.part), RecordSet: protocol.RawRecordSet{Reader: &pb.r},
 		}
 	}
 	errs := make([]error, len(group))
 	r, err := p.client.Transport.RoundTrip(ctx, p.client.Addr, req)
 	if err != nil && len(group) > 1 && !temporary(err) {
+		// The leaders the batches were grouped by are not the
+		// transport's: read them again for the next batches.
+		p.layout.Store(nil)
 		for i := range group {
 			errs[i] = p.send(ctx, group[i:i+1])[0]
 		}
@@ -168,10 +195,11 @@ func (p *producer) send(ctx context.Context, group []*queuedBatch) []error {
 	return errs
 }
 
-// answerEach sets errs[i] to the broker's answer for group[i]'s partition.
+// answerEach sets errs[i] to the broker's answer for group[i]'s partition
+// (protocol.ErrNoPartition for none).
 func answerEach(res *produceAPI.Response, topic string, group []*queuedBatch, errs []error) {
 	for i := range errs {
-		errs[i] = fmt.Errorf("produce to %s: %w", topic, protocol.ErrNoPartition)
+		errs[i] = errUnanswered
 	}
 	for _, t := range res.Topics {
 		if t.Topic != topic {
@@ -185,7 +213,16 @@ func answerEach(res *produceAPI.Response, topic string, group []*queuedBatch, er
 			}
 		}
 	}
+	for i := range errs {
+		if errs[i] == errUnanswered {
+			errs[i] = fmt.Errorf("produce to %s: %w", topic, protocol.ErrNoPartition)
+		}
+	}
 }
+
+// errUnanswered marks a batch the answer has not named yet: its error,
+// made for every batch beforehand, was 3 allocations a batch.
+var errUnanswered = errors.New("no answer")
 
 // brokerError is kafka-go's error for a partition's error code.
 func brokerError(code int16, msg string) error {

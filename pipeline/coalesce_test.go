@@ -133,3 +133,33 @@ func TestSharedRequestAnswersEachPartitionApart(t *testing.T) {
 		t.Errorf("%d Produce requests for %d partitions' batches, want at most %d", r, n, n/4)
 	}
 }
+
+// TestRequestUnderWayOutlivesItsContext: a batch whose flush is given up
+// (its context cancelled) while its request is at the broker is not
+// cancelled with it: the broker's answer is what the producer reports,
+// and the batch is written, as the writer's sequence numbers assume.
+func TestRequestUnderWayOutlivesItsContext(t *testing.T) {
+	b, err := embedded.Start(embedded.Config{Partitions: 1, Topics: []string{"out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	requests, _ := countProduce(b, 300*time.Millisecond, nil)
+	p, _ := layoutProducer(t, b, 0)
+	if _, err := p.partitions(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	wr := &partitionsWriter{}
+	var buf []byte
+	if err := p.produce(ctx, 0, []kafka.Message{{Key: []byte("k"), Value: []byte(`{"p":1}`)}}, &buf, wr); err != nil {
+		t.Fatalf("produce cancelled under way: %v, want the broker's answer", err)
+	}
+	if r := requests(); r != 1 {
+		t.Errorf("%d Produce requests, want 1", r)
+	}
+	if recs := readFetched(t, b.Addr(), "out", 0, 1, true, 5*time.Second); len(recs) != 1 || len(wr.parts) != 1 {
+		t.Errorf("%d records written, %d reported, want 1", len(recs), len(wr.parts))
+	}
+}

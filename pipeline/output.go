@@ -154,7 +154,11 @@ type exactlyOnce struct {
 	part   int
 }
 
+// prepare may add the partition to the transaction: a request, bounded as
+// the batch's own and not given up with ctx (producer.once).
 func (o *exactlyOnce) prepare(ctx context.Context, topic string, p int) (batchID, string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), produceTimeout)
+	defer cancel()
 	return o.mt.prepare(ctx, o, topic, p)
 }
 func (o *exactlyOnce) wrote(topic string, p, n int) { o.mt.wrote(topic, p, n) }

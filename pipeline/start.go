@@ -162,7 +162,7 @@ func (m *member) ensureOutputTopics(ctx context.Context, tp topicState) error {
 		// Created now, not at the first write: a tail of the predictions
 		// can start at once, even while every record is dead-lettered.
 		p := &producer{client: m.client, topic: t.name, autoCreate: true}
-		if _, _, err := p.partitions(ctx); err != nil && !errors.Is(err, kafka.LeaderNotAvailable) {
+		if _, err := p.readLayout(ctx); err != nil && !errors.Is(err, kafka.LeaderNotAvailable) {
 			return fmt.Errorf("%s topic %q does not exist and the brokers did not create it (auto.create.topics.enable?): create it, or fix %s: %w", t.role, t.name, t.flag, err)
 		}
 		created = append(created, t.name)
