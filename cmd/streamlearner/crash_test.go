@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -222,7 +224,58 @@ func (p *proc) stop(t *testing.T, d time.Duration) {
 	}
 }
 
+// freePort is a port free when asked, for a process to bind later. It is
+// taken below the kernel's ephemeral range, where the client sockets of
+// the tests running beside (their Kafka connections) cannot take it in
+// between: CI failed so, TestPrometheusEvaluates' run finding its
+// --metrics-addr in use. Ports go out in turn from a random start, so
+// two tests of this binary never get the same one.
 func freePort(t *testing.T) int {
+	t.Helper()
+	lo := ephemeralLow()
+	if lo < 2*portSpan {
+		return anyPort(t) // nothing known below the range: the kernel's choice
+	}
+	portOnce.Do(func() { portNext.Store(int32(lo - portSpan + rand.IntN(portSpan))) })
+	for range portSpan {
+		p := int(portNext.Add(1))
+		if p >= lo {
+			portNext.CompareAndSwap(int32(p), int32(lo-portSpan))
+			continue
+		}
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+			l.Close()
+			return p
+		}
+	}
+	return anyPort(t)
+}
+
+// portSpan is how many ports below the ephemeral range freePort uses.
+const portSpan = 8000
+
+var (
+	portOnce sync.Once
+	portNext atomic.Int32
+)
+
+// ephemeralLow is the lowest port the kernel gives sockets that name
+// none (Linux's ip_local_port_range), 0 when unknown.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	lo, _ := strconv.Atoi(f[0])
+	return lo
+}
+
+// anyPort is a port the kernel gives a listener that names none.
+func anyPort(t *testing.T) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
