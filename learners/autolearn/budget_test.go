@@ -108,20 +108,9 @@ func TestKernelChallengerOfAPrimalChampionGrows(t *testing.T) {
 	if i < 0 || a.cands[i].pt.budget != 2*k.pt.budget {
 		t.Fatalf("no copy of %s at twice its budget: %+v", k.name, a.Candidates())
 	}
-	// The copy duels the challenger it copies, not the champion, and
-	// takes its place when it errs less.
-	cp := a.cands[i]
-	if a.rival(cp) != k {
-		t.Fatalf("the copy duels %s, want %s", a.rival(cp).name, k.name)
-	}
-	cp.mine, cp.champ = 10, 11
-	a.duel(i)
-	if slices.Contains(a.cands, k) || !slices.Contains(a.cands, cp) || cp.parent != 0 || a.rival(cp) != a.cands[a.champion] {
-		t.Fatalf("the copy that erred less did not replace %s: %+v", k.name, a.Candidates())
-	}
-	cp.mine, cp.champ = 200, 0 // a lost duel with the primal champion
-	a.duel(slices.Index(a.cands, cp))
-	if !slices.Contains(a.cands, cp) || cp.from != a.labeled || cp.mine != 0 {
+	k.mine, k.champ = 200, 0 // a lost duel
+	a.duel(slices.Index(a.cands, k))
+	if !slices.Contains(a.cands, k) || k.from != a.labeled || k.mine != 0 {
 		t.Fatalf("the best challenger with a budget went, or its duel did not restart, after losing to a primal champion")
 	}
 }
