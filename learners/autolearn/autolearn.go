@@ -45,9 +45,9 @@
 //     when no place is free; its duel starts at once, lasts Window/2
 //     labeled records, and it wins with any fewer mistakes than the
 //     champion's. A primal champion has no budget: then the best
-//     challenger with one is copied, its copy duels it (rival) and takes
-//     its place when it errs less, and it stays when it loses to the
-//     champion.
+//     challenger with one is copied (growing), the copy dueling the
+//     champion, and that challenger stays, its duel restarted, when it
+//     loses a duel; both answer to Config.Cost like any challenger.
 //   - Drift: a detector (Config.Drift, ADWIN by default) watches the
 //     emitted mistakes after the halving. When their rate rises, the
 //     search reopens: each candidate's configuration is born again,
