@@ -792,12 +792,12 @@ func (a *Auto) scale(x sparse.Vector) sparse.Vector {
 // scaleOne is feature j's value v scaled over n rounds (v's own among
 // them), centred if asked.
 func (a *Auto) scaleOne(j uint32, v, n float64, centred bool) float64 {
+	if j >= scaleCap {
+		return v // no statistics kept (observe)
+	}
 	sum, sq := 0.0, 0.0
 	if 2*int(j)+1 < len(a.stats) {
 		sum, sq = a.stats[2*j], a.stats[2*j+1]
-	}
-	if j >= scaleCap {
-		return v
 	}
 	mean := (sum + v) / n
 	// A spread lost in the rounding of the squares' sum (a constant
