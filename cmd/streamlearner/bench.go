@@ -313,7 +313,16 @@ func (c *benchServeCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	cfg.Progress = func(_ bool, done, total int64) { fmt.Fprintf(out, "progress %d %d\n", done, total) }
 	var reported error
+	stopCPU := func() {}
+	cfg.Measuring = func() {
+		if stop, err := startCPUProfile(os.Getenv(cpuProfileEnv), cfg.Partitions); err != nil {
+			reported = err
+		} else {
+			stopCPU = stop
+		}
+	}
 	cfg.Measured = func(res benchrun.Result) {
+		stopCPU()
 		if err := writeHeapProfile(os.Getenv(heapProfileEnv), cfg.Partitions); err != nil {
 			reported = err
 			return
@@ -336,6 +345,29 @@ func (c *benchServeCmd) Run(ctx context.Context, out io.Writer) error {
 // count writes its own, the name followed by "." and the count. Off when
 // unset.
 const heapProfileEnv = envPrefix + "_BENCH_HEAP_PROFILE"
+
+// cpuProfileEnv names a file for the member's CPU profile over the
+// measured part of a run (from its first assignment until its records
+// are served: what CPU a record counts). Each partition count writes its
+// own, the name followed by "." and the count. Off when unset.
+const cpuProfileEnv = envPrefix + "_BENCH_CPU_PROFILE"
+
+// startCPUProfile starts a CPU profile into path; an empty path profiles
+// nothing. The returned stop ends it and closes the file.
+func startCPUProfile(path string, partitions int) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, partitions))
+	if err != nil {
+		return nil, fmt.Errorf("bench-serve: CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench-serve: CPU profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
 
 // writeHeapProfile writes the heap profile to path after a collection, so
 // that in-use counts only what is live; an empty path writes nothing.
