@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -95,6 +96,13 @@ func (p *Protocol) Restore(ctx context.Context, part Partition, committed int64,
 		}
 		return nil, nil
 	}
+	if off, ok := NewModelOffset(metadata); ok {
+		// Nothing stored to load: the worker begins the configured model
+		// at off and replays up to the committed offset.
+		log.Info().Int64("offset", off).Int64("committed", committed).Int64("to_replay", max(0, committed-off)).
+			Msg("no snapshot yet: a new model from its first offset, the records up to the committed offset replayed")
+		return nil, nil
+	}
 	snap, m, err := p.loadModel(ctx, metadata)
 	if isUnavailable(err) {
 		// The store did not answer: nothing is known about the snapshot,
@@ -136,6 +144,30 @@ func (p *Protocol) Restore(ctx context.Context, part Partition, committed int64,
 	}
 	ev.Msg("model restored")
 	return st, nil
+}
+
+// newModelPrefix starts the metadata of a commit made before the
+// partition's first snapshot (NewModelAt).
+const newModelPrefix = "new@"
+
+// NewModelAt is what a commit names before the partition's first
+// snapshot: the new model it began as, at offset. A restore begins that
+// model again and replays the records from offset, as it would from a
+// snapshot there (Restore returns no state for it: the worker, which
+// makes new models, does) — so a member that begins P new partitions saves none of
+// them until the snapshot rate and interval call for it, instead of P
+// snapshots at its first commit.
+func NewModelAt(offset int64) string { return newModelPrefix + strconv.FormatInt(offset, 10) }
+
+// NewModelOffset reads metadata written by NewModelAt: the offset at which
+// the new model began, and whether metadata is one.
+func NewModelOffset(metadata string) (int64, bool) {
+	rest, ok := strings.CutPrefix(metadata, newModelPrefix)
+	if !ok {
+		return 0, false
+	}
+	off, err := strconv.ParseInt(rest, 10, 64)
+	return off, err == nil && off >= 0
 }
 
 // reset gives up the stored model under ResetModel, loudly: a new model

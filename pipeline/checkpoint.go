@@ -26,7 +26,10 @@ type Checkpointer interface {
 	// or a damaged one's predecessor): the worker then replays the records
 	// in between learn-only. A nil State with a nil
 	// error means: no checkpoint, start a new model at the committed offset
-	// (or the configured start offset).
+	// (or the configured start offset). Metadata naming a new model's base
+	// (checkpoint.NewModelAt, committed before the partition's first
+	// snapshot) also gives a nil State: the worker begins the configured
+	// model at the base's offset and replays up to the committed one.
 	//
 	// An error is retried, with a growing pause, for as long as the
 	// partition is this member's: a store or broker that fails for a

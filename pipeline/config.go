@@ -267,7 +267,11 @@ type Config struct {
 	// partition learns, which bounds a restore's replay to about that
 	// long of records. The first commit after a replay, and the last one
 	// before a partition is handed over, carry a snapshot, so replays do
-	// not add up across owners.
+	// not add up across owners. A new model's first snapshot is paced as
+	// one of the configured learner's estimated full size would be (its
+	// commits until then name the model it began as,
+	// checkpoint.NewModelAt), not taken with its first commit: a member
+	// given 1,024 new partitions would save 1,024 at once.
 	//
 	// SnapshotMaxRate: bytes a second a partition, default 32 KiB (a
 	// snapshot of 14 kB — B = 100 on a9a — every 0.44 s, of 0.55 MB —

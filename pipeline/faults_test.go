@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
@@ -165,7 +166,7 @@ func (r faultRun) run(t *testing.T) *Metrics {
 		}
 		// The committed snapshot, with the records after it replayed as a
 		// restore replays them, is the uninterrupted run's model.
-		st := committedState(t, b, snaps, p)
+		st := committedState(t, b, snaps, cfg, p)
 		restored := replayFrom(t, st, perPart[p])
 		gotModel, _ := restored.MarshalBinary()
 		wantModel, _ := twin.MarshalBinary()
@@ -221,7 +222,7 @@ func readCommittedFrom(t *testing.T, addr string, p int, read []fetch.Record, wa
 
 // committedState is the snapshot the group's committed offset of input
 // partition p names.
-func committedState(t *testing.T, b *embedded.Broker, snaps *memCheckpoints, p int) *State {
+func committedState(t *testing.T, b *embedded.Broker, snaps *memCheckpoints, cfg Config, p int) *State {
 	t.Helper()
 	oc := &kafka.Client{Addr: kafka.TCP(b.Addr()), Transport: &kafka.Transport{}}
 	resp, err := oc.OffsetFetch(context.Background(), &kafka.OffsetFetchRequest{GroupID: "g", Topics: map[string][]int{"in": {p}}})
@@ -229,6 +230,14 @@ func committedState(t *testing.T, b *embedded.Broker, snaps *memCheckpoints, p i
 		t.Fatalf("partition %d: committed offset: %v", p, err)
 	}
 	meta, _ := splitMeta(resp.Topics["in"][0].Metadata)
+	if off, ok := checkpoint.NewModelOffset(meta); ok {
+		// No snapshot yet: the new model the partition began as.
+		m, err := model.New(cfg.ModelConfig(p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &State{Model: m, NextOffset: off}
+	}
 	snaps.mu.Lock()
 	st := snaps.snaps[meta]
 	snaps.mu.Unlock()
@@ -530,7 +539,7 @@ func TestBrokerFaultsWithLabelTopic(t *testing.T) {
 					if len(seen) != n/4 || len(got) != n/4 && g == ExactlyOnce {
 						t.Errorf("partition %d: %d predictions, %d distinct, for %d records", p, len(got), len(seen), n/4)
 					}
-					learned += committedState(t, b, snaps, p).Model.Eval().Labeled
+					learned += committedState(t, b, snaps, cfg, p).Model.Eval().Labeled
 				}
 				// Each label learned once in the models' history: the
 				// committed snapshots' evaluators count them (the learned

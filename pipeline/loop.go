@@ -234,6 +234,7 @@ func (w *worker) next(ctx context.Context) step {
 		w.fetchFailed(ctx, err)
 		return goOn
 	}
+	w.snap.begin(b)
 	if s := w.playBatch(ctx, b); s != goOn {
 		// reread: the rest of the batch is read again from the
 		// snapshot's offset.

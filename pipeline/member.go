@@ -65,6 +65,11 @@ type member struct {
 	// parts is how many input partitions the member serves in the
 	// current generation (the snapshot budget's share, snapshotDue).
 	parts atomic.Int64
+	// newSnapshot is what a new model's first snapshot is paced on (the
+	// configured learner's full-budget estimate, learners.Memory's
+	// Snapshot): its size is not known before it is encoded. 0: unknown,
+	// paced on SnapshotInterval alone.
+	newSnapshot int
 	// writes bounds the workers' flushes under way (see worker.flush).
 	writes chan struct{}
 	// txn is the member's transactional producer (exactly-once only).
@@ -226,6 +231,7 @@ func (m *member) joinGroup() (*kafka.ConsumerGroup, error) {
 		return nil, fmt.Errorf("join group %s: %w", cfg.Group, err)
 	}
 	mem, per, _ := cfg.ModelMemory()
+	m.newSnapshot = int(mem.Snapshot)
 	cfg.Log.Info().Str("group", cfg.Group).Str("topic", cfg.Topic).Str("learner", cfg.Model.Learner).
 		Str("model_memory", mem.Describe(per)).Msg("joining group")
 	return cg, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/internal/dev/embedded"
 	"github.com/streamlearner/streamlearner/internal/model"
 )
@@ -42,12 +43,19 @@ func TestCommitsNameAnEarlierSnapshot(t *testing.T) {
 			cfg.SnapshotMaxRate, cfg.SnapshotInterval = 1, time.Hour
 			stop, assigned := runMember(t, cfg)
 			waitFor(t, "the assignment", 30*time.Second, func() bool { _, ps := assigned(); return len(ps) == 4 })
+			// The first snapshot: a graceful stop's (commits before it
+			// name the new model's base, TestNewModelsCommitTheirBase).
+			produce(t, b, "in", msgs[:50], toPartition(1))
+			waitFor(t, "the first records committed", 30*time.Second, func() bool { return committedOffset(t, b, 1) == 50 })
+			stop()
+			stop, assigned = runMember(t, cfg)
+			waitFor(t, "the assignment", 30*time.Second, func() bool { _, ps := assigned(); return len(ps) == 4 })
 			commits := countCommits(b.Cluster(), 1)
-			for i := 0; i < first; i += 50 {
+			for i := 50; i < first; i += 50 {
 				produce(t, b, "in", msgs[i:i+50], toPartition(1))
 				time.Sleep(150 * time.Millisecond)
 			}
-			waitFor(t, "the first records committed", 30*time.Second, func() bool { return committedOffset(t, b, 1) == first })
+			waitFor(t, "the records committed", 30*time.Second, func() bool { return committedOffset(t, b, 1) == first })
 			off, meta := committedMeta(t, b, 1)
 			st := snaps.get(meta)
 			if st == nil || st.NextOffset >= off {
@@ -106,7 +114,7 @@ func TestCommitsNameAnEarlierSnapshot(t *testing.T) {
 			if dead := readFetched(t, b.Addr(), "in.dlq", 1, 2, false, 2*time.Second); len(dead) != 1 {
 				t.Errorf("%d dead letters for the one bad record", len(dead))
 			}
-			final := committedState(t, b, snaps, 1)
+			final := committedState(t, b, snaps, cfg, 1)
 			restored := replayFrom(t, final, msgs)
 			gotModel, _ := restored.MarshalBinary()
 			wantModel, _ := twin.MarshalBinary()
@@ -184,5 +192,79 @@ func commitMeta(t *testing.T, b *embedded.Broker, p int, offset int64, meta stri
 		if r.Error != nil {
 			t.Fatal(fmt.Errorf("commit: %w", r.Error))
 		}
+	}
+}
+
+// TestNewModelsCommitTheirBase: before a partition's first snapshot its
+// commits name the new model it began as (checkpoint.NewModelAt) at the
+// first offset it read — here the log's end, where it started — and no
+// snapshot is saved, so a member given many new partitions does not save
+// one of each at its first commit. A member restoring such a commit (what
+// a crash leaves) begins that model again and replays up to the committed
+// offset learn-only: the predictions after it and the model are an
+// uninterrupted run's, bit for bit.
+func TestNewModelsCommitTheirBase(t *testing.T) {
+	for _, g := range both {
+		t.Run(g, func(t *testing.T) {
+			t.Parallel()
+			b := startBroker(t, "in", "out", "in.dlq")
+			const before, first, second = 10, 300, 100
+			msgs := faultMsgs(before + first + second)
+			produce(t, b, "in", msgs[:before], toPartition(1))
+			snaps := &memCheckpoints{}
+			cfg := testConfig(t, b, "rbp:budget=20")
+			cfg.ProcessingGuarantee, cfg.Checkpoints, cfg.Metrics, cfg.StartOffset = g, snaps, NewMetrics(nil), "latest"
+			cfg.FlushRecords, cfg.CommitInterval, cfg.CheckpointInterval = 25, 100*time.Millisecond, 100*time.Millisecond
+			cfg.SnapshotMaxRate, cfg.SnapshotInterval = 1, time.Hour
+			stop, assigned := runMember(t, cfg)
+			waitFor(t, "the assignment", 30*time.Second, func() bool { _, ps := assigned(); return len(ps) == 4 })
+			commits := countCommits(b.Cluster(), 1)
+			for i := before; i < before+first; i += 50 {
+				produce(t, b, "in", msgs[i:i+50], toPartition(1))
+				time.Sleep(100 * time.Millisecond)
+			}
+			waitFor(t, "the records committed", 30*time.Second, func() bool { return committedOffset(t, b, 1) == before+first })
+			off, meta := committedMeta(t, b, 1)
+			if want := checkpoint.NewModelAt(before); meta != want || commits.Load() < 3 {
+				t.Fatalf("%d commits, the last names %q, want several naming %q", commits.Load(), meta, want)
+			}
+			if n := snaps.savesOf(1); n != 0 {
+				t.Errorf("%d snapshots saved before one was due, want none", n)
+			}
+			stop() // a graceful stop hands over with a snapshot…
+			if _, m := committedMeta(t, b, 1); snaps.get(m) == nil {
+				t.Errorf("after a graceful stop the commit names %q, want a snapshot", m)
+			}
+			commitMeta(t, b, 1, off, meta) // …a crash would have left the base
+
+			produce(t, b, "in", msgs[before+first:], toPartition(1))
+			cfg.Metrics = NewMetrics(nil)
+			runMember(t, cfg)
+			waitFor(t, "every record committed", 30*time.Second, func() bool { return committedOffset(t, b, 1) == before+first+second })
+			if n := testutil.ToFloat64(cfg.Metrics.RestoreReplayed); n != first {
+				t.Errorf("%v records replayed, want the %d from the base to the commit", n, first)
+			}
+			twin, err := model.New(cfg.ModelConfig(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[int64]float64{}
+			for i, m := range msgs[before:] {
+				if r, err := twin.Step(m.Value); err == nil {
+					want[int64(before+i)] = r.Margin
+				}
+			}
+			for _, rec := range readFetched(t, b.Addr(), "out", 1, first+second+1, false, 3*time.Second) {
+				if p := decodePrediction(t, rec.Value); p.Margin != want[p.Offset] {
+					t.Fatalf("offset %d: margin %v, the uninterrupted run's %v", p.Offset, p.Margin, want[p.Offset])
+				}
+			}
+			final := committedState(t, b, snaps, cfg, 1)
+			gotModel, _ := replayFrom(t, final, msgs).MarshalBinary()
+			wantModel, _ := twin.MarshalBinary()
+			if !bytes.Equal(gotModel, wantModel) {
+				t.Errorf("the committed snapshot (offset %d) and the records after it are not the uninterrupted run's model", final.NextOffset)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/internal/model"
@@ -31,7 +32,7 @@ type memCheckpoints struct {
 func (c *memCheckpoints) Restore(_ context.Context, _ Partition, _ int64, meta string) (*State, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if meta == "" {
+	if _, base := checkpoint.NewModelOffset(meta); meta == "" || base {
 		return nil, nil
 	}
 	s, ok := c.snaps[meta]

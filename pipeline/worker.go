@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	kafka "github.com/segmentio/kafka-go"
 
+	"github.com/streamlearner/streamlearner/checkpoint"
 	"github.com/streamlearner/streamlearner/codec"
 	"github.com/streamlearner/streamlearner/internal/kafka/fetch"
 	"github.com/streamlearner/streamlearner/internal/model"
@@ -317,7 +318,7 @@ func (w *worker) restore(ctx context.Context) (rerr error) {
 		st = w.keptModel(kept, committed)
 	}
 	if st == nil {
-		if st, err = w.newState(committed); err != nil {
+		if st, err = w.fresh(committed, meta); err != nil {
 			return err
 		}
 	}
@@ -335,7 +336,7 @@ func (w *worker) restore(ctx context.Context) (rerr error) {
 	}
 	w.st, w.spec = st, st.Model.LearnerSpec()
 	w.committed, w.committedLabel, w.committedAt = st.NextOffset, st.LabelOffset, time.Now()
-	w.snap = snapshotState{name: st.Snapshot, offset: st.NextOffset, at: time.Now(), bytes: st.SnapshotBytes}
+	w.snap = w.lastSnapshot(st)
 	w.replay = replayState{}
 	if st.Snapshot != "" && !rewound && committed > st.NextOffset {
 		return w.planReplay(ctx, st, committed)
@@ -382,6 +383,39 @@ func (w *worker) keptModel(kept *State, committed int64) *State {
 	w.log.Warn().Int64("offset", committed).Int64("kept_offset", kept.NextOffset).
 		Msg("the partition moved on elsewhere since this member held it: starting a new model (no checkpoint store)")
 	return nil
+}
+
+// fresh is a new model: at the base a commit named
+// (checkpoint.NewModelAt), to replay up to the committed offset; else at
+// the committed offset (newState).
+func (w *worker) fresh(committed int64, meta string) (*State, error) {
+	off, ok := checkpoint.NewModelOffset(meta)
+	if !ok || committed < off {
+		return w.newState(committed)
+	}
+	st, err := w.newState(off)
+	if err != nil {
+		return nil, err
+	}
+	st.Snapshot = meta
+	return st, nil
+}
+
+// lastSnapshot is what the partition's commits name until it saves a
+// snapshot: the one st was restored from, or, for a new model, the model
+// as it began (checkpoint.NewModelAt) — named once the log says where
+// that is (begin), when it began at the log's start or end.
+func (w *worker) lastSnapshot(st *State) snapshotState {
+	s := snapshotState{name: st.Snapshot, offset: st.NextOffset, at: time.Now(), bytes: st.SnapshotBytes}
+	cfg := w.m.cfg
+	_, none := cfg.Checkpoints.(NoCheckpoints)
+	if s.name == "" && !none && !cfg.SnapshotEveryCommit && cfg.LabelTopic == "" {
+		s.base = true
+		if s.offset >= 0 {
+			s.name = checkpoint.NewModelAt(s.offset)
+		}
+	}
+	return s
 }
 
 // newState is a new model at the committed offset, or, with none, at the
@@ -948,12 +982,33 @@ const (
 
 // snapshotState is the partition's last snapshot: its name (what commits
 // name until the next), the offset it stands at, when it was taken and
-// its size. A zero at makes the next commit take one.
+// its size. A zero at makes the next commit take one. base: there is
+// none yet, and commits name the new model the partition began as.
 type snapshotState struct {
 	name   string
 	offset int64
 	at     time.Time
 	bytes  int
+	base   bool
+}
+
+// begin names a new model's base once the log says where the model
+// began: at the first record a batch delivers, or where the reader
+// stands after one that delivered none (an empty log's end, or past
+// skipped markers and aborted records).
+func (s *snapshotState) begin(b *fetch.Batch) {
+	if !s.base || s.offset >= 0 {
+		return
+	}
+	switch {
+	case len(b.Records) > 0:
+		s.offset = b.Records[0].Offset
+	case b.Next >= 0:
+		s.offset = b.Next
+	default:
+		return
+	}
+	s.name = checkpoint.NewModelAt(s.offset)
 }
 
 // snapshotDue says whether this commit is to carry a snapshot: one of S
@@ -965,8 +1020,18 @@ func (w *worker) snapshotDue() bool {
 	if cfg.SnapshotEveryCommit || cfg.LabelTopic != "" || w.snap.at.IsZero() || w.snap.name == "" {
 		return true
 	}
+	bytes := w.snap.bytes
+	if w.snap.base {
+		// A new model's size is not known before it is encoded: paced on
+		// the configured learner's estimate, the member's new partitions
+		// do not all save at their first commit.
+		bytes = w.m.newSnapshot
+		if bytes <= 0 {
+			return time.Since(w.snap.at) >= cfg.SnapshotInterval
+		}
+	}
 	rate := min(float64(cfg.SnapshotMaxRate), float64(cfg.SnapshotMemberMaxRate)/float64(max(w.m.parts.Load(), 1)))
-	gap := time.Duration(float64(w.snap.bytes) / rate * float64(time.Second))
+	gap := time.Duration(float64(bytes) / rate * float64(time.Second))
 	return time.Since(w.snap.at) >= min(gap, cfg.SnapshotInterval)
 }
 

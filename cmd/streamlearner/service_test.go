@@ -132,8 +132,11 @@ func TestProduceRunTail(t *testing.T) {
 			t.Fatal(err)
 		}
 		saves += float64(seq)
-		if seq < 2 {
-			t.Errorf("partition %d: %d snapshots, want several (--flush-records 50, --checkpoint-every 100)", p, seq)
+		if seq < 1 {
+			// Commits come every 100 records; snapshots when due (the
+			// commits before name the new model's base), and when the
+			// partition went idle.
+			t.Errorf("partition %d: %d snapshots, want one at least", p, seq)
 		}
 		data, _ := store.Load(context.Background(), name)
 		if got := sample(metrics, fmt.Sprintf(`streamlearner_checkpoint_bytes{partition="%d"}`, p)); got != float64(len(data)) {
