@@ -113,11 +113,12 @@ func TestRestoreAfterAReopening(t *testing.T) {
 // vote) and 5 (before C was searched) decode: version 1 with no
 // reopening yet and a fresh detector, 1 and 2 with no work counted yet,
 // 1 to 3 with no grown candidate, 1 to 4 with every candidate a newborn
-// of the vote, 1 to 5 with each candidate's C read from its learner;
-// each continues and encodes as the current version.
+// of the vote, 1 to 5 with each candidate's C read from its learner,
+// 1 to 7 with an empty bench and no recent mistakes counted; each
+// continues and encodes as the current version.
 func TestOlderStatesDecode(t *testing.T) {
 	xs, ys := flipped(3000, 2000, 5)
-	for _, v := range []uint64{1, 2, 3, 4, 5} {
+	for _, v := range []uint64{1, 2, 3, 4, 5, 7} {
 		// At seed 1 the quick search draws no kernel that fits a board,
 		// and its linear champion sees no rise at the shift.
 		a := build(t, quick, 2)
@@ -131,6 +132,12 @@ func TestOlderStatesDecode(t *testing.T) {
 			t.Fatalf("a version %d state: %v", v, err)
 		}
 		r := l.(*Auto)
+		if len(a.bench) == 0 {
+			t.Fatal("no candidate benched after 1,000 records: the test shows nothing of the bench")
+		}
+		if len(r.bench) != 0 || slices.ContainsFunc(r.cands, func(c *cand) bool { return c.recent != 0 }) {
+			t.Fatalf("version %d: %d benched, or recent mistakes counted", v, len(r.bench))
+		}
 		if r.watch == nil || (v == 1 && r.Reopens() != 0) || (v >= 2 && r.Reopens() != a.Reopens()) {
 			t.Fatalf("version %d: reopenings %d, detector %v", v, r.Reopens(), r.watch)
 		}
@@ -177,10 +184,12 @@ func TestDriftParameter(t *testing.T) {
 	b, _ := a.MarshalBinary()
 	d := build(t, "auto:drift=ddm", 1)
 	w, _ := drift.Marshal(d.watch)
-	// The state ends with the detector's length (0), the group's flag and
-	// the scaler's centring (its flag, no counts, no dense features).
-	tail := b[len(b)-4:]
-	forged := append(slices.Clone(b[:len(b)-5]), binary.AppendUvarint(nil, uint64(len(w)))...)
+	// The state ends with the detector's length (0), the group's flag,
+	// the scaler's centring (its flag, no counts, no dense features), each
+	// candidate's recent mistakes (8 bytes) and the bench's count (0).
+	n := 4 + 8*len(a.cands) + 1
+	tail := b[len(b)-n:]
+	forged := append(slices.Clone(b[:len(b)-n-1]), binary.AppendUvarint(nil, uint64(len(w)))...)
 	forged = append(append(forged, w...), tail...)
 	if _, err := learners.Unmarshal(forged); err == nil || !strings.Contains(err.Error(), "drift=none") {
 		t.Fatalf("a detector with drift=none: %v", err)

@@ -24,6 +24,8 @@ import (
 //	| whether a group dropped its first primal candidates (from version 6)
 //	| whether the scaler centres, then each feature's count of rounds
 //	  present and the dense features (from version 7)
+//	| each candidate's recent mistakes (float), then the bench: count,
+//	  then each as a candidate and its recent mistakes (from version 8)
 //
 // Version 1 ended with the candidates: it decodes with no reopening yet
 // and a fresh detector. Versions 1 and 2 had no work counters: they
@@ -32,12 +34,13 @@ import (
 // every candidate decodes as a newborn of the vote (equal weights).
 // Versions 1 to 5 had no C in a point: a candidate's is read from its
 // learner's spec. Versions 1 to 6 had no centring: their scaler goes
-// on scaling without it, as it did.
+// on scaling without it, as it did. Versions 1 to 7 had no bench and no
+// recent mistakes: they decode with an empty bench and none counted.
 // Integers are uvarints, floats their 8 bytes little-endian, strings and
 // byte sections a uvarint length and the bytes.
 const (
 	magic   = "SLAU"
-	version = 7
+	version = 8
 )
 
 // errCorrupt is wrapped by every error of malformed state.
@@ -179,31 +182,8 @@ func (a *Auto) appendVersion(b []byte, v uint64) ([]byte, error) {
 	}
 	e.u(uint64(len(a.cands)))
 	for _, c := range a.cands {
-		e.u(c.id)
-		e.point(c.pt, v)
-		for _, n := range []uint64{c.born, c.total, c.rung, c.from, c.mine, c.champ} {
-			e.u(n)
-		}
-		if v >= 3 {
-			for _, n := range []uint64{c.spent, c.rungWork, c.mineWork, c.champWork} {
-				e.u(n)
-			}
-		}
-		if v >= 4 {
-			e.u(c.parent)
-		}
-		if v >= 5 {
-			e.f(c.w)
-		}
-		if ap, ok := c.l.(encoding.BinaryAppender); ok {
-			e.b, err = learners.AppendSized(e.b, ap.AppendBinary)
-		} else {
-			var l []byte
-			l, err = c.l.MarshalBinary()
-			e.bytes(l)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("auto: candidate %s: %w", c.name, err)
+		if err := e.cand(c, v); err != nil {
+			return nil, err
 		}
 	}
 	if v < 2 {
@@ -223,7 +203,53 @@ func (a *Auto) appendVersion(b []byte, v uint64) ([]byte, error) {
 	if v >= 7 {
 		e.centring(a)
 	}
+	if v >= 8 {
+		for _, c := range a.cands {
+			e.f(c.recent)
+		}
+		e.u(uint64(len(a.bench)))
+		for _, c := range a.bench {
+			if err := e.cand(c, v); err != nil {
+				return nil, err
+			}
+			e.f(c.recent)
+		}
+	}
 	return e.b, nil
+}
+
+// cand appends candidate c in format v: its number, point, counters
+// (work from format 3, parent from 4, vote weight from 5), then its
+// learner.
+func (e *enc) cand(c *cand, v uint64) error {
+	e.u(c.id)
+	e.point(c.pt, v)
+	for _, n := range []uint64{c.born, c.total, c.rung, c.from, c.mine, c.champ} {
+		e.u(n)
+	}
+	if v >= 3 {
+		for _, n := range []uint64{c.spent, c.rungWork, c.mineWork, c.champWork} {
+			e.u(n)
+		}
+	}
+	if v >= 4 {
+		e.u(c.parent)
+	}
+	if v >= 5 {
+		e.f(c.w)
+	}
+	var err error
+	if ap, ok := c.l.(encoding.BinaryAppender); ok {
+		e.b, err = learners.AppendSized(e.b, ap.AppendBinary)
+	} else {
+		var l []byte
+		l, err = c.l.MarshalBinary()
+		e.bytes(l)
+	}
+	if err != nil {
+		return fmt.Errorf("auto: candidate %s: %w", c.name, err)
+	}
+	return nil
 }
 
 // Unmarshal restores a search from MarshalBinary's bytes; it continues
@@ -256,6 +282,23 @@ func Unmarshal(b []byte) (*Auto, error) {
 	}
 	if v >= 7 {
 		d.centring(a)
+	}
+	if v >= 8 {
+		for _, c := range a.cands {
+			c.recent = d.recent()
+		}
+		n := d.count(8)
+		for range n {
+			c, err := d.readCand(v)
+			if err != nil {
+				return nil, err
+			}
+			if c.pt.budget != 0 {
+				return nil, fmt.Errorf("%w: auto: benched candidate %s has a budget", errCorrupt, c.name)
+			}
+			c.recent = d.recent()
+			a.bench = append(a.bench, c)
+		}
 	}
 	if d.err == nil {
 		if err := a.restoreWatch(w); err != nil {
@@ -368,6 +411,16 @@ func (d *dec) readCand(v uint64) (*cand, error) {
 	}
 	c.l, c.name = l, c.pt.String()
 	return c, nil
+}
+
+// recent reads a candidate's discounted count of recent mistakes: finite,
+// not negative.
+func (d *dec) recent() float64 {
+	r := d.f()
+	if !(r >= 0 && r <= math.MaxFloat64) {
+		d.failf("recent mistakes %v", r)
+	}
+	return r
 }
 
 // centring appends whether a's scaler centres, its counts of rounds

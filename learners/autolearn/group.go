@@ -48,6 +48,7 @@ func Group(ls []learners.Learner) error {
 		lead.dropFirstPrimal()
 	}
 	lead.grouped, lead.lead = true, nil
+	lead.bench = nil // a group keeps none (benchOne)
 	grew := lead.classes > 0 && len(as) > lead.classes
 	lead.classes = len(as)
 	if grew {
