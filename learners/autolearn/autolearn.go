@@ -1568,15 +1568,10 @@ func (a *Auto) fit(extra *point) bool {
 		if extra != nil {
 			return false // an explorer never pushes a candidate out
 		}
-		worst := -1
-		for i, c := range a.cands {
-			if i != a.champion && (worst < 0 || dropFirst(a.cands[worst], c, a.better)) {
-				worst = i
-			}
-		}
-		if (worst < 0 || a.cands[worst].pt.budget == 0) && len(a.bench) > 0 {
-			// The bench goes before the primal candidates alive, its
-			// most erring first.
+		if len(a.bench) > 0 {
+			// The bench goes first, its most erring first: it is no
+			// part of the search, and on text a primal candidate's w
+			// holds every feature seen.
 			j := 0
 			for i, c := range a.bench {
 				if c.recent >= a.bench[j].recent {
@@ -1585,6 +1580,12 @@ func (a *Auto) fit(extra *point) bool {
 			}
 			a.bench = slices.Delete(a.bench, j, j+1)
 			continue
+		}
+		worst := -1
+		for i, c := range a.cands {
+			if i != a.champion && (worst < 0 || dropFirst(a.cands[worst], c, a.better)) {
+				worst = i
+			}
 		}
 		if worst < 0 {
 			return false

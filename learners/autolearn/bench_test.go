@@ -1,6 +1,7 @@
 package autolearn
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -60,5 +61,24 @@ func TestBenchedSmallCComesBack(t *testing.T) {
 	m2, c2 := play(r, xs, ys, 5000, len(xs))
 	if !slices.Equal(append(m1, m2...), wantM) || !slices.Equal(append(c1, c2...), wantC) {
 		t.Fatal("restored with a bench, the margins or champions differ from the run without a stop")
+	}
+}
+
+// Over memory=, the bench goes before any candidate of the search, its
+// most erring first: it is no part of the search.
+func TestFitDropsTheBenchFirst(t *testing.T) {
+	xs, ys := offLine(3000, 10, 0.1, 3, 3)
+	a := build(t, "auto:learners=pa1|rbp,kernels=linear|rbf,scale=off,rung=100,window=400", 1)
+	play(a, xs, ys, 0, len(xs))
+	if len(a.bench) < 2 {
+		t.Fatalf("%d benched: the test shows nothing", len(a.bench))
+	}
+	most := slices.MaxFunc(a.bench, func(c, d *cand) int { return cmp.Compare(c.recent, d.recent) }).recent
+	cands, bench := slices.Clone(a.cands), slices.Clone(a.bench)
+	a.cfg.Memory = a.memory(nil) - 1
+	a.fit(nil)
+	gone := slices.DeleteFunc(bench, func(c *cand) bool { return slices.Contains(a.bench, c) })
+	if !slices.Equal(a.cands, cands) || len(gone) != 1 || gone[0].recent != most {
+		t.Fatalf("over memory= by a byte: %d of %d candidates left, %d benched gone", len(a.cands), len(cands), len(gone))
 	}
 }
