@@ -342,10 +342,12 @@ type Auto struct {
 
 	cands    []*cand
 	champion int // index in cands
-	// bench is the primal candidates the halving cut or a duel beat, kept
-	// learning beside the search: they do not vote, duel or hold a place,
-	// and one comes back (recall) when it has erred less of late than
-	// every primal candidate alive. Empty in a group.
+	// bench is the primal PA-I candidates the halving cut or a duel beat,
+	// at most benchCap (benchOne), kept learning beside the search: they
+	// do not vote, duel or hold a place, and one comes back (recall) when
+	// it has erred less of late than every primal candidate alive. Empty
+	// in a group. A state decoded may hold more, or a Perceptron (format 8
+	// before the cap): the next benching trims it to the cap.
 	bench   []*cand
 	nextID  uint64
 	labeled uint64 // labeled rounds
@@ -1753,18 +1755,65 @@ func fmtWork(v float64) string {
 	return strconv.FormatFloat(v, 'f', 0, 64)
 }
 
-// benchOne keeps c, a primal candidate leaving the search, on the bench;
-// one with a budget, or any in a group, simply goes. A primal candidate
-// costs O(nnz) a round, less than one kernel evaluation, so the whole
-// grid of C can learn all stream long; cut, PA-I at a small C, which
-// starts slowly, was lost for good at the first rungs (a9a in file
-// order: auto 17.98 % mistakes, PA-I at C = 0.001 scaled alone 15.82).
+// benchCap bounds the bench. Each benched learner plays every record: on
+// a9a the bench held about 22, and auto cost 5.2 times its champion alone
+// against 3.3 without it. Six, with twins going first (benchOne), keeps
+// the gain: five seeds, a9a in file order 16.13 % mistakes (16.21 with
+// no cap), elec2 8.06 (8.10); with four, a9a in file order 16.50.
+const benchCap = 6
+
+// benchOne keeps c, a primal PA-I candidate leaving the search, on the
+// bench; one with a budget, the Perceptron, or any in a group, simply
+// goes. A primal candidate costs O(nnz) a round, less than one kernel
+// evaluation, so a few points of the grid of C can learn all stream long;
+// cut, PA-I at a small C, which starts slowly, was lost for good at the
+// first rungs (a9a in file order: auto 17.98 % mistakes, PA-I at
+// C = 0.001 scaled alone 15.82). The Perceptron was recalled once in
+// fifteen runs (a9a and elec2 in file order, three seeds); benched too,
+// under the cap it took places from PA-I (Covertype events 15.82 against
+// 15.68, a9a 16.43 against 16.36).
+//
+// Over benchCap, a twin goes first (benchTwin), then the one with the
+// most recent mistakes. Without twins first, the first rung's cut filled
+// the bench with copies (PA-I at C = 0.1, 1 and 10 on one kernel, no step
+// yet capped by C, err alike) and PA-I at small C, cut a rung later with
+// more recent mistakes from its slow start, was turned away at once
+// (a9a in file order at a cap of 8: 16.50).
 func (a *Auto) benchOne(c *cand) {
-	if c.pt.budget != 0 || a.grouped {
+	if c.pt.budget != 0 || c.pt.learner != "pa1" || a.grouped {
 		return
 	}
 	c.rung, c.rungWork, c.mine, c.champ, c.mineWork, c.champWork, c.w = 0, 0, 0, 0, 0, 0, 0
 	a.bench = append(a.bench, c)
+	for len(a.bench) > benchCap {
+		j := a.benchTwin()
+		if j < 0 {
+			j = 0
+			for i, d := range a.bench {
+				if d.recent >= a.bench[j].recent {
+					j = i
+				}
+			}
+		}
+		a.bench = slices.Delete(a.bench, j, j+1)
+	}
+}
+
+// benchTwin is the first benched candidate with the same learner, kernel
+// and scaling as another at a smaller C, and exactly as many recent
+// mistakes: most likely the same model so far (PA-I whose steps C has
+// not yet capped), which the smaller C keeps; -1 if none. Equal counts
+// may be a coincidence; then a learner that differed goes, as it could
+// have under the cap anyway.
+func (a *Auto) benchTwin() int {
+	for i, c := range a.bench {
+		for _, d := range a.bench {
+			if c.pt.c > d.pt.c && c.recent == d.recent && c.pt.learner == d.pt.learner && c.pt.kernel == d.pt.kernel && c.pt.scale == d.pt.scale {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // unbench brings bench[j] back into the search as a challenger (recall,

@@ -82,3 +82,29 @@ func TestFitDropsTheBenchFirst(t *testing.T) {
 		t.Fatalf("over memory= by a byte: %d of %d candidates left, %d benched gone", len(a.cands), len(cands), len(gone))
 	}
 }
+
+// The bench is bounded: each benched learner plays every record, and on
+// a9a the bench held about 22, auto then costing 5.2 times its champion
+// alone. Over a stream whose halving cuts many primal candidates, of PA-I
+// and of the Perceptron, the bench never holds more than benchCap (12
+// after 100 records without the cap), nor a Perceptron.
+func TestBenchStaysWithinItsCap(t *testing.T) {
+	xs, ys := offLine(6000, 10, 0.1, 3, 3)
+	a := build(t, "auto:learners=pa1|perceptron,kernels=linear|poly,degree=1,rung=100,window=400", 1)
+	most := 0
+	for i := range xs {
+		a.Round(xs[i], ys[i])
+		most = max(most, len(a.bench))
+		if len(a.bench) > benchCap {
+			t.Fatalf("record %d: %d benched, over the cap of %d", i, len(a.bench), benchCap)
+		}
+		for _, c := range a.bench {
+			if c.pt.learner != "pa1" {
+				t.Fatalf("record %d: %s benched", i, c.pt)
+			}
+		}
+	}
+	if most < benchCap {
+		t.Fatalf("at most %d benched: the test shows nothing", most)
+	}
+}
