@@ -1757,7 +1757,7 @@ func fmtWork(v float64) string {
 
 // benchCap bounds the bench. Each benched learner plays every record: on
 // a9a the bench held about 22, and auto cost 5.2 times its champion alone
-// against 3.3 without it. Six, with twins going first (benchOne), keeps
+// where the search without a bench cost 4.2 (same session, farm-bench). Six, with twins going first (benchOne), keeps
 // the gain: five seeds, a9a in file order 16.13 % mistakes (16.21 with
 // no cap), elec2 8.06 (8.10); with four, a9a in file order 16.50.
 const benchCap = 6
