@@ -154,9 +154,9 @@ const newModelPrefix = "new@"
 // snapshot: the new model it began as, at offset. A restore begins that
 // model again and replays the records from offset, as it would from a
 // snapshot there (Restore returns no state for it: the worker, which
-// makes new models, does) — so a member that begins P new partitions saves none of
-// them until the snapshot rate and interval call for it, instead of P
-// snapshots at its first commit.
+// makes new models, does). So a member that begins P new partitions
+// saves none of them until the snapshot rate and interval call for it,
+// instead of P snapshots at its first commit.
 func NewModelAt(offset int64) string { return newModelPrefix + strconv.FormatInt(offset, 10) }
 
 // NewModelOffset reads metadata written by NewModelAt: the offset at which
