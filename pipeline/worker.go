@@ -404,12 +404,16 @@ func (w *worker) fresh(committed int64, meta string) (*State, error) {
 // lastSnapshot is what the partition's commits name until it saves a
 // snapshot: the one st was restored from, or, for a new model, the model
 // as it began (checkpoint.NewModelAt) — named once the log says where
-// that is (begin), when it began at the log's start or end.
+// that is (begin), when it began at the log's start or end. A model
+// restored from such a commit is new too: its first snapshot is paced
+// alike, so that a member restarted soon after its partitions began does
+// not save them all at its first commit.
 func (w *worker) lastSnapshot(st *State) snapshotState {
 	s := snapshotState{name: st.Snapshot, offset: st.NextOffset, at: time.Now(), bytes: st.SnapshotBytes}
 	cfg := w.m.cfg
 	_, none := cfg.Checkpoints.(NoCheckpoints)
-	if s.name == "" && !none && !cfg.SnapshotEveryCommit && cfg.LabelTopic == "" {
+	_, restored := checkpoint.NewModelOffset(s.name)
+	if (s.name == "" || restored) && !none && !cfg.SnapshotEveryCommit && cfg.LabelTopic == "" {
 		s.base = true
 		if s.offset >= 0 {
 			s.name = checkpoint.NewModelAt(s.offset)
