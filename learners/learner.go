@@ -184,6 +184,9 @@ func newFromSpec(sp Spec, k Kernel, seed uint64) (*model, error) {
 	}
 	m.spec = p.canonical().String()
 	m.primal = newPrimal(m)
+	if m.budget > 0 {
+		m.sv.room = m.budget + 1
+	}
 	return m, nil
 }
 

@@ -163,7 +163,8 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 	rbf := k.Kind == RBF && !k.Normalize
 	// set is the active set and the model's kernel row once they have
 	// held most vectors: arrays keep the capacity they grew to.
-	set := func(most int) int64 { return supportSetBytes(most, d, rbf) + resizeBytes(most, 1, 8) }
+	room := mod.sv.room
+	set := func(most int) int64 { return supportSetBytes(most, room, d, rbf) + resizeRoomBytes(most, 1, room, 8) }
 	g, ok := algorithmMemory(mod.alg, sp, set, d, rbf)
 	if !ok {
 		return Memory{}, fmt.Errorf("learner %s: no memory estimate for it", sp.Name)
@@ -267,9 +268,9 @@ func tighterMemory(a *tighter, sp Spec, set func(int) int64, d Data, rbf bool) m
 	g.held = func(n int) (int64, int64) {
 		most, nv := n+1, a.size
 		// A point's row starts at the active set's size when it was
-		// sampled and grows by appending: at most about twice the set.
-		cross := appendBytes(nv, 24) + int64(nv)*appendBoundBytes(most, 8)
-		val := supportSetBytes(nv, d, rbf) + resizeBytes(nv, 1, 8) + resizeBytes(most, 1, 8)
+		// sampled and grows by appendRoom, to the set's room (most).
+		cross := appendBytes(nv, 24) + int64(nv)*allocBytes(int64(most)*8)
+		val := supportSetBytes(nv, a.val.room, d, rbf) + resizeRoomBytes(nv, 1, a.val.room, 8) + resizeBytes(most, 1, 8)
 		return set(most) + cross + val, appendBytes(most, 8)
 	}
 	// The reservoir's points, as the active set's (no weight) and the
@@ -349,11 +350,12 @@ func uvarintLen(v uint64) int {
 // algorithm structs, the spec, small slice headers.
 const modelBase = 1024
 
-// supportSetBytes is a supportSet that has held most vectors at once, with
+// supportSetBytes is a supportSet with room for room vectors (0: none)
+// that has held most vectors at once, with
 // the dense mirror when d is dense enough to turn it on (denseOn; a set
 // between denseOff and denseOn keeps a mirror it has, which this does not
 // count) and the RBF exponential memo when rbf is set.
-func supportSetBytes(most int, d Data, rbf bool) int64 {
+func supportSetBytes(most, room int, d Data, rbf bool) int64 {
 	if most == 0 {
 		return modelBase
 	}
@@ -364,15 +366,21 @@ func supportSetBytes(most int, d Data, rbf bool) int64 {
 	// it a set of dense 14-entry vectors (TestModelMemoryCoversASave, three
 	// classes of rbp:budget=300) measured 0.93–1.00 of the estimate: the
 	// estimate is to stay an upper bound until what it misses is found.
-	b += appendBytes(most, 48) + 5*appendBytes(most, 8) + appendBytes(most, 1)
-	// The pools of indices and values grow by a vector's entries at a time.
-	b += resizeBytes(most*d.NNZ, d.NNZ, 4) + resizeBytes(most*d.NNZ, d.NNZ, 8)
+	b += appendBytes(most, 48) + 5*appendRoomBytes(most, room, 8) + appendRoomBytes(most, room, 1)
+	// The pools of indices and values grow by a vector's entries at a
+	// time, towards room vectors' entries and a sixteenth (poolRoom).
+	pool := 0
+	if room > 0 {
+		p := room * d.NNZ
+		pool = p + p/16 + 1
+	}
+	b += resizeRoomBytes(most*d.NNZ, d.NNZ, pool, 4) + resizeRoomBytes(most*d.NNZ, d.NNZ, pool, 8)
 	// The scatter array: as wide as the largest index, capped; vectors
 	// beyond the cap never get the dense mirror.
 	cols := d.Dim + 1
 	b += allocBytes(int64(min(cols+cols/2, scatterLimit)) * 8)
 	if cols < scatterLimit && most >= denseMinSV && d.NNZ*denseOn >= cols {
-		b += resizeBytes(most*cols, cols, 8) + appendBytes(most, 8)
+		b += resizeRoomBytes(most*cols, cols, room*cols, 8) + appendRoomBytes(most, room, 8)
 	}
 	if rbf {
 		b += allocBytes(int64(len(expMemo{})) * 16)
@@ -401,6 +409,20 @@ func appendBytes(n int, elem int64) int64 {
 	return b
 }
 
+// appendRoomBytes is appendBytes for a slice appended to by appendRoom,
+// which grows to room (when not 0) rather than past it.
+func appendRoomBytes(n, room int, elem int64) int64 {
+	c := 0
+	for c < n {
+		next := nextCap(c)
+		if room > c && next > room {
+			next = room
+		}
+		c = next
+	}
+	return allocBytes(int64(c) * elem)
+}
+
 // appendGrowth is appendBytes for n elements, and the size of the array
 // the last growth replaced (live with the new one while it is copied). It
 // follows the runtime's growth rule (runtime.nextslicecap: double below
@@ -421,15 +443,6 @@ func appendGrowth(n, elem int64) (bytes, prev int64) {
 	return allocBytes(c * elem), allocBytes(p * elem)
 }
 
-// appendBoundBytes is the most a slice of n elements of size elem can
-// take when it started at any smaller capacity and grew by appending: the
-// last growth at most doubled a capacity below 256 elements, or added a
-// quarter and 192 to a larger one.
-func appendBoundBytes(n int, elem int64) int64 {
-	c := max(min(2*(n-1), 510), n+(n+3*256)/4)
-	return allocBytes(int64(c) * elem)
-}
-
 // resizeBytes is a slice grown by resize or resizeKeep to n elements of
 // size elem, step elements at a time: each growth allocates 1.5 times the
 // length it needs.
@@ -438,6 +451,20 @@ func resizeBytes(n, step int, elem int64) int64 {
 	for l := step; l <= n; {
 		c = l + l/2 + 1
 		l = (c/step + 1) * step // the first length that does not fit
+	}
+	return allocBytes(int64(c) * elem)
+}
+
+// resizeRoomBytes is resizeBytes for a slice grown by resizeRoom towards
+// room elements (0: no bound).
+func resizeRoomBytes(n, step, room int, elem int64) int64 {
+	c := 0
+	for l := step; l <= n; {
+		c = l + l/2 + 1
+		if room >= l {
+			c = min(c, room)
+		}
+		l = (c/step + 1) * step
 	}
 	return allocBytes(int64(c) * elem)
 }

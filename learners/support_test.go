@@ -131,3 +131,51 @@ func (s *supportSet) vectors() []sparse.Vector {
 	}
 	return out
 }
+
+// TestFullSetKeepsNoGrowthSlack: a set that filled its budget holds its
+// arrays at the budget's room, not at the growth factor past it (append
+// would leave 128 of 101 places, and the pools half again what they hold:
+// 13 of 30 MB at 1,024 partitions of budget 100 on a9a), and a budget
+// grown later is room again.
+func TestFullSetKeepsNoGrowthSlack(t *testing.T) {
+	d := Data{NNZ: 14, Dim: 123}
+	xs, ys := memData(d, 3000, 3)
+	k := mustKernel(t, "rbf:gamma=0.1")
+	check := func(l Learner, budget int) {
+		t.Helper()
+		s := &l.(*model).sv
+		if s.len() != budget {
+			t.Fatalf("%d support vectors, want the budget %d", s.len(), budget)
+		}
+		room := budget + 1
+		if s.room != room {
+			t.Fatalf("room %d, want %d", s.room, room)
+		}
+		for name, c := range map[string]int{"off": cap(s.off), "norm": cap(s.norm), "alpha": cap(s.alpha), "born": cap(s.born)} {
+			if c < budget || c > room+1 { // +1: a size class may round up
+				t.Errorf("budget %d: cap(%s) = %d, want about %d", budget, name, c, room)
+			}
+		}
+		most := room * d.NNZ
+		if c := cap(s.val); c > most+most/16+d.NNZ {
+			t.Errorf("budget %d: pool of %d entries has capacity %d, past %d vectors' entries and a sixteenth (%d)", budget, len(s.val), c, room, most+most/16)
+		}
+	}
+	l := mustNew(t, "rbp:budget=100", k, 1)
+	i := 0
+	for ; i < len(xs) && l.Size() < 100; i++ {
+		l.Round(xs[i], ys[i])
+	}
+	for stop := i + 500; i < stop; i++ {
+		l.Round(xs[i], ys[i])
+	}
+	check(l, 100)
+	g, err := WithBudget(l, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; i < len(xs) && g.Size() < 300; i++ {
+		g.Round(xs[i], ys[i])
+	}
+	check(g, 300)
+}

@@ -84,6 +84,7 @@ func init() {
 			budgetParam(p, m)
 			a := &tighter{val: supportSet{kern: m.sv.kern}}
 			a.size = p.int("validation", m.budget, 1, 1<<24)
+			a.val.room = a.size
 			a.rng = newRNG(p.uint64("seed", seed))
 			return a
 		},
@@ -154,7 +155,7 @@ func (a *tighter) learn(m *model, q query, f float64, y int) bool {
 	// column added here matches what decode recomputes row by row.
 	a.row = a.val.row(q, a.row)
 	for v, kv := range a.row {
-		a.cross[v] = append(a.cross[v], kv)
+		a.cross[v] = appendRoom(a.cross[v], kv, m.sv.room)
 	}
 	m.sv.add(q, y, float64(y), m.rounds)
 	n := m.sv.len()
