@@ -160,12 +160,11 @@ func EstimateMemory(spec string, k Kernel, d Data) (Memory, error) {
 	if mod.primal != nil {
 		return primalMemory(mod.spec, d), nil
 	}
-	rbf := k.Kind == RBF && !k.Normalize
 	// set is the active set and the model's kernel row once they have
 	// held most vectors: arrays keep the capacity they grew to.
 	room := mod.sv.room
-	set := func(most int) int64 { return supportSetBytes(most, room, d, rbf) + resizeRoomBytes(most, 1, room, 8) }
-	g, ok := algorithmMemory(mod.alg, sp, set, d, rbf)
+	set := func(most int) int64 { return supportSetBytes(most, room, d) + resizeRoomBytes(most, 1, room, 8) }
+	g, ok := algorithmMemory(mod.alg, sp, set, d)
 	if !ok {
 		return Memory{}, fmt.Errorf("learner %s: no memory estimate for it", sp.Name)
 	}
@@ -218,7 +217,7 @@ func (g memoryGrowth) estimate(est Memory, sp Spec, d Data) Memory {
 
 // algorithmMemory is the growth of alg's memory, set being its support
 // set's; false for an algorithm it does not know.
-func algorithmMemory(alg algorithm, sp Spec, set func(int) int64, d Data, rbf bool) (memoryGrowth, bool) {
+func algorithmMemory(alg algorithm, sp Spec, set func(int) int64, d Data) (memoryGrowth, bool) {
 	switch a := alg.(type) {
 	case *perceptron, *spa, *pa1:
 		return memoryGrowth{held: func(n int) (int64, int64) { return set(n), 0 }}, true
@@ -247,7 +246,7 @@ func algorithmMemory(alg algorithm, sp Spec, set func(int) int64, d Data, rbf bo
 			return set(most) + g + 3*appendBytes(most, 8) + 3*resizeBytes(most, 1, 8), prev
 		}, extra: func(n int) int64 { return int64(n) * 16 }}, true // the counts c⁺, c⁻
 	case *tighter:
-		return tighterMemory(a, sp, set, d, rbf), true
+		return tighterMemory(a, sp, set, d), true
 	case *projectron:
 		return projectronMemory(set), true
 	case *sop:
@@ -259,7 +258,7 @@ func algorithmMemory(alg algorithm, sp Spec, set func(int) int64, d Data, rbf bo
 // tighterMemory is tighter's growth. The validation reservoir is a second
 // support set with a cached kernel row per point against the active set:
 // O(B·N). With N = B (the default) that is O(B²).
-func tighterMemory(a *tighter, sp Spec, set func(int) int64, d Data, rbf bool) memoryGrowth {
+func tighterMemory(a *tighter, sp Spec, set func(int) int64, d Data) memoryGrowth {
 	_, fixedN := sp.Params["validation"]
 	g := memoryGrowth{quadratic: !fixedN, what: "lower budget or validation"}
 	if fixedN {
@@ -270,7 +269,7 @@ func tighterMemory(a *tighter, sp Spec, set func(int) int64, d Data, rbf bool) m
 		// A point's row starts at the active set's size when it was
 		// sampled and grows by appendRoom, to the set's room (most).
 		cross := appendBytes(nv, 24) + int64(nv)*allocBytes(int64(most)*8)
-		val := supportSetBytes(nv, a.val.room, d, rbf) + resizeRoomBytes(nv, 1, a.val.room, 8) + resizeBytes(most, 1, 8)
+		val := supportSetBytes(nv, a.val.room, d) + resizeRoomBytes(nv, 1, a.val.room, 8) + resizeBytes(most, 1, 8)
 		return set(most) + cross + val, appendBytes(most, 8)
 	}
 	// The reservoir's points, as the active set's (no weight) and the
@@ -354,8 +353,8 @@ const modelBase = 1024
 // that has held most vectors at once, with
 // the dense mirror when d is dense enough to turn it on (denseOn; a set
 // between denseOff and denseOn keeps a mirror it has, which this does not
-// count) and the RBF exponential memo when rbf is set.
-func supportSetBytes(most, room int, d Data, rbf bool) int64 {
+// count). The RBF exponential memo is shared (expMemos), not counted.
+func supportSetBytes(most, room int, d Data) int64 {
 	if most == 0 {
 		return modelBase
 	}
@@ -381,9 +380,6 @@ func supportSetBytes(most, room int, d Data, rbf bool) int64 {
 	b += allocBytes(int64(min(cols+cols/2, scatterLimit)) * 8)
 	if cols < scatterLimit && most >= denseMinSV && d.NNZ*denseOn >= cols {
 		b += resizeRoomBytes(most*cols, cols, room*cols, 8) + appendRoomBytes(most, room, 8)
-	}
-	if rbf {
-		b += allocBytes(int64(len(expMemo{})) * 16)
 	}
 	return b
 }
