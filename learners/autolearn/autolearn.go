@@ -549,32 +549,33 @@ func (a *Auto) draw(all []point, first point, also func(point) string) []point {
 	for i, j := range perm {
 		shuffled[i] = all[j]
 	}
+	// The keys are numbered once, not built in each pass: a pass per
+	// point drawn, over some 300 points, naming each one's kernel, was 5 %
+	// of auto's CPU on a9a, and a run builds the grid twice (the report's
+	// name of the learner builds one).
+	pointID, kernID, learnID, alsoID := drawKeys(shuffled, also)
+	used := make([]bool, len(shuffled))
+	kernUse, learnUse, alsoUse := make([]int, len(shuffled)), make([]int, len(shuffled)), make([]int, len(shuffled))
 	var out []point
-	used := map[point]bool{}
-	kernUse, learnUse, alsoUse := map[string]int{}, map[string]int{}, map[string]int{}
-	key := func(p point) string { return p.kernel.String() + fmt.Sprint(p.scale) }
-	take := func(p point) {
-		used[p] = true
-		kernUse[key(p)]++
-		learnUse[p.learner]++
+	take := func(i int) {
+		used[pointID[i]] = true
+		kernUse[kernID[i]]++
+		learnUse[learnID[i]]++
 		if also != nil {
-			alsoUse[also(p)]++
+			alsoUse[alsoID[i]]++
 		}
-		out = append(out, p)
+		out = append(out, shuffled[i])
 	}
-	if slices.Contains(all, first) {
-		take(first)
+	if i := slices.Index(shuffled, first); i >= 0 {
+		take(i)
 	}
 	for len(out) < a.cfg.Width {
 		best, bestCost := -1, 0
-		for i, p := range shuffled {
-			if used[p] {
+		for i := range shuffled {
+			if used[pointID[i]] {
 				continue
 			}
-			cost := (kernUse[key(p)]*len(a.cfg.Learners) + learnUse[p.learner]) << 16
-			if also != nil {
-				cost += alsoUse[also(p)]
-			}
+			cost := (kernUse[kernID[i]]*len(a.cfg.Learners)+learnUse[learnID[i]])<<16 + alsoUse[alsoID[i]]
 			if best < 0 || cost < bestCost {
 				best, bestCost = i, cost
 			}
@@ -582,9 +583,41 @@ func (a *Auto) draw(all []point, first point, also func(point) string) []point {
 		if best < 0 {
 			break
 		}
-		take(shuffled[best])
+		take(best)
 	}
 	return out
+}
+
+// drawKeys numbers ps's points, their kernels with scaling, their
+// learners and their also keys (all 0 when also is nil), each from 0 in
+// order of first appearance: equal keys, equal numbers.
+func drawKeys(ps []point, also func(point) string) (pointID, kernID, learnID, alsoID []int) {
+	points := map[point]int{}
+	kerns, learns, alsos := map[string]int{}, map[string]int{}, map[string]int{}
+	number := func(m map[string]int, k string) int {
+		id, ok := m[k]
+		if !ok {
+			id = len(m)
+			m[k] = id
+		}
+		return id
+	}
+	for _, p := range ps {
+		id, ok := points[p]
+		if !ok {
+			id = len(points)
+			points[p] = id
+		}
+		pointID = append(pointID, id)
+		kernID = append(kernID, number(kerns, p.kernel.String()+fmt.Sprint(p.scale)))
+		learnID = append(learnID, number(learns, p.learner))
+		a := 0
+		if also != nil {
+			a = number(alsos, also(p))
+		}
+		alsoID = append(alsoID, a)
+	}
+	return pointID, kernID, learnID, alsoID
 }
 
 // add starts a candidate at p.
