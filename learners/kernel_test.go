@@ -3,6 +3,7 @@ package learners
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,7 +98,9 @@ func TestRBFIsExpBitForBit(t *testing.T) {
 
 func TestKernelRowMatchesEval(t *testing.T) {
 	xs, _ := stream(3, 60)
-	for _, ks := range allKernels {
+	// Beside allKernels, every case row computes in a loop of its own.
+	more := []string{"linear:bias=1", "linear:normalize=true", "poly:coef0=1,degree=1,scale=1", "poly:coef0=0,degree=4,scale=2", "rbf:gamma=0.5,normalize=true"}
+	for _, ks := range append(slices.Clone(allKernels), more...) {
 		k := mustKernel(t, ks)
 		s := supportSet{kern: k}
 		for i, x := range xs[:40] {
