@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/streamlearner/streamlearner/learners"
 	"github.com/streamlearner/streamlearner/learners/drift"
@@ -240,6 +241,30 @@ var configRules = []struct {
 // budgetKey is the parameter that bounds learner name's active set:
 // budget=, or max= for a learner without a budget in its paper.
 func budgetKey(name string) (string, error) {
+	if v, ok := budgetKeys.Load(name); ok {
+		k := v.(keyOf)
+		return k.key, k.err
+	}
+	key, err := findBudgetKey(name)
+	budgetKeys.Store(name, keyOf{key, err})
+	return key, err
+}
+
+// keyOf is budgetKey's answer for a learner.
+type keyOf struct {
+	key string
+	err error
+}
+
+// budgetKeys caches budgetKey's answers: they depend on the learner's name
+// alone (the registry is fixed once the packages are initialised), and
+// every candidate's name asks (point.spec), at every explorer and every
+// estimate of the memory: building the learners to find out was 2 % of
+// auto's CPU on a9a.
+var budgetKeys sync.Map
+
+// findBudgetKey is budgetKey, found by building the learner.
+func findBudgetKey(name string) (string, error) {
 	k := learners.Kernel{Kind: learners.Linear}
 	if _, err := learners.New(name+":budget=1", k, 0); err == nil {
 		return "budget", nil
