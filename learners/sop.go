@@ -369,7 +369,13 @@ func invLowerPacked(l []float64, n int) {
 }
 
 // symv returns out = M x for M symmetric, stored as its packed lower
-// triangle; one pass over M.
+// triangle; one pass over M. Row i's sum of its entries before the
+// diagonal is one running sum in increasing j, and out[j] takes the terms
+// of the rows after it in increasing row order, as symvRow row by row
+// does (TestSymvIsRowByRow). Here rows go two at a time, each with its own running sum, so that
+// the two additions overlap (each sum was a chain of dependent additions)
+// and out[j] is loaded and stored once for both: the same sums in the
+// same order, so the same bits.
 func symv(mp, x, out []float64) []float64 {
 	n := len(x)
 	if cap(out) < n {
@@ -377,19 +383,45 @@ func symv(mp, x, out []float64) []float64 {
 	}
 	out = out[:n]
 	clear(out)
-	p := 0
-	for i, xi := range x {
-		row := mp[p : p+i+1]
-		sum := 0.0
+	i, p := 0, 0
+	for ; i+1 < n; i += 2 {
+		r0 := mp[p : p+i+1]
+		r1 := mp[p+i+1 : p+2*i+3]
+		x0, x1 := x[i], x[i+1]
 		lead, o := x[:i], out[:i]
-		for j, v := range row[:i] {
-			sum += v * lead[j]
-			o[j] += v * xi
+		r0, r1 = r0[:i+1], r1[:i+2]
+		s0, s1 := 0.0, 0.0
+		for j, xj := range lead {
+			v0, v1 := r0[j], r1[j]
+			s0 += v0 * xj
+			s1 += v1 * xj
+			o[j] = o[j] + v0*x0 + v1*x1
 		}
-		out[i] += sum + row[i]*xi
-		p += i + 1
+		// Row i's diagonal, then row i+1's entry in column i.
+		out[i] += s0 + r0[i]*x0
+		s1 += r1[i] * x0
+		out[i] += r1[i] * x1
+		out[i+1] += s1 + r1[i+1]*x1
+		p += 2*i + 3
+	}
+	if i < n {
+		symvRow(mp[p:p+i+1], x, out, i)
 	}
 	return out
+}
+
+// symvRow adds row i of M (its packed entries row) to out = M x: its sum
+// before the diagonal to out[i], and its entries times x_i to the out[j]
+// before.
+func symvRow(row, x, out []float64, i int) {
+	xi := x[i]
+	sum := 0.0
+	lead, o := x[:i], out[:i]
+	for j, v := range row[:i] {
+		sum += v * lead[j]
+		o[j] += v * xi
+	}
+	out[i] += sum + row[i]*xi
 }
 
 func (s *sop) encode(e *encoder) {
