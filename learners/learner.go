@@ -205,17 +205,32 @@ type model struct {
 }
 
 func (m *model) Round(x sparse.Vector, y int) Outcome {
+	return m.roundNorm(x, x.SqNorm(), y)
+}
+
+// RoundNorm is l.Round(x, y) for a caller that has x's squared norm n
+// already, as x.SqNorm() computes it: a search that plays many learners
+// on each record (auto) computes it once, not once a learner. With those
+// bits the outcome is Round's; a learner that is not a model plays Round.
+func RoundNorm(l Learner, x sparse.Vector, n float64, y int) Outcome {
+	if m, ok := l.(*model); ok {
+		return m.roundNorm(x, n, y)
+	}
+	return l.Round(x, y)
+}
+
+// roundNorm is Round for x of squared norm n.
+func (m *model) roundNorm(x sparse.Vector, n float64, y int) Outcome {
 	if y < -1 || y > 1 {
 		panic(fmt.Sprintf("learners: label %d is not −1, 0 or +1", y))
 	}
 	w0 := m.sv.work
-	out := m.round(x, y)
+	out := m.round(m.sv.queryNorm(x, n), y)
 	out.Work = WorkRound + m.sv.work - w0
 	return out
 }
 
-func (m *model) round(x sparse.Vector, y int) Outcome {
-	q := m.sv.newQuery(x)
+func (m *model) round(q query, y int) Outcome {
 	if !playable(q.norm, q.self) {
 		return Outcome{Margin: math.NaN(), Refused: RefusedKernel}
 	}

@@ -137,8 +137,10 @@ type query struct {
 	norm, self float64
 }
 
-func (s *supportSet) newQuery(x sparse.Vector) query {
-	n := x.SqNorm()
+func (s *supportSet) newQuery(x sparse.Vector) query { return s.queryNorm(x, x.SqNorm()) }
+
+// queryNorm is newQuery for x of squared norm n.
+func (s *supportSet) queryNorm(x sparse.Vector, n float64) query {
 	return query{x: x, norm: n, self: s.kern.self(n)}
 }
 
