@@ -36,3 +36,25 @@ func mulColsLanes(m []float64, ld int, v, out []float64) int {
 	}
 	return i
 }
+
+// addScaledLanes does addScaled's whole 8-lane blocks in assembly and
+// returns how many entries it did; x is as long as y.
+func addScaledLanes(y, x []float64, a float64) int {
+	n := len(y) &^ 7
+	if !useLanes || n == 0 {
+		return 0
+	}
+	addScaled8(y[:n], y[:n], x[:n], a)
+	return n
+}
+
+// subScaledLanes is addScaledLanes for subScaled; dst and x are as long
+// as src.
+func subScaledLanes(dst, src, x []float64, a float64) int {
+	n := len(src) &^ 7
+	if !useLanes || n == 0 {
+		return 0
+	}
+	subScaled8(dst[:n], src[:n], x[:n], a)
+	return n
+}

@@ -67,3 +67,59 @@ done:
 	VMOVUPD Z0, (SI)
 	VZEROUPPER
 	RET
+
+// func addScaled8(dst []float64, src []float64, x []float64, a float64)
+// Requires: AVX, AVX512F, SSE2
+TEXT ·addScaled8(SB), NOSPLIT, $0-80
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         dst_len+8(FP), CX
+	SHRQ         $0x03, CX
+	MOVQ         src_base+24(FP), DX
+	MOVQ         x_base+48(FP), BX
+	MOVSD        a+72(FP), X0
+	VBROADCASTSD X0, Z0
+
+loop:
+	TESTQ   CX, CX
+	JZ      done
+	VMULPD  (BX), Z0, Z1
+	VMOVUPD (DX), Z2
+	VADDPD  Z1, Z2, Z2
+	VMOVUPD Z2, (AX)
+	ADDQ    $0x40, AX
+	ADDQ    $0x40, DX
+	ADDQ    $0x40, BX
+	DECQ    CX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET
+
+// func subScaled8(dst []float64, src []float64, x []float64, a float64)
+// Requires: AVX, AVX512F, SSE2
+TEXT ·subScaled8(SB), NOSPLIT, $0-80
+	MOVQ         dst_base+0(FP), AX
+	MOVQ         dst_len+8(FP), CX
+	SHRQ         $0x03, CX
+	MOVQ         src_base+24(FP), DX
+	MOVQ         x_base+48(FP), BX
+	MOVSD        a+72(FP), X0
+	VBROADCASTSD X0, Z0
+
+loop:
+	TESTQ   CX, CX
+	JZ      done
+	VMULPD  (BX), Z0, Z1
+	VMOVUPD (DX), Z2
+	VSUBPD  Z1, Z2, Z2
+	VMOVUPD Z2, (AX)
+	ADDQ    $0x40, AX
+	ADDQ    $0x40, DX
+	ADDQ    $0x40, BX
+	DECQ    CX
+	JMP     loop
+
+done:
+	VZEROUPPER
+	RET

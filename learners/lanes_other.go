@@ -7,3 +7,7 @@ package learners
 const useLanes = false
 
 func mulColsLanes(m []float64, ld int, v, out []float64) int { return 0 }
+
+func addScaledLanes(y, x []float64, a float64) int { return 0 }
+
+func subScaledLanes(dst, src, x []float64, a float64) int { return 0 }

@@ -7,3 +7,9 @@ func cols32(m *float64, ld int, v []float64, out *[32]float64)
 
 // cols8 sets out[i] = Σ_j m[j·ld+i]·v[j] for i < 8, in increasing j. Needs AVX-512F.
 func cols8(m *float64, ld int, v []float64, out *[8]float64)
+
+// addScaled8 sets dst[i] = src[i] + a·x[i] for i < len(dst) rounded down to a multiple of 8, the product rounded first; src and x hold at least as many. Needs AVX-512F.
+func addScaled8(dst []float64, src []float64, x []float64, a float64)
+
+// subScaled8 sets dst[i] = src[i] − a·x[i] for i < len(dst) rounded down to a multiple of 8, the product rounded first; src and x hold at least as many. Needs AVX-512F.
+func subScaled8(dst []float64, src []float64, x []float64, a float64)

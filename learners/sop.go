@@ -186,10 +186,7 @@ func (s *sop) extend(m *model, k []float64, kappa float64, y int) (float64, bool
 	}
 	p := 0
 	for i, wi := range u {
-		row := s.m[p : p+i+1]
-		for j, wj := range u[:len(row)] {
-			row[j] += wi * wj
-		}
+		addScaled(s.m[p:p+i+1], u, wi)
 		p += i + 1
 	}
 	for _, wj := range u {
@@ -266,11 +263,7 @@ func (s *sop) remove(m *model, r int) bool {
 // downdateRow sets dst[j] = src[j] − zi·z[j] and returns len(src). dst may
 // start at or before src in the same array.
 func downdateRow(dst, src, z []float64, zi float64) int {
-	dst = dst[:len(src)]
-	z = z[:len(src)]
-	for j, v := range src {
-		dst[j] = v - zi*z[j]
-	}
+	subScaled(dst, src, z, zi)
 	return len(src)
 }
 
