@@ -53,6 +53,10 @@ type supportSet struct {
 
 	maxIdx uint32 // the largest index ever stored, far vectors excluded
 	far    int    // vectors with an index ≥ scatterLimit: they force the branchy paths
+	// nonUnit counts the vectors with a value other than 1: with none
+	// (binary features, one-hot categories) the sparse path adds the
+	// query's entries without multiplying them by 1.
+	nonUnit int
 
 	// work counts what the set and its learner spent, as Outcome.Work
 	// reports it: WorkEval + WorkEntry·nnz(q) per kernel evaluation, plus
@@ -259,6 +263,8 @@ func (s *supportSet) dotRow(q query, out []float64) []float64 {
 		s.dotsChecked(w, out)
 	case s.dense:
 		s.dotsDense(w[:s.stride], out)
+	case s.nonUnit == 0:
+		s.dotsUnit(w, out)
 	default:
 		s.dotsSparse(w, out)
 	}
@@ -317,6 +323,41 @@ func (s *supportSet) dotsSparse(w, out []float64) {
 		d0 := 0.0
 		for k, idx := range i0 {
 			d0 += w[idx] * v0[k]
+		}
+		out[j] = d0
+	}
+}
+
+// dotsUnit is dotsSparse when every stored value is 1: each product
+// w[i]·1 is w[i] exactly, so adding w[i] gives the same sums, without
+// reading the values (on a9a's binary records, about a quarter less
+// time).
+func (s *supportSet) dotsUnit(w, out []float64) {
+	n := s.len()
+	j := 0
+	for ; j+1 < n; j += 2 {
+		a0, e0 := s.end(j)
+		a1, e1 := s.end(j + 1)
+		i0, i1 := s.idx[a0:e0], s.idx[a1:e1]
+		m := min(len(i0), len(i1))
+		d0, d1 := 0.0, 0.0
+		for k := 0; k < m; k++ {
+			d0 += w[i0[k]]
+			d1 += w[i1[k]]
+		}
+		for _, idx := range i0[m:] {
+			d0 += w[idx]
+		}
+		for _, idx := range i1[m:] {
+			d1 += w[idx]
+		}
+		out[j], out[j+1] = d0, d1
+	}
+	if j < n {
+		a0, e0 := s.end(j)
+		d0 := 0.0
+		for _, idx := range s.idx[a0:e0] {
+			d0 += w[idx]
 		}
 		out[j] = d0
 	}
@@ -453,6 +494,12 @@ func (s *supportSet) put(i int, v sparse.Vector) {
 	} else {
 		s.maxIdx = max(s.maxIdx, v.MaxIndex())
 	}
+	if !unit(old) {
+		s.nonUnit--
+	}
+	if !unit(v) {
+		s.nonUnit++
+	}
 	if len(v.Idx) > 0 && len(s.idx) > 0 {
 		// The move below may overwrite a view into the pool: copy it out.
 		p := uintptr(unsafe.Pointer(&v.Idx[0]))
@@ -491,6 +538,16 @@ func (s *supportSet) poolRoom(n int) int {
 
 // far reports whether v has an index beyond the scatter array's reach.
 func far(v sparse.Vector) bool { return v.MaxIndex() >= scatterLimit }
+
+// unit reports whether every value of v is 1.
+func unit(v sparse.Vector) bool {
+	for _, x := range v.Val {
+		if x != 1 {
+			return false
+		}
+	}
+	return true
+}
 
 // chooseLayout builds or drops the dense mirror as the stored vectors'
 // density crosses denseOn or denseOff, and widens it (by a quarter at
