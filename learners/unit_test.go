@@ -2,6 +2,7 @@ package learners
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/streamlearner/streamlearner/learners/sparse"
@@ -64,4 +65,53 @@ func TestUnitValuesGiveEvalBits(t *testing.T) {
 			t.Fatalf("%s: other values seen %v, all-unit again after them %v", ks, sawOther, sawUnitAfter)
 		}
 	}
+}
+
+// TestBinarySetStoresNoValues: a set of binary vectors keeps their
+// indices alone (the values were two thirds of its pools), reads every
+// value back as 1, and stores them all once a vector of other values
+// comes, each vector reading back as given.
+func TestBinarySetStoresNoValues(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	vec := func(binary bool) sparse.Vector {
+		var v sparse.Vector
+		for j := range 123 {
+			if r.IntN(9) == 0 {
+				x := 1.0
+				if !binary {
+					x = r.NormFloat64()
+				}
+				v.Idx, v.Val = append(v.Idx, uint32(j)), append(v.Val, x)
+			}
+		}
+		return v
+	}
+	s := supportSet{kern: mustKernel(t, "rbf:gamma=0.1"), room: 101}
+	var want []sparse.Vector
+	same := func(when string) {
+		t.Helper()
+		for j, w := range want {
+			if got := s.vec(j); !slices.Equal(got.Idx, w.Idx) || !slices.Equal(got.Val, w.Val) {
+				t.Fatalf("%s: vector %d reads %v, was %v", when, j, got, w)
+			}
+		}
+	}
+	for i := range 100 {
+		x := vec(true)
+		s.add(s.newQuery(x), 1, 1, uint64(i))
+		want = append(want, x)
+	}
+	s.remove(7)
+	want = slices.Delete(want, 7, 8)
+	if s.valued || cap(s.val) != 0 {
+		t.Fatalf("binary vectors: values stored (valued %v, capacity %d)", s.valued, cap(s.val))
+	}
+	same("binary")
+	x := vec(false)
+	s.set(3, s.newQuery(x))
+	want[3] = x
+	if !s.valued || len(s.val) != len(s.idx) {
+		t.Fatalf("a vector of other values: valued %v, %d values for %d indices", s.valued, len(s.val), len(s.idx))
+	}
+	same("after a vector of other values")
 }
