@@ -15,19 +15,7 @@ import (
 // to adding them once the other values have gone.
 func TestUnitValuesGiveEvalBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	vec := func(binary bool) sparse.Vector {
-		var v sparse.Vector
-		for j := range 120 {
-			if r.IntN(9) == 0 {
-				x := 1.0
-				if !binary {
-					x = r.NormFloat64()
-				}
-				v.Idx, v.Val = append(v.Idx, uint32(j)), append(v.Val, x)
-			}
-		}
-		return v
-	}
+	vec := func(binary bool) sparse.Vector { return sparseVector(r, 120, binary) }
 	for _, ks := range allKernels {
 		s := supportSet{kern: mustKernel(t, ks)}
 		var want []sparse.Vector
@@ -73,19 +61,7 @@ func TestUnitValuesGiveEvalBits(t *testing.T) {
 // comes, each vector reading back as given.
 func TestBinarySetStoresNoValues(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
-	vec := func(binary bool) sparse.Vector {
-		var v sparse.Vector
-		for j := range 123 {
-			if r.IntN(9) == 0 {
-				x := 1.0
-				if !binary {
-					x = r.NormFloat64()
-				}
-				v.Idx, v.Val = append(v.Idx, uint32(j)), append(v.Val, x)
-			}
-		}
-		return v
-	}
+	vec := func(binary bool) sparse.Vector { return sparseVector(r, 123, binary) }
 	s := supportSet{kern: mustKernel(t, "rbf:gamma=0.1"), room: 101}
 	var want []sparse.Vector
 	same := func(when string) {
@@ -114,4 +90,20 @@ func TestBinarySetStoresNoValues(t *testing.T) {
 		t.Fatalf("a vector of other values: valued %v, %d values for %d indices", s.valued, len(s.val), len(s.idx))
 	}
 	same("after a vector of other values")
+}
+
+// sparseVector is a vector of dim features, each present with
+// probability 1/9: all 1 when binary, standard normal otherwise.
+func sparseVector(r *rand.Rand, dim int, binary bool) sparse.Vector {
+	var v sparse.Vector
+	for j := range dim {
+		if r.IntN(9) == 0 {
+			x := 1.0
+			if !binary {
+				x = r.NormFloat64()
+			}
+			v.Idx, v.Val = append(v.Idx, uint32(j)), append(v.Val, x)
+		}
+	}
+	return v
 }
