@@ -330,6 +330,29 @@ func TestResetModelRecoversFromUnreadableSnapshots(t *testing.T) {
 // with three classes and with delayed labels; the data is what the
 // estimate assumes: --expected-non-zeros features, all of them used.
 func TestModelMemoryCoversASave(t *testing.T) {
+	// settledHeap is the live heap once it holds still: two collections a
+	// reading (a sync.Pool's victim cache outlives one), repeated until
+	// two readings 20 ms apart agree within 64 KiB (the goroutines of
+	// earlier tests winding down free memory meanwhile), at most 50 times.
+	settledHeap := func() uint64 {
+		var ms runtime.MemStats
+		read := func() uint64 {
+			runtime.GC()
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			return ms.HeapAlloc
+		}
+		last := read()
+		for range 50 {
+			time.Sleep(20 * time.Millisecond)
+			now := read()
+			if max(now, last)-min(now, last) < 64<<10 {
+				return now
+			}
+			last = now
+		}
+		return last
+	}
 	ctx := context.Background()
 	k, _ := learners.ParseKernel("rbf:gamma=0.5")
 	for _, cfg := range []pipeline.Config{
@@ -362,9 +385,7 @@ func TestModelMemoryCoversASave(t *testing.T) {
 		part := pipeline.Partition{Topic: "in", ID: 0}
 		grow := func() (*model.Model, int64) {
 			r := rand.New(rand.NewPCG(1, 2))
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
+			before := settledHeap()
 			m, err := model.New(cfg.ModelConfig(part.ID))
 			if err != nil {
 				t.Fatal(err)
@@ -393,9 +414,9 @@ func TestModelMemoryCoversASave(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			runtime.GC()
-			runtime.ReadMemStats(&after)
-			return m, int64(after.HeapAlloc) - int64(before.HeapAlloc)
+			after := settledHeap()
+			runtime.KeepAlive(m)
+			return m, int64(after) - int64(before)
 		}
 		bound := strings.HasPrefix(cfg.Model.Learner, "auto")
 		// The heap is read around the model's growth; the goroutines that
