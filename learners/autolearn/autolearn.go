@@ -1572,8 +1572,10 @@ type peakKey struct {
 }
 
 // maxPeaks bounds the estimates kept: a search asks for a few hundred
-// candidates' at one shape of the records.
-const maxPeaks = 4096
+// candidates' at one shape of the records (two, scaled and not). At
+// about 180 bytes an entry the cache stays under 200 kB, which memory=
+// (64 MiB by default) does not count, whatever shapes the records take.
+const maxPeaks = 1024
 
 // scalerMemory is the bytes of the scaler's statistics and storage.
 func (a *Auto) scalerMemory() int64 {
