@@ -133,22 +133,24 @@ func (w *worker) series() {
 	w.consumed, w.predicted = mt.Consumed.WithLabelValues(w.label), mt.Predicted.WithLabelValues(w.label)
 	w.learned, w.mistakes = mt.Learned.WithLabelValues(w.label), mt.Mistakes.WithLabelValues(w.label)
 	w.names = w.names[:0]
-	w.learnerMistakes = w.learnerMistakes[:0]
+	w.learnerMistakes, w.learnerWindow, w.learnerSupport = w.learnerMistakes[:0], w.learnerWindow[:0], w.learnerSupport[:0]
 	for i := range w.st.Model.Candidates() {
 		name := w.st.Model.CandidateName(i)
 		w.names = append(w.names, name)
 		w.learnerMistakes = append(w.learnerMistakes, mt.LearnerMistakes.WithLabelValues(w.label, name))
+		w.learnerWindow = append(w.learnerWindow, mt.LearnerWindowRate.WithLabelValues(w.label, name))
+		w.learnerSupport = append(w.learnerSupport, mt.LearnerSupport.WithLabelValues(w.label, name))
 	}
+	w.support, w.window, w.lag = mt.Support.WithLabelValues(w.label), mt.WindowRate.WithLabelValues(w.label), mt.Lag.WithLabelValues(w.label)
 	w.switches = mt.ChampionSwitches.WithLabelValues(w.label)
 	w.reopens = mt.SearchReopens.WithLabelValues(w.label)
 	w.setChampion(mt)
-	w.learnerGauges()
+	w.modelGauges()
 	mt.assigned(w.label, cfg.Reasons())
 	w.busy = mt.health.track(w.label)
 	if cfg.Registry != nil {
 		mt.RegistryErrors.WithLabelValues(w.label)
 	}
-	mt.Support.WithLabelValues(w.label).Set(float64(w.st.Model.Support()))
 	// The delayed-label series exist (at 0 without delayed labels) for
 	// every assigned partition, so that dashboards and alerts read 0, not
 	// "no data".
@@ -162,7 +164,6 @@ func (w *worker) series() {
 	for _, r := range labelReasons {
 		mt.OrphanLabels.WithLabelValues(w.label, string(r))
 	}
-	mt.WindowRate.WithLabelValues(w.label).Set(w.st.Model.Eval().WindowRate())
 }
 
 // openLabels opens the label topic's partition, if there is one. false:
@@ -256,7 +257,7 @@ func (w *worker) next(ctx context.Context) step {
 		}
 	}
 	w.pos.Store(w.st.NextOffset)
-	w.m.cfg.Metrics.Lag.WithLabelValues(w.label).Set(float64(max(0, w.hwm-w.st.NextOffset)))
+	w.lag.Set(float64(max(0, w.hwm-w.st.NextOffset)))
 	if !w.full() && !w.out.wanted() && (wake.IsZero() || time.Now().Before(wake)) {
 		return goOn
 	}

@@ -70,6 +70,8 @@ type member struct {
 	// Snapshot): its size is not known before it is encoded. 0: unknown,
 	// paced on SnapshotInterval alone.
 	newSnapshot int
+	// spare keeps the prediction arenas no partition is filling.
+	spare spareArenas
 	// writes bounds the workers' flushes under way (see worker.flush).
 	writes chan struct{}
 	// txn is the member's transactional producer (exactly-once only).

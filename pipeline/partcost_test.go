@@ -3,10 +3,12 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	kafka "github.com/segmentio/kafka-go"
@@ -51,6 +53,32 @@ func TestFlushedPartitionHoldsNoArena(t *testing.T) {
 	}
 	if recs := readFetched(t, b.Addr(), "out", 0, n, true, 10*time.Second); len(recs) != n {
 		t.Errorf("%d predictions written, want %d", len(recs), n)
+	}
+}
+
+// TestSpareArenasOutliveCollections: an arena a flush gave back is the
+// next partition's, even after collections (a sync.Pool gave them to the
+// collector, and their fresh replacements' page faults cost 0.13 s of
+// CPU a million records at 1,024 partitions); and the member keeps no
+// more than one a partition.
+func TestSpareArenasOutliveCollections(t *testing.T) {
+	var s spareArenas
+	a := make([]byte, 0, 9<<10)
+	s.put(a, 2)
+	runtime.GC()
+	runtime.GC()
+	got := s.get()
+	if cap(got) != cap(a) || unsafe.SliceData(got) != unsafe.SliceData(a) {
+		t.Fatalf("after two collections got an arena of %d bytes at %p, want the one put back (%p)", cap(got), unsafe.SliceData(got), unsafe.SliceData(a))
+	}
+	if s.get() != nil {
+		t.Error("a second get found an arena, but one was kept")
+	}
+	for range 5 {
+		s.put(make([]byte, 0, 1<<10), 3)
+	}
+	if n := len(s.free); n != 3 {
+		t.Errorf("%d arenas kept for 3 partitions, want 3", n)
 	}
 }
 
