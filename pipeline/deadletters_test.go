@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/streamlearner/streamlearner/codec"
@@ -46,5 +47,42 @@ func TestDeadLettersStartAtZeroForEveryReason(t *testing.T) {
 				t.Errorf("events=%v: a series for %s, which it cannot report", c.cfg.Model.Events, r)
 			}
 		}
+	}
+}
+
+// TestDeadLetterZerosAreNoSeries: the reasons a partition shows at 0 are
+// no series of their own until a record is dead-lettered with one (as
+// series, 3.5 MB of heap at 1,024 partitions); then that reason shows
+// once, with its count, not beside its zero.
+func TestDeadLetterZerosAreNoSeries(t *testing.T) {
+	m := NewMetrics(nil)
+	reasons := (&Config{}).Reasons()
+	m.assigned("3", reasons)
+	m.assigned("4", reasons)
+	if n := len(m.DeadLetters.two); n != 0 {
+		t.Fatalf("%d partitions hold dead-letter series before any dead letter, want 0", n)
+	}
+	m.DeadLetters.WithLabelValues("3", string(reasons[0])).Inc()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.DeadLetters)
+	fams, err := reg.Gather() // refuses a series shown twice
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]float64{}
+	for _, mf := range fams {
+		for _, s := range mf.GetMetric() {
+			lv := s.GetLabel()
+			seen[lv[0].GetValue()+"/"+lv[1].GetValue()] = s.GetCounter().GetValue()
+		}
+	}
+	if len(seen) != 2*len(reasons) {
+		t.Errorf("%d dead-letter series shown, want %d", len(seen), 2*len(reasons))
+	}
+	if v := seen["3/"+string(reasons[0])]; v != 1 {
+		t.Errorf("partition 3, %s: %v, want 1", reasons[0], v)
+	}
+	if v, ok := seen["4/"+string(reasons[0])]; !ok || v != 0 {
+		t.Errorf("partition 4, %s: %v (shown: %v), want 0", reasons[0], v, ok)
 	}
 }

@@ -126,6 +126,11 @@ type Metrics struct {
 	OrphanLabels   *SeriesVec           // streamlearner_orphan_labels_total{partition,reason}
 
 	health health
+	// reasons, as label values in reasonLabels, are the dead-letter
+	// reasons last shown at 0 (assigned).
+	reasonsMu    sync.Mutex
+	reasons      []codec.Reason
+	reasonLabels []string
 	// waiting is why the member has not joined its group (its input topic
 	// does not exist), for /readyz; nil once it joins.
 	waiting atomic.Pointer[string]
@@ -262,14 +267,27 @@ func (m *Metrics) transactionMetrics() []prometheus.Collector {
 	return []prometheus.Collector{m.Transactions, m.TransactionDuration, m.VisibleLatency}
 }
 
-// assigned creates a newly assigned partition's dead-letter series at 0 for
+// assigned shows a newly assigned partition's dead-letter series at 0 for
 // each reason its configuration can report (Config.Reasons), so that a
 // dashboard or an alert on their rate reads 0 instead of "no data" until
 // the first bad record, without a wall of series that can only be 0.
 func (m *Metrics) assigned(partition string, reasons []codec.Reason) {
-	for _, r := range reasons {
-		m.DeadLetters.WithLabelValues(partition, string(r))
+	m.DeadLetters.ShowZeros(partition, m.reasonNames(reasons))
+}
+
+// reasonNames is reasons as label values, the same slice for the same
+// reasons (every partition of a member shows the same).
+func (m *Metrics) reasonNames(reasons []codec.Reason) []string {
+	m.reasonsMu.Lock()
+	defer m.reasonsMu.Unlock()
+	if !slices.Equal(m.reasons, reasons) {
+		m.reasons = slices.Clone(reasons)
+		m.reasonLabels = make([]string, len(reasons))
+		for i, r := range reasons {
+			m.reasonLabels[i] = string(r)
+		}
 	}
+	return m.reasonLabels
 }
 
 // forget deletes the gauges of a partition a rebalance took away, and its

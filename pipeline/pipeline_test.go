@@ -466,10 +466,23 @@ func TestFlushSharesAddUpToTheMemberBound(t *testing.T) {
 	// A new arena holds a small share whole, and does not take a large
 	// one (a few partitions, flushed at FlushRecords) up front: 2 MiB
 	// each at 4 partitions raised their resident memory by 12 MB.
-	if share := flushShare(bound, 1024); arenaCap(share) < share+512 {
+	if share := flushShare(bound, 1024); arenaCap(share) != share {
 		t.Errorf("1,024 partitions: a new arena of %d bytes for a share of %d", arenaCap(share), share)
 	}
 	if c := arenaCap(flushShare(bound, 4)); c > 128<<10 {
 		t.Errorf("4 partitions: a new arena of %d bytes", c)
+	}
+	// A partition flushes before its arena must grow: 250-byte
+	// predictions fill the 8 KiB arena of 1,024 partitions to within one
+	// of its end (its room past the share took a size class of 9.25 KiB).
+	w := &worker{m: &member{cfg: &Config{FlushRecords: 1000}}}
+	w.m.flushBytes.Store(flushShare(bound, 1024))
+	w.arena = w.newArena()
+	for !w.full() {
+		w.arena = append(w.arena, make([]byte, 250)...)
+		w.preds = append(w.preds, pred{})
+	}
+	if c, n := cap(w.arena), len(w.arena); c != 8<<10 || n < 7<<10 {
+		t.Errorf("1,024 partitions: flushed at %d bytes of an arena of %d, want 7–8 KiB of 8 KiB", n, c)
 	}
 }

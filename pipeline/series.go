@@ -31,6 +31,11 @@ type SeriesVec struct {
 	// kind would cost more than its one series.)
 	one map[string]*Series
 	two map[string]map[string]*Series
+	// zeros are the second label values each partition shows at 0
+	// until its series exists (ShowZeros): the dead-letter reasons of
+	// every assigned partition, 19 series a partition of which most stay
+	// 0, were 3.5 MB of heap at 1,024 partitions as series of their own.
+	zeros map[string][]string
 }
 
 type seriesKey struct{ partition, second string }
@@ -138,7 +143,20 @@ func (v *SeriesVec) DeletePartition(partition string) int {
 	}
 	n := len(v.two[partition])
 	delete(v.two, partition)
+	delete(v.zeros, partition)
 	return n
+}
+
+// ShowZeros makes the partition's series of the second label values
+// seconds (shared, never changed) show at 0 until they are created, so
+// that dashboards and alerts read 0 rather than no data.
+func (v *SeriesVec) ShowZeros(partition string, seconds []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.zeros == nil {
+		v.zeros = map[string][]string{}
+	}
+	v.zeros[partition] = seconds
 }
 
 // Describe implements prometheus.Collector.
@@ -157,9 +175,20 @@ func (v *SeriesVec) Collect(ch chan<- prometheus.Metric) {
 			all = append(all, s)
 		}
 	}
+	var zeros []seriesKey
+	for part, seconds := range v.zeros {
+		for _, second := range seconds {
+			if v.two[part][second] == nil {
+				zeros = append(zeros, seriesKey{part, second})
+			}
+		}
+	}
 	v.mu.RUnlock()
 	for _, s := range all {
 		ch <- s.metric()
+	}
+	for _, k := range zeros {
+		ch <- prometheus.MustNewConstMetric(v.desc, v.typ, 0, k.partition, k.second)
 	}
 }
 

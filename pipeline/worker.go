@@ -193,13 +193,13 @@ type corruptRun struct {
 
 // full says whether the output buffers are to be flushed now: as many
 // records as Config.FlushRecords, or the partition's part of
-// Config.FlushMaxBytes.
+// Config.FlushMaxBytes with less than a prediction's room left.
 func (w *worker) full() bool {
 	if len(w.preds)+len(w.dead) >= w.m.cfg.FlushRecords {
 		return true
 	}
 	fb := w.m.flushBytes.Load()
-	return fb > 0 && int64(len(w.arena)) >= fb
+	return fb > 0 && int64(len(w.arena)) > fb-min(arenaSlack, fb/4)
 }
 
 // rewind undoes the work since the last commit: the buffered outputs
@@ -1164,10 +1164,11 @@ func (w *worker) flush(ctx context.Context) error {
 }
 
 // newArena returns a kept arena (member.spare), or a new one. A small
-// share of Config.FlushMaxBytes (many partitions) is allocated whole,
-// with room for the prediction that crosses it: grown by append, the
-// arena would double past it. A large one (a few partitions, where
-// Config.FlushRecords binds first) grows as the predictions come.
+// share of Config.FlushMaxBytes (many partitions) is allocated whole —
+// grown by append, the arena would double past it — and the partition
+// flushes when less than a prediction's room is left (full). A large one
+// (a few partitions, where Config.FlushRecords binds first) grows as the
+// predictions come.
 func (w *worker) newArena() []byte {
 	if a := w.m.spare.get(); a != nil {
 		return a
@@ -1175,12 +1176,14 @@ func (w *worker) newArena() []byte {
 	return make([]byte, 0, arenaCap(w.m.flushBytes.Load()))
 }
 
-// arenaCap is the capacity of a new arena for a flush share.
-func arenaCap(share int64) int64 { return min(share, arenaWhole) + arenaSlack }
+// arenaCap is the capacity of a new arena for a flush share: the share
+// itself, no room past it for the prediction that crosses it, which made
+// 8 KiB arenas take 9.25 KiB (a larger size class) each.
+func arenaCap(share int64) int64 { return min(share, arenaWhole) }
 
-// arenaWhole is the largest share allocated whole; arenaSlack is room
-// past it for the prediction that crosses it (a prediction takes 100–300
-// bytes; a larger one grows the arena as append does).
+// arenaWhole is the largest share allocated whole; arenaSlack is the
+// room a prediction needs (one takes 100–300 bytes; a larger one grows
+// the arena as append does), which a partition flushes before lacking.
 const (
 	arenaWhole = 64 << 10
 	arenaSlack = 1 << 10
