@@ -315,7 +315,7 @@ func (c *benchServeCmd) Run(ctx context.Context, out io.Writer) error {
 	var reported error
 	stopCPU := func() {}
 	cfg.Measuring = func() {
-		if stop, err := startCPUProfile(os.Getenv(cpuProfileEnv), cfg.Partitions); err != nil {
+		if stop, err := startCPUProfile(os.Getenv(cpuProfileEnv), profileName(cfg)); err != nil {
 			reported = err
 		} else {
 			stopCPU = stop
@@ -323,7 +323,7 @@ func (c *benchServeCmd) Run(ctx context.Context, out io.Writer) error {
 	}
 	cfg.Measured = func(res benchrun.Result) {
 		stopCPU()
-		if err := writeHeapProfile(os.Getenv(heapProfileEnv), cfg.Partitions); err != nil {
+		if err := writeHeapProfile(os.Getenv(heapProfileEnv), profileName(cfg)); err != nil {
 			reported = err
 			return
 		}
@@ -349,16 +349,27 @@ const heapProfileEnv = envPrefix + "_BENCH_HEAP_PROFILE"
 // cpuProfileEnv names a file for the member's CPU profile over the
 // measured part of a run (from its first assignment until its records
 // are served: what CPU a record counts). Each partition count writes its
-// own, the name followed by "." and the count. Off when unset.
+// own, the name followed by "." and the count, and ".pass" for a
+// pass-through run (which the learning run after it overwrote). Off when
+// unset.
 const cpuProfileEnv = envPrefix + "_BENCH_CPU_PROFILE"
 
-// startCPUProfile starts a CPU profile into path; an empty path profiles
-// nothing. The returned stop ends it and closes the file.
-func startCPUProfile(path string, partitions int) (stop func(), err error) {
+// profileName is what a run's profiles add to the names given: its
+// partition count, and ".pass" for a pass-through run.
+func profileName(cfg benchrun.Config) string {
+	if cfg.PassThrough {
+		return fmt.Sprintf("%d.pass", cfg.Partitions)
+	}
+	return strconv.Itoa(cfg.Partitions)
+}
+
+// startCPUProfile starts a CPU profile into path.run; an empty path
+// profiles nothing. The returned stop ends it and closes the file.
+func startCPUProfile(path, run string) (stop func(), err error) {
 	if path == "" {
 		return func() {}, nil
 	}
-	f, err := os.Create(fmt.Sprintf("%s.%d", path, partitions))
+	f, err := os.Create(path + "." + run)
 	if err != nil {
 		return nil, fmt.Errorf("bench-serve: CPU profile: %w", err)
 	}
@@ -369,18 +380,19 @@ func startCPUProfile(path string, partitions int) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-// writeHeapProfile writes the heap profile to path after a collection, so
-// that in-use counts only what is live; an empty path writes nothing.
-func writeHeapProfile(path string, partitions int) error {
+// writeHeapProfile writes the heap profile to path.run after a
+// collection, so that in-use counts only what is live; an empty path
+// writes nothing.
+func writeHeapProfile(path, run string) error {
 	if path == "" {
 		return nil
 	}
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	fmt.Fprintf(os.Stderr, "bench-serve: %d partitions: heap in use %d, stacks %d, runtime's other %d, goroutines %d (bytes)\n",
-		partitions, ms.HeapInuse, ms.StackInuse, ms.Sys-ms.HeapSys-ms.StackSys, runtime.NumGoroutine())
-	f, err := os.Create(fmt.Sprintf("%s.%d", path, partitions))
+	fmt.Fprintf(os.Stderr, "bench-serve: %s: heap in use %d, stacks %d, runtime's other %d, goroutines %d (bytes)\n",
+		run, ms.HeapInuse, ms.StackInuse, ms.Sys-ms.HeapSys-ms.StackSys, runtime.NumGoroutine())
+	f, err := os.Create(path + "." + run)
 	if err != nil {
 		return fmt.Errorf("bench-serve: heap profile: %w", err)
 	}

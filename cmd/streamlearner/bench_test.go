@@ -172,6 +172,27 @@ func TestBenchHeapProfile(t *testing.T) {
 	}
 }
 
+// TestBenchCPUProfileOfEachRun: with STREAMLEARNER_BENCH_CPU_PROFILE set,
+// the pass-through run and the learning run of a partition count write
+// profiles of their own (the learning run's overwrote the other's).
+func TestBenchCPUProfileOfEachRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("brokers and members as processes; seconds")
+	}
+	bin := testBinary(t)
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "bench", "--data", "../../testdata/a9a.gz", "--records", "2000", "--partitions", "2")
+	cmd.Env = append(os.Environ(), cpuProfileEnv+"="+filepath.Join(dir, "cpu"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	for _, n := range []string{"cpu.2", "cpu.2.pass"} {
+		if fi, err := os.Stat(filepath.Join(dir, n)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}
+
 // TestBenchRebalanceMembersUseTheStoreAsked: --checkpoint-store topic
 // runs the rebalance members on a checkpoint topic, as members on several
 // machines are, and the default on a directory.
